@@ -1,0 +1,36 @@
+# unimem top-level Makefile. `make` builds the kernel modules and the user-space tools against
+# the cached guest kernel (built on first use by scripts/build-kernel.sh).
+SHELL := /bin/bash
+KDIR ?= $(shell scripts/build-kernel.sh)
+CACHE_ARGS := $(shell bash -c 'source scripts/lib/common.sh; kmake_args')
+# Out-of-tree: the Kconfig symbols are set here rather than in the kernel's .config.
+UNIMEM_CONFIG := CONFIG_UNIMEM_EUSRVMEM=m
+KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR)/kernel $(CACHE_ARGS) $(UNIMEM_CONFIG)
+
+.PHONY: all modules modules-clippy userspace clean check test setup cluster
+
+all: modules userspace
+
+modules:
+	$(KMAKE) modules
+
+# Kernel build with clippy lints, as the kernel's own `make CLIPPY=1`.
+modules-clippy:
+	$(KMAKE) CLIPPY=1 modules
+
+userspace:
+	cargo build --release --workspace
+
+check:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+setup:
+	scripts/setup.sh
+
+test:
+	scripts/test.sh
+
+clean:
+	-$(KMAKE) clean
+	cargo clean

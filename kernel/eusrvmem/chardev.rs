@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `/dev/eusrvmem`: privileged mmap of any part of the GAS window, and a doorbell ioctl.
+
+use crate::{fabric, fabric::Fabric, wire_dev};
+use kernel::{
+    bindings,
+    fs::File,
+    ioctl::_IOW,
+    miscdevice::{MiscDevice, MiscDeviceRegistration},
+    mm::virt::VmaNew,
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    uaccess::{UserPtr, UserSlice},
+};
+
+const RING: u32 = _IOW::<wire_dev::RingRequest>(wire_dev::IOCTL_TYPE, wire_dev::IOCTL_NR_RING);
+
+pub(crate) struct GasFile;
+
+#[vtable]
+impl MiscDevice for GasFile {
+    type Ptr = Arc<Fabric>;
+
+    fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Fabric>> {
+        // Another node's memory is as sensitive as /dev/mem: root alone is not enough in a
+        // container without CAP_SYS_ADMIN.
+        // SAFETY: `capable` only inspects the current task's credentials.
+        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as _) } {
+            return Err(EPERM);
+        }
+        fabric::current().ok_or(ENODEV)
+    }
+
+    fn mmap(fabric: ArcBorrow<'_, Fabric>, _file: &File, vma: &VmaNew) -> Result {
+        let len = vma.end() - vma.start();
+        // SAFETY: `vma` is a valid VMA being set up; `vm_pgoff` is plain data.
+        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
+        let offset = pgoff.checked_mul(bindings::PAGE_SIZE as usize).ok_or(EINVAL)?;
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > fabric.window.size() {
+            return Err(EINVAL);
+        }
+        vma.set_io();
+        vma.set_dontexpand();
+        vma.set_dontdump();
+        let pfn = (fabric.window.phys() + offset as u64) >> bindings::PAGE_SHIFT;
+        // SAFETY: the range `[offset, end)` is inside the window (checked above); the window is
+        // device memory that stays present for the VM's life, and `VM_IO | VM_DONTEXPAND` keep
+        // the core from treating it as ordinary pages or growing the mapping.
+        kernel::error::to_result(unsafe {
+            bindings::remap_pfn_range(
+                vma.as_ptr(),
+                vma.start(),
+                pfn as _,
+                len,
+                (*vma.as_ptr()).vm_page_prot,
+            )
+        })
+    }
+
+    fn ioctl(fabric: ArcBorrow<'_, Fabric>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        match cmd {
+            RING => {
+                let mut raw = [0u8; core::mem::size_of::<wire_dev::RingRequest>()];
+                UserSlice::new(UserPtr::from_addr(arg), raw.len()).reader().read_slice(&mut raw)?;
+                let node = u32::from_ne_bytes([raw[0], raw[1], raw[2], raw[3]]);
+                let vector = u32::from_ne_bytes([raw[4], raw[5], raw[6], raw[7]]);
+                fabric.ring(node, vector)?;
+                Ok(0)
+            }
+            _ => Err(ENOTTY),
+        }
+    }
+}

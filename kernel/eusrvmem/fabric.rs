@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0
+//! What this node knows about the fabric, and where the rest of the module finds it.
+
+use crate::{doorbell::Doorbell, fabric_api::FabricInfo, regs, window::GasWindow, wire_gas::GasDescriptor};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::{
+    io::Io,
+    pci,
+    prelude::*,
+    sync::{rcu, Arc, ArcBorrow},
+};
+
+/// State shared by the driver, open files, sysfs and the exported seam. Everything here stays
+/// valid after the device is unbound (register access is revocable), so open files may hold it.
+pub(crate) struct Fabric {
+    pub(crate) regs: pci::DevresBar<{ regs::BAR0_SIZE }>,
+    pub(crate) window: GasWindow,
+    pub(crate) desc: GasDescriptor,
+    pub(crate) node_id: u32,
+    pub(crate) doorbells: KVec<Doorbell>,
+}
+
+impl Fabric {
+    pub(crate) fn info(&self) -> FabricInfo {
+        FabricInfo {
+            node_id: self.node_id,
+            node_count: self.desc.node_count,
+            vectors: self.doorbells.len() as u32,
+            reserved: 0,
+            gas_phys: self.window.phys(),
+            gas_size: self.window.size() as u64,
+            ctl_size: self.desc.ctl_size,
+            partition_size: self.desc.partition_size,
+            gas_virt: self.window.virt(),
+        }
+    }
+
+    /// Raises doorbell `vector` of node `node`.
+    pub(crate) fn ring(&self, node: u32, vector: u32) -> Result {
+        if node >= self.desc.node_count || vector >= self.desc.vectors {
+            return Err(EINVAL);
+        }
+        self.regs
+            .try_access_with(|bar| bar.write32(regs::doorbell_value(node, vector), regs::DOORBELL))
+            .ok_or(ENODEV)
+    }
+}
+
+/// The bound fabric device, if any: an `Arc<Fabric>` turned into a raw pointer, read under RCU.
+static CURRENT: AtomicPtr<Fabric> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Runs `f` on the bound fabric without taking a reference; `f` must not sleep.
+pub(crate) fn with_current<R>(f: impl FnOnce(&Fabric) -> R) -> Option<R> {
+    let _guard = rcu::read_lock();
+    let p = CURRENT.load(Ordering::Acquire);
+    // SAFETY: a non-null `CURRENT` is a live `Arc` whose release waits for an RCU grace period
+    // after unpublishing, and we are inside an RCU read-side section.
+    (!p.is_null()).then(|| f(unsafe { &*p }))
+}
+
+/// Returns a counted reference to the bound fabric (for callers that may sleep).
+pub(crate) fn current() -> Option<Arc<Fabric>> {
+    let _guard = rcu::read_lock();
+    let p = CURRENT.load(Ordering::Acquire);
+    // SAFETY: as in `with_current`; the borrow is turned into a new reference before the
+    // read-side section ends.
+    (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) }.into())
+}
+
+/// Publishes a fabric for the lifetime of this value; only one device can be bound.
+pub(crate) struct Published(*const Fabric);
+
+// SAFETY: `Published` only owns an `Arc<Fabric>` in raw form; `Fabric` is `Send + Sync`.
+unsafe impl Send for Published {}
+
+impl Published {
+    pub(crate) fn new(fabric: Arc<Fabric>) -> Result<Self> {
+        let raw = Arc::into_raw(fabric);
+        if CURRENT
+            .compare_exchange(core::ptr::null_mut(), raw.cast_mut(), Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `raw` came from `Arc::into_raw` just above and was not published.
+            drop(unsafe { Arc::from_raw(raw) });
+            return Err(EBUSY);
+        }
+        Ok(Self(raw))
+    }
+}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        CURRENT.store(core::ptr::null_mut(), Ordering::Release);
+        rcu::synchronize_rcu();
+        // SAFETY: `self.0` came from `Arc::into_raw`; after the grace period no reader holds it.
+        drop(unsafe { Arc::from_raw(self.0) });
+    }
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# eusrvmem acceptance: distinct node ids, cross-node pattern through /dev/eusrvmem, doorbell
+# counters, refusal to unload while in use, rmmod/insmod cycle.
+source "$(dirname "$0")/lib.sh"
+KO=/opt/unimem/modules/unimem_eusrvmem.ko
+[ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
+
+step "load unimem_eusrvmem on every node"
+for n in $(seq 0 $((NODES - 1))); do
+  on "$n" "lsmod | grep -q '^unimem_eusrvmem' || insmod $KO"
+done
+
+step "node ids are distinct and match the boot order; node count agrees"
+for n in $(seq 0 $((NODES - 1))); do
+  expect_eq "$(on "$n" cat /sys/class/misc/eusrvmem/node_id)" "$n" "node_id of node $n"
+  expect_eq "$(on "$n" cat /sys/class/misc/eusrvmem/node_count)" "$NODES" "node_count seen by node $n"
+done
+on 0 unimem-gas info
+
+step "node 0 writes a pattern into node 2's partition; node 2 reads it through its own mapping"
+seed=$(( (RANDOM << 15) | RANDOM ))
+len=$((4 << 20))
+on 0 unimem-gas write --node 2 --offset 4096 --len $len --seed $seed
+# UNIMEM_TEST_BREAK_PATTERN makes the reader expect another pattern: the test must then fail.
+check_seed=$seed
+[ -z "${UNIMEM_TEST_BREAK_PATTERN:-}" ] || check_seed=$((seed + 1))
+on 2 unimem-gas verify --node 2 --offset 4096 --len $len --seed $check_seed ||
+  fail "node 2 did not read back node 0's pattern"
+step "the check can fail: a wrong seed and a shifted range are rejected"
+! on_may_fail 2 unimem-gas verify --node 2 --offset 4096 --len $len --seed $((seed + 1)) 2>/dev/null ||
+  fail "verify accepted a wrong seed"
+! on_may_fail 2 unimem-gas verify --node 2 --offset 0 --len $len --seed $seed 2>/dev/null ||
+  fail "verify accepted a shifted range"
+
+step "a doorbell from node 1 raises node 0's counter"
+before=$(on 0 unimem-gas count --vector 0)
+other_before=$(on 2 unimem-gas count --vector 0)
+on 1 unimem-gas ring --node 0 --vector 0
+after=$before
+for _ in $(seq 50); do
+  after=$(on 0 unimem-gas count --vector 0)
+  [ "$after" -gt "$before" ] && break
+  sleep 0.2
+done
+expect_eq "$after" "$((before + 1))" "node 0 doorbell count after one ring"
+expect_eq "$(on 2 unimem-gas count --vector 0)" "$other_before" "node 2 count (the doorbell was for node 0)"
+
+step "bad arguments are refused"
+! on_may_fail 1 unimem-gas ring --node 99 --vector 0 2>/dev/null || fail "ring to node 99 accepted"
+! on_may_fail 1 unimem-gas ring --node 0 --vector 99 2>/dev/null || fail "ring to vector 99 accepted"
+
+step "unload is refused while /dev/eusrvmem is open"
+on 0 "sleep 60 < /dev/eusrvmem > /dev/null 2>&1 & echo \$! > /tmp/holder"
+sleep 1
+! on_may_fail 0 rmmod unimem_eusrvmem 2>/dev/null || fail "rmmod succeeded with the device open"
+on 0 'kill $(cat /tmp/holder); sleep 1'
+
+step "rmmod/insmod cycle keeps the node id and sees the same GAS contents"
+for _ in 1 2; do
+  on 0 rmmod unimem_eusrvmem
+  on 0 "! test -e /dev/eusrvmem && ! test -e /sys/class/misc/eusrvmem"
+  on 0 insmod $KO
+  expect_eq "$(on 0 cat /sys/class/misc/eusrvmem/node_id)" 0 "node_id after reload"
+done
+on 0 unimem-gas verify --node 2 --offset 4096 --len $len --seed $seed
+on 0 "dmesg | grep -i 'unimem_eusrvmem' | tail -3"
+echo "eusrvmem: all checks passed"

@@ -1,0 +1,101 @@
+//! `unimem-gas`: inspect this node's GAS view and read, write or ring any node through
+//! `/dev/eusrvmem`.
+
+mod device;
+mod pattern;
+mod sysfs;
+
+use anyhow::{bail, Result};
+use clap::{Parser, Subcommand};
+use device::Device;
+use sysfs::FabricView;
+
+#[derive(Parser)]
+#[command(version, about = "Use the unimem global address space through /dev/eusrvmem")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print this node's id, the node count, the layout and doorbell counters.
+    Info,
+    /// Fill a range of a node's partition with a seeded pattern.
+    Write(RangeArgs),
+    /// Check a range of a node's partition against a seeded pattern (exit 1 on mismatch).
+    Verify(RangeArgs),
+    /// Raise a doorbell interrupt on a node.
+    Ring {
+        /// Destination node id.
+        #[arg(long)]
+        node: u32,
+        /// Doorbell vector.
+        #[arg(long, default_value_t = 0)]
+        vector: u32,
+    },
+    /// Print the doorbell interrupt count of one vector (or all, space separated).
+    Count {
+        #[arg(long)]
+        vector: Option<usize>,
+    },
+}
+
+#[derive(clap::Args)]
+struct RangeArgs {
+    /// Node whose partition is accessed.
+    #[arg(long)]
+    node: u32,
+    /// Byte offset inside the partition.
+    #[arg(long, default_value_t = 0)]
+    offset: u64,
+    /// Length in bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    len: u64,
+    /// Pattern seed.
+    #[arg(long)]
+    seed: u64,
+}
+
+fn main() -> Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    match Cli::parse().cmd {
+        Cmd::Info => {
+            for name in ["node_id", "node_count", "vectors", "gas_phys", "gas_size", "ctl_size", "partition_size", "doorbell_counts"] {
+                println!("{name}: {}", sysfs::read_attr(name)?);
+            }
+            print!("partitions (node offset size):\n{}\n", sysfs::read_attr("partitions")?);
+        }
+        Cmd::Write(r) => {
+            let mut map = map_range(&r)?;
+            pattern::fill(map.as_mut_slice(), r.seed, r.offset);
+            log::info!("wrote {} bytes (seed {}) at node {} offset {:#x}", r.len, r.seed, r.node, r.offset);
+        }
+        Cmd::Verify(r) => {
+            let mut map = map_range(&r)?;
+            if let Some((at, got, want)) = pattern::first_mismatch(map.as_mut_slice(), r.seed, r.offset) {
+                bail!("mismatch in node {}'s partition at offset {at:#x}: found {got:#04x}, expected {want:#04x}", r.node);
+            }
+            println!("verified {} bytes (seed {}) at node {} offset {:#x}", r.len, r.seed, r.node, r.offset);
+        }
+        Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
+        Cmd::Count { vector } => {
+            let counts = sysfs::doorbell_counts()?;
+            match vector {
+                Some(v) => match counts.get(v) {
+                    Some(c) => println!("{c}"),
+                    None => bail!("vector {v} does not exist ({} vectors)", counts.len()),
+                },
+                None => println!("{}", counts.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn map_range(r: &RangeArgs) -> Result<device::Mapping> {
+    let view = FabricView::load()?;
+    let gas_offset = view.locate(r.node, r.offset, r.len)?;
+    let len = usize::try_from(r.len)?;
+    Device::open()?.map(gas_offset, len)
+}

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The GAS descriptor: the first bytes of the shared global-address-space region.
+//!
+//! The fabric server writes it when it creates the region; every node's eusrvmem driver reads it
+//! to learn the node count and the partition layout. Node `i`'s partition starts at
+//! `ctl_size + i * partition_size`. The control area before partition 0 (descriptor first) is
+//! reserved for fabric-wide structures. All fields are little-endian.
+//!
+//! This file is included by the kernel modules with `#[path]`; it must only use `core`.
+
+/// Magic bytes at offset 0.
+pub const MAGIC: [u8; 8] = *b"UNIMEMGS";
+/// Current descriptor version.
+pub const VERSION: u32 = 1;
+/// Encoded descriptor length in bytes.
+pub const DESCRIPTOR_LEN: usize = 64;
+/// Largest supported cluster (node ids are 4 bits in the KRAM protocol).
+pub const MAX_NODES: u32 = 16;
+/// Alignment of the control area and of partitions.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Why a descriptor was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DescriptorError {
+    /// Fewer than [`DESCRIPTOR_LEN`] bytes.
+    Truncated,
+    /// Magic bytes do not match (region not initialised by a fabric server).
+    BadMagic,
+    /// Unknown descriptor version.
+    BadVersion(u32),
+    /// Checksum mismatch (torn or corrupted write).
+    BadChecksum,
+    /// Node count is 0 or above [`MAX_NODES`].
+    BadNodeCount(u32),
+    /// Sizes are unaligned, zero, or the partitions do not fit in the region.
+    BadLayout,
+}
+
+/// Layout of the shared region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GasDescriptor {
+    /// Number of nodes (partitions) in the cluster.
+    pub node_count: u32,
+    /// Doorbell vectors per node.
+    pub vectors: u32,
+    /// Total size of the region in bytes.
+    pub region_size: u64,
+    /// Bytes reserved at the start of the region (descriptor included).
+    pub ctl_size: u64,
+    /// Size of every node partition in bytes.
+    pub partition_size: u64,
+    /// Changes every time a fabric server creates a region.
+    pub generation: u64,
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[off..off + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(a)
+}
+
+impl GasDescriptor {
+    /// Lays out `node_count` equal partitions after a control area of `ctl_size` bytes.
+    /// Partitions are page-aligned; any remainder at the end of the region is left unused.
+    pub fn layout(
+        node_count: u32,
+        vectors: u32,
+        region_size: u64,
+        ctl_size: u64,
+        generation: u64,
+    ) -> Result<Self, DescriptorError> {
+        if node_count == 0 || node_count > MAX_NODES {
+            return Err(DescriptorError::BadNodeCount(node_count));
+        }
+        let usable = region_size.checked_sub(ctl_size).ok_or(DescriptorError::BadLayout)?;
+        let partition_size = usable / u64::from(node_count) / PAGE_SIZE * PAGE_SIZE;
+        let d = GasDescriptor { node_count, vectors, region_size, ctl_size, partition_size, generation };
+        d.validate()?;
+        Ok(d)
+    }
+
+    /// Checks the invariants every reader relies on.
+    pub fn validate(&self) -> Result<(), DescriptorError> {
+        if self.node_count == 0 || self.node_count > MAX_NODES {
+            return Err(DescriptorError::BadNodeCount(self.node_count));
+        }
+        let aligned = |v: u64| v != 0 && v % PAGE_SIZE == 0;
+        if !aligned(self.ctl_size) || !aligned(self.partition_size) || (DESCRIPTOR_LEN as u64) > self.ctl_size {
+            return Err(DescriptorError::BadLayout);
+        }
+        let end = self
+            .partition_size
+            .checked_mul(u64::from(self.node_count))
+            .and_then(|p| p.checked_add(self.ctl_size))
+            .ok_or(DescriptorError::BadLayout)?;
+        if end > self.region_size {
+            return Err(DescriptorError::BadLayout);
+        }
+        Ok(())
+    }
+
+    /// Byte offset of `node`'s partition inside the region, if the node exists.
+    pub fn partition_offset(&self, node: u32) -> Option<u64> {
+        (node < self.node_count).then(|| self.ctl_size + u64::from(node) * self.partition_size)
+    }
+
+    /// Encodes the descriptor (checksum included).
+    pub fn encode(&self) -> [u8; DESCRIPTOR_LEN] {
+        let mut b = [0u8; DESCRIPTOR_LEN];
+        b[0..8].copy_from_slice(&MAGIC);
+        b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        b[12..16].copy_from_slice(&self.node_count.to_le_bytes());
+        b[16..20].copy_from_slice(&self.vectors.to_le_bytes());
+        b[24..32].copy_from_slice(&self.region_size.to_le_bytes());
+        b[32..40].copy_from_slice(&self.ctl_size.to_le_bytes());
+        b[40..48].copy_from_slice(&self.partition_size.to_le_bytes());
+        b[48..56].copy_from_slice(&self.generation.to_le_bytes());
+        let sum = fnv1a(&b[..56]);
+        b[56..64].copy_from_slice(&sum.to_le_bytes());
+        b
+    }
+
+    /// Decodes and validates a descriptor; never trusts a field it has not checked.
+    pub fn decode(b: &[u8]) -> Result<Self, DescriptorError> {
+        if b.len() < DESCRIPTOR_LEN {
+            return Err(DescriptorError::Truncated);
+        }
+        if b[0..8] != MAGIC {
+            return Err(DescriptorError::BadMagic);
+        }
+        let version = u32_at(b, 8);
+        if version != VERSION {
+            return Err(DescriptorError::BadVersion(version));
+        }
+        if fnv1a(&b[..56]) != u64_at(b, 56) {
+            return Err(DescriptorError::BadChecksum);
+        }
+        let d = GasDescriptor {
+            node_count: u32_at(b, 12),
+            vectors: u32_at(b, 16),
+            region_size: u64_at(b, 24),
+            ctl_size: u64_at(b, 32),
+            partition_size: u64_at(b, 40),
+            generation: u64_at(b, 48),
+        };
+        d.validate()?;
+        Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn round_trip() {
+        let d = GasDescriptor::layout(3, 4, 1024 * MIB, 2 * MIB, 42).unwrap();
+        assert_eq!(d.partition_size, (1022 * MIB / 3) / PAGE_SIZE * PAGE_SIZE);
+        assert_eq!(GasDescriptor::decode(&d.encode()), Ok(d));
+        assert_eq!(d.partition_offset(0), Some(2 * MIB));
+        assert_eq!(d.partition_offset(2), Some(2 * MIB + 2 * d.partition_size));
+        assert_eq!(d.partition_offset(3), None);
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        let good = GasDescriptor::layout(3, 4, 1024 * MIB, 2 * MIB, 1).unwrap().encode();
+        assert_eq!(GasDescriptor::decode(&good[..63]), Err(DescriptorError::Truncated));
+        let mut b = good;
+        b[0] = b'X';
+        assert_eq!(GasDescriptor::decode(&b), Err(DescriptorError::BadMagic));
+        let mut b = good;
+        b[8] = 9;
+        assert_eq!(GasDescriptor::decode(&b), Err(DescriptorError::BadVersion(9)));
+        let mut b = good;
+        b[40] ^= 1;
+        assert_eq!(GasDescriptor::decode(&b), Err(DescriptorError::BadChecksum));
+        // A consistent checksum over inconsistent fields is still rejected.
+        let mut d = GasDescriptor::decode(&good).unwrap();
+        d.partition_size = 512 * MIB;
+        assert_eq!(GasDescriptor::decode(&d.encode()), Err(DescriptorError::BadLayout));
+        d.node_count = 17;
+        assert_eq!(GasDescriptor::decode(&d.encode()), Err(DescriptorError::BadNodeCount(17)));
+    }
+
+    #[test]
+    fn layout_limits() {
+        assert!(GasDescriptor::layout(0, 4, 1024 * MIB, 2 * MIB, 0).is_err());
+        assert!(GasDescriptor::layout(16, 4, 1024 * MIB, 2 * MIB, 0).is_ok());
+        assert!(GasDescriptor::layout(2, 4, MIB, 2 * MIB, 0).is_err());
+        assert!(GasDescriptor::layout(1, 4, 64 * MIB, 1000, 0).is_err());
+    }
+}
