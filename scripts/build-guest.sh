@@ -30,7 +30,7 @@ copy_with_libs() {
   local bin=$1 dest
   dest="$root/usr/bin/$(basename "$bin")"
   rm -f "$dest"; cp -L "$bin" "$dest"
-  ldd "$bin" 2>/dev/null | awk '/=> \// {print $3} /^\s*\/lib/ {print $1}' | while read -r lib; do
+  ldd "$bin" 2>/dev/null | awk '/=> \// {print $3} /^[[:space:]]*\// {print $1}' | while read -r lib; do
     mkdir -p "$root$(dirname "$lib")"
     [ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
   done

@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib/common.sh"
 
 APT_PKGS=(
-  rustc-web rust-web-src
+  rustc-web rust-web-src rust-web-clippy
   clang-19 lld-19 llvm-19 libclang-19-dev
   build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils kmod python3
   qemu-system-x86 busybox-static e2fsprogs

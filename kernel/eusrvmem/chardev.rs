@@ -25,7 +25,7 @@ impl MiscDevice for GasFile {
         // Another node's memory is as sensitive as /dev/mem: root alone is not enough in a
         // container without CAP_SYS_ADMIN.
         // SAFETY: `capable` only inspects the current task's credentials.
-        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as _) } {
+        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
             return Err(EPERM);
         }
         fabric::current().ok_or(ENODEV)
@@ -35,7 +35,7 @@ impl MiscDevice for GasFile {
         let len = vma.end() - vma.start();
         // SAFETY: `vma` is a valid VMA being set up; `vm_pgoff` is plain data.
         let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
-        let offset = pgoff.checked_mul(bindings::PAGE_SIZE as usize).ok_or(EINVAL)?;
+        let offset = pgoff.checked_mul(bindings::PAGE_SIZE).ok_or(EINVAL)?;
         let end = offset.checked_add(len).ok_or(EINVAL)?;
         if end > fabric.window.size() {
             return Err(EINVAL);
@@ -51,7 +51,7 @@ impl MiscDevice for GasFile {
             bindings::remap_pfn_range(
                 vma.as_ptr(),
                 vma.start(),
-                pfn as _,
+                pfn as usize,
                 len,
                 (*vma.as_ptr()).vm_page_prot,
             )

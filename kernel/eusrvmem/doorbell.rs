@@ -84,6 +84,9 @@ impl Drop for Doorbell {
     }
 }
 
+/// # Safety
+///
+/// Called by the IRQ core with the `dev_id` passed to `request_threaded_irq`: a live `Doorbell`.
 unsafe extern "C" fn doorbell_irq(_irq: c_int, dev_id: *mut c_void) -> bindings::irqreturn_t {
     // SAFETY: `dev_id` is the `Doorbell` this IRQ was requested with; it outlives the request
     // (`DoorbellIrqs` holds the fabric that owns it and frees the IRQ first).
@@ -98,7 +101,7 @@ unsafe extern "C" fn doorbell_irq(_irq: c_int, dev_id: *mut c_void) -> bindings:
         // hard-IRQ context with `ctx`.
         unsafe { (slot.func)(slot.ctx, db.vector) };
     }
-    bindings::irqreturn_t(bindings::irqreturn::IRQ_HANDLED.0 as _)
+    bindings::irqreturn_t(bindings::irqreturn::IRQ_HANDLED.0)
 }
 
 /// The device-bound part: MSI-X vectors and the IRQs requested on them.

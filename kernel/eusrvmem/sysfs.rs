@@ -50,6 +50,9 @@ fn show_value(name: &[u8], f: &Fabric, out: &mut Formatter<'_>) -> core::fmt::Re
     }
 }
 
+/// # Safety
+///
+/// Called by sysfs with one of our attributes and a PAGE_SIZE buffer.
 unsafe extern "C" fn show(
     _dev: *mut bindings::device,
     attr: *mut bindings::device_attribute,
@@ -58,7 +61,7 @@ unsafe extern "C" fn show(
     // SAFETY: sysfs passes one of our attributes, whose name is a static C string.
     let name = unsafe { CStr::from_char_ptr((*attr).attr.name) }.to_bytes();
     // SAFETY: sysfs hands `show` a zeroed buffer of PAGE_SIZE bytes.
-    let buf = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), bindings::PAGE_SIZE as usize) };
+    let buf = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), bindings::PAGE_SIZE) };
     let mut out = Formatter::new(buf);
     match fabric::with_current(|f| show_value(name, f, &mut out)) {
         Some(_) => out.bytes_written() as isize,

@@ -29,7 +29,7 @@ impl GasWindow {
     pub(crate) fn map(phys: u64, size: u64) -> Result<Self> {
         let size = usize::try_from(size).map_err(|_| EINVAL)?;
         // SAFETY: `memremap` has no preconditions beyond a valid range; it returns NULL on error.
-        let virt = unsafe { bindings::memremap(phys, size, bindings::MEMREMAP_WB as _) };
+        let virt = unsafe { bindings::memremap(phys, size, bindings::MEMREMAP_WB as usize) };
         if virt.is_null() {
             return Err(ENOMEM);
         }

@@ -35,5 +35,5 @@ kernel_dir() { echo "$UNIMEM_CACHE/kernel/$(kernel_key)"; }
 
 # make arguments every kernel or module build uses.
 kmake_args() {
-  echo "LLVM=$LLVM_SUFFIX RUSTC=$HOST_RUSTC BINDGEN=$BINDGEN"
+  echo "LLVM=$LLVM_SUFFIX RUSTC=$HOST_RUSTC BINDGEN=$BINDGEN CLIPPY_DRIVER=/usr/bin/clippy-driver"
 }
