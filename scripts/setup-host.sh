@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib/common.sh"
 APT_PKGS=(
   rustc-web rust-web-src rust-web-clippy
   clang-19 lld-19 llvm-19 libclang-19-dev
-  build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils kmod python3
+  build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils patch kmod python3
   qemu-system-x86 busybox-static e2fsprogs
   numactl libnuma-dev fio stress-ng util-linux procps
 )
