@@ -27,7 +27,7 @@
 //! * Stdout, Stderr: raw bytes.
 //! * Exit: `status: i32` (exit code, 128+signal, or 124 on timeout).
 
-use crate::crc32::crc32;
+use crc32fast::hash as crc32;
 use thiserror::Error;
 
 pub const MAGIC: [u8; 4] = [0xC5, b'u', b'm', b'A'];

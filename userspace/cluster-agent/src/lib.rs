@@ -7,7 +7,6 @@
 
 mod agent;
 pub mod client;
-mod crc32;
 pub mod decoder;
 pub mod frame;
 mod job;
