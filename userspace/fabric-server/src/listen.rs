@@ -48,8 +48,9 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile)> {
                 path.display()
             )
         }
+        // Whatever listens there is not a unimem-fabric (we hold the claim), so connecting
+        // is the only way to tell whether it is alive.
         Ok(_) => match std::os::unix::net::UnixStream::connect(path) {
-            // Not one of ours (we hold the claim), so probing it is the only way to tell.
             Ok(_) => bail!(
                 "another server is already listening on {}; stop it first",
                 path.display()

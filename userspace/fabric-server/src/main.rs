@@ -31,7 +31,9 @@ use unimem_wire::gas::{GasDescriptor, MAX_NODES, PAGE_SIZE};
         Every VM that connects gets the lowest free node id in 0..NODES, the shared region \
         (an anonymous memfd whose first bytes hold the GAS descriptor), and one eventfd \
         doorbell per vector to and from every other VM. A VM that reconnects after a restart \
-        gets its old id back if nobody took it meanwhile.\n\n\
+        gets its old id back if nobody took it meanwhile, with the same doorbells; departures \
+        are not announced, because QEMU's ivshmem device cannot take an id back after a \
+        disconnect notification.\n\n\
         SIGINT or SIGTERM stop the server; it removes its socket and state files.\n\
         Log verbosity follows RUST_LOG (default: info)."
 )]

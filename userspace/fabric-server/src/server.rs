@@ -47,8 +47,8 @@ pub struct Server {
     peers: Peers,
     state: Option<StateDir>,
     next_token: usize,
-    /// Peers to disconnect once the current event is handled; removing them on the spot would
-    /// recurse (a departure notice that fails to send dooms another peer).
+    /// Peers whose sockets failed, disconnected once the current event is handled: a send
+    /// fails in the middle of walking the peers, where removing one is not possible.
     doomed: Vec<(u32, String)>,
     /// Peers that still had unread input when their turn ended.
     unread: Vec<Token>,
@@ -237,8 +237,8 @@ impl Server {
     fn new_doorbells(&self) -> Result<Doorbells> {
         (0..self.settings.vectors)
             .map(|_| {
-                // Non-blocking because the fd is shared with QEMU, which expects to drain it
-                // without blocking.
+                // Non-blocking so that `drain` never waits (QEMU sets that flag anyway, and
+                // it belongs to the file, which QEMU shares).
                 EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
                     .map(|e| Rc::new(OwnedFd::from(e)))
                     .context("creating a doorbell eventfd")

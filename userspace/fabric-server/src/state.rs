@@ -57,8 +57,9 @@ impl StateDir {
     fn publish(&self, name: &str, contents: &str) -> io::Result<()> {
         let temp = self.dir.join(format!("{TEMP_PREFIX}{name}"));
         let mut file = fs::File::create(&temp)?;
+        // No fsync: the files describe this server's lifetime and are cleared at the next
+        // start, so surviving a host crash is of no use.
         file.write_all(contents.as_bytes())?;
-        file.sync_all()?;
         fs::rename(&temp, self.dir.join(name))
     }
 

@@ -487,9 +487,11 @@ fn state_dir_follows_peers() {
 
     let c0 = server.connect();
     c0.welcome(0, &[], 1);
+    // No waiting: the file is in place before the client can have read its welcome.
+    assert!(server.peer_file(0).exists());
     let c1 = server.connect();
     c1.welcome(1, &[0], 1);
-    wait_until("peer-1", || server.peer_file(1).exists());
+    assert!(server.peer_file(1).exists());
     assert_eq!(fs::read_to_string(server.peer_file(0)).unwrap(), me);
     assert_eq!(fs::read_to_string(server.peer_file(1)).unwrap(), me);
     assert!(!server.peer_file(2).exists());

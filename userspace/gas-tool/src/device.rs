@@ -5,7 +5,12 @@ use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 use std::{fs::File, num::NonZeroUsize, os::fd::AsRawFd, ptr::NonNull};
 use unimem_wire::eusrvmem::{RingRequest, DEVICE_NAME, IOCTL_NR_RING, IOCTL_TYPE};
 
-nix::ioctl_write_ptr!(ring_ioctl, IOCTL_TYPE as u8, IOCTL_NR_RING as u8, RingRequest);
+nix::ioctl_write_ptr!(
+    ring_ioctl,
+    IOCTL_TYPE as u8,
+    IOCTL_NR_RING as u8,
+    RingRequest
+);
 
 pub struct Device {
     file: File,
@@ -36,7 +41,9 @@ impl Device {
         let start = gas_offset / page * page;
         let skip = (gas_offset - start) as usize;
         let page_len = (skip + len).div_ceil(page as usize) * page as usize;
-        let Some(nz) = NonZeroUsize::new(page_len) else { bail!("empty mapping") };
+        let Some(nz) = NonZeroUsize::new(page_len) else {
+            bail!("empty mapping")
+        };
         // SAFETY: a fresh shared mapping of the device; nothing else in this process aliases it.
         let base = unsafe {
             mmap(
@@ -49,7 +56,12 @@ impl Device {
             )
         }
         .with_context(|| format!("mmap of GAS offset {start:#x}+{page_len:#x}"))?;
-        Ok(Mapping { base, page_len, skip, len })
+        Ok(Mapping {
+            base,
+            page_len,
+            skip,
+            len,
+        })
     }
 
     /// Raises doorbell `vector` on `node`.
@@ -67,7 +79,9 @@ impl Mapping {
     /// copies, which is what a pattern check wants.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `[skip, skip + len)` lies inside the live mapping owned by `self`.
-        unsafe { std::slice::from_raw_parts_mut(self.base.as_ptr().cast::<u8>().add(self.skip), self.len) }
+        unsafe {
+            std::slice::from_raw_parts_mut(self.base.as_ptr().cast::<u8>().add(self.skip), self.len)
+        }
     }
 }
 

@@ -11,7 +11,10 @@ use device::Device;
 use sysfs::FabricView;
 
 #[derive(Parser)]
-#[command(version, about = "Use the unimem global address space through /dev/eusrvmem")]
+#[command(
+    version,
+    about = "Use the unimem global address space through /dev/eusrvmem"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -61,22 +64,45 @@ fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     match Cli::parse().cmd {
         Cmd::Info => {
-            for name in ["node_id", "node_count", "vectors", "gas_phys", "gas_size", "ctl_size", "partition_size", "doorbell_counts"] {
+            for name in [
+                "node_id",
+                "node_count",
+                "vectors",
+                "gas_phys",
+                "gas_size",
+                "ctl_size",
+                "partition_size",
+                "doorbell_counts",
+            ] {
                 println!("{name}: {}", sysfs::read_attr(name)?);
             }
-            print!("partitions (node offset size):\n{}\n", sysfs::read_attr("partitions")?);
+            print!(
+                "partitions (node offset size):\n{}\n",
+                sysfs::read_attr("partitions")?
+            );
         }
         Cmd::Write(r) => {
             let mut map = map_range(&r)?;
             pattern::fill(map.as_mut_slice(), r.seed, r.offset);
-            log::info!("wrote {} bytes (seed {}) at node {} offset {:#x}", r.len, r.seed, r.node, r.offset);
+            log::info!(
+                "wrote {} bytes (seed {}) at node {} offset {:#x}",
+                r.len,
+                r.seed,
+                r.node,
+                r.offset
+            );
         }
         Cmd::Verify(r) => {
             let mut map = map_range(&r)?;
-            if let Some((at, got, want)) = pattern::first_mismatch(map.as_mut_slice(), r.seed, r.offset) {
+            if let Some((at, got, want)) =
+                pattern::first_mismatch(map.as_mut_slice(), r.seed, r.offset)
+            {
                 bail!("mismatch in node {}'s partition at offset {at:#x}: found {got:#04x}, expected {want:#04x}", r.node);
             }
-            println!("verified {} bytes (seed {}) at node {} offset {:#x}", r.len, r.seed, r.node, r.offset);
+            println!(
+                "verified {} bytes (seed {}) at node {} offset {:#x}",
+                r.len, r.seed, r.node, r.offset
+            );
         }
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
         Cmd::Count { vector } => {
@@ -86,7 +112,14 @@ fn main() -> Result<()> {
                     Some(c) => println!("{c}"),
                     None => bail!("vector {v} does not exist ({} vectors)", counts.len()),
                 },
-                None => println!("{}", counts.iter().map(u64::to_string).collect::<Vec<_>>().join(" ")),
+                None => println!(
+                    "{}",
+                    counts
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
             }
         }
     }

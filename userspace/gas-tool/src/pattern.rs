@@ -38,8 +38,14 @@ mod tests {
         let mut buf = vec![0u8; 4099];
         fill(&mut buf, 7, 13);
         assert_eq!(first_mismatch(&buf, 7, 13), None);
-        assert!(first_mismatch(&buf, 8, 13).is_some(), "another seed must not verify");
-        assert!(first_mismatch(&buf, 7, 21).is_some(), "a shifted range must not verify");
+        assert!(
+            first_mismatch(&buf, 8, 13).is_some(),
+            "another seed must not verify"
+        );
+        assert!(
+            first_mismatch(&buf, 7, 21).is_some(),
+            "a shifted range must not verify"
+        );
         buf[4000] ^= 1;
         assert_eq!(first_mismatch(&buf, 7, 13).map(|m| m.0), Some(4013));
     }

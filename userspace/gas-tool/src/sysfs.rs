@@ -25,7 +25,8 @@ pub fn read_attr(name: &str) -> Result<String> {
 
 fn read_u64(name: &str) -> Result<u64> {
     let s = read_attr(name)?;
-    s.parse().with_context(|| format!("sysfs attribute {name} is not a number: {s:?}"))
+    s.parse()
+        .with_context(|| format!("sysfs attribute {name} is not a number: {s:?}"))
 }
 
 impl FabricView {
@@ -40,7 +41,10 @@ impl FabricView {
     /// Byte offset in the GAS window of `offset` inside `node`'s partition, checking `len` fits.
     pub fn locate(&self, node: u32, offset: u64, len: u64) -> Result<u64> {
         if node >= self.node_count {
-            bail!("node {node} does not exist (cluster has {} nodes)", self.node_count);
+            bail!(
+                "node {node} does not exist (cluster has {} nodes)",
+                self.node_count
+            );
         }
         match offset.checked_add(len) {
             Some(end) if end <= self.partition_size => {}

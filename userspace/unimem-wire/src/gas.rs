@@ -87,9 +87,18 @@ impl GasDescriptor {
         if node_count == 0 || node_count > MAX_NODES {
             return Err(DescriptorError::BadNodeCount(node_count));
         }
-        let usable = region_size.checked_sub(ctl_size).ok_or(DescriptorError::BadLayout)?;
+        let usable = region_size
+            .checked_sub(ctl_size)
+            .ok_or(DescriptorError::BadLayout)?;
         let partition_size = usable / u64::from(node_count) / PAGE_SIZE * PAGE_SIZE;
-        let d = GasDescriptor { node_count, vectors, region_size, ctl_size, partition_size, generation };
+        let d = GasDescriptor {
+            node_count,
+            vectors,
+            region_size,
+            ctl_size,
+            partition_size,
+            generation,
+        };
         d.validate()?;
         Ok(d)
     }
@@ -100,7 +109,10 @@ impl GasDescriptor {
             return Err(DescriptorError::BadNodeCount(self.node_count));
         }
         let aligned = |v: u64| v != 0 && v % PAGE_SIZE == 0;
-        if !aligned(self.ctl_size) || !aligned(self.partition_size) || (DESCRIPTOR_LEN as u64) > self.ctl_size {
+        if !aligned(self.ctl_size)
+            || !aligned(self.partition_size)
+            || (DESCRIPTOR_LEN as u64) > self.ctl_size
+        {
             return Err(DescriptorError::BadLayout);
         }
         let end = self
@@ -181,23 +193,37 @@ mod tests {
 
     #[test]
     fn rejects_malformed() {
-        let good = GasDescriptor::layout(3, 4, 1024 * MIB, 2 * MIB, 1).unwrap().encode();
-        assert_eq!(GasDescriptor::decode(&good[..63]), Err(DescriptorError::Truncated));
+        let good = GasDescriptor::layout(3, 4, 1024 * MIB, 2 * MIB, 1)
+            .unwrap()
+            .encode();
+        assert_eq!(
+            GasDescriptor::decode(&good[..63]),
+            Err(DescriptorError::Truncated)
+        );
         let mut b = good;
         b[0] = b'X';
         assert_eq!(GasDescriptor::decode(&b), Err(DescriptorError::BadMagic));
         let mut b = good;
         b[8] = 9;
-        assert_eq!(GasDescriptor::decode(&b), Err(DescriptorError::BadVersion(9)));
+        assert_eq!(
+            GasDescriptor::decode(&b),
+            Err(DescriptorError::BadVersion(9))
+        );
         let mut b = good;
         b[40] ^= 1;
         assert_eq!(GasDescriptor::decode(&b), Err(DescriptorError::BadChecksum));
         // A consistent checksum over inconsistent fields is still rejected.
         let mut d = GasDescriptor::decode(&good).unwrap();
         d.partition_size = 512 * MIB;
-        assert_eq!(GasDescriptor::decode(&d.encode()), Err(DescriptorError::BadLayout));
+        assert_eq!(
+            GasDescriptor::decode(&d.encode()),
+            Err(DescriptorError::BadLayout)
+        );
         d.node_count = 17;
-        assert_eq!(GasDescriptor::decode(&d.encode()), Err(DescriptorError::BadNodeCount(17)));
+        assert_eq!(
+            GasDescriptor::decode(&d.encode()),
+            Err(DescriptorError::BadNodeCount(17))
+        );
     }
 
     #[test]

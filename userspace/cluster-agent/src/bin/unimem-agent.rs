@@ -48,7 +48,11 @@ struct Args {
     connect_unix: Option<PathBuf>,
 
     /// PATH given to commands (request variables are applied after it)
-    #[arg(long, value_name = "DIRS", default_value = "/usr/sbin:/usr/bin:/sbin:/bin")]
+    #[arg(
+        long,
+        value_name = "DIRS",
+        default_value = "/usr/sbin:/usr/bin:/sbin:/bin"
+    )]
     path: String,
 }
 
