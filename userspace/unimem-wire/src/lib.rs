@@ -7,3 +7,5 @@
 
 pub mod eusrvmem;
 pub mod gas;
+pub mod mailbox;
+pub mod packet;

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The virtualized mailbox and packetizer: `/dev/unimem_mailbox` ABI, kernel messages and the
+//! layout of the receive rings in shared memory.
+//!
+//! Every ioctl argument is a `#[repr(C)]` struct of fixed-width integers (identical on every
+//! architecture); ioctl numbers are `_IOR`/`_IOW('M', nr, T)`.
+//! This file is included by the kernel modules with `#[path]`; `core` only.
+
+use crate::packet::{PACKET_LEN, PAYLOAD_LEN};
+
+/// Name of the character device (`/dev/unimem_mailbox`) and the debugfs directory.
+pub const DEVICE_NAME: &str = "unimem_mailbox";
+/// Mailbox (and packetizer) interfaces per node.
+pub const INTERFACES: u32 = 64;
+/// Doorbell vector the mailbox uses (see docs/ARCHITECTURE.md).
+pub const DOORBELL_VECTOR: u32 = 1;
+/// ioctl type byte.
+pub const IOCTL_TYPE: u32 = b'M' as u32;
+
+/// `_IOR(ALLOC)`: allocate a mailbox/packetizer pair for the calling thread.
+pub const NR_ALLOC: u32 = 1;
+/// `_IOW(SEND)`: send a payload to (node, interface).
+pub const NR_SEND: u32 = 2;
+/// `_IOR(RECV)`: receive one packet (blocks unless `O_NONBLOCK`).
+pub const NR_RECV: u32 = 3;
+/// `_IOW(SET_PROT)`: set the protection id of an interface (`CAP_SYS_ADMIN`).
+pub const NR_SET_PROT: u32 = 4;
+/// `_IOW(KBIND)`: receive the 64-bit messages of a service on this file.
+pub const NR_KBIND: u32 = 5;
+/// `_IOW(KSEND)`: send a 64-bit message to a service on a node.
+pub const NR_KSEND: u32 = 6;
+/// `_IOR(KRECV)`: receive one 64-bit message (blocks unless `O_NONBLOCK`).
+pub const NR_KRECV: u32 = 7;
+
+/// Result of `ALLOC`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AllocInfo {
+    /// Interface id (the same index for the mailbox and the packetizer interface).
+    pub iface: u32,
+    /// This node's id.
+    pub node: u32,
+    /// Thread id the interface belongs to.
+    pub thread_id: u32,
+    /// Initial protection id (equal to the thread id).
+    pub prot_id: u32,
+}
+
+/// Argument of `SEND`. There is no header here: the driver writes it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendArgs {
+    pub node: u32,
+    pub iface: u32,
+    pub payload: [u8; PAYLOAD_LEN],
+    pub reserved: [u8; 7],
+}
+
+/// Argument of `RECV`: the packet, header included.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvArgs {
+    pub packet: [u8; PACKET_LEN],
+}
+
+/// Argument of `SET_PROT`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SetProtArgs {
+    pub iface: u32,
+    pub prot_id: u32,
+}
+
+/// Argument of `KSEND` (node = destination) and `KRECV` (node = sender).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KmsgArgs {
+    pub node: u32,
+    pub service: u32,
+    pub word: u64,
+}
+
+/// Services of 64-bit kernel messages (the addressee on the destination node).
+pub mod service {
+    /// KRAM block driver (kernel).
+    pub const KRAM_DRIVER: u32 = 1;
+    /// kram-daemon (user space).
+    pub const KRAM_DAEMON: u32 = 2;
+    /// Free for tests and tools.
+    pub const TEST: u32 = 15;
+    /// Services are 0..COUNT; 0 is never used.
+    pub const COUNT: u32 = 16;
+}
+
+/// The opcode of a 64-bit message: its 4 most significant bits (seed 000, 2.5.6).
+pub const fn kmsg_opcode(word: u64) -> u32 {
+    (word >> 60) as u32
+}
+
+/// Shared-memory layout of one node's receive rings, at the start of its partition.
+///
+/// For every (interface, sending node) there is one single-producer single-consumer packet
+/// ring, and for every sending node one kernel-message ring: only the sending node's driver
+/// writes `tail` and the slots, only the receiving driver writes `head`, so no atomic
+/// read-modify-write is needed across nodes.
+pub mod layout {
+    use super::INTERFACES;
+    use crate::gas::MAX_NODES;
+
+    /// Slots per ring (a power of two).
+    pub const SLOTS: u32 = 32;
+    /// Bytes per slot (one packet, or one 16-byte kernel message).
+    pub const SLOT_LEN: usize = 32;
+    /// Ring header: `head` at 0 and `tail` at 64 (separate cache lines), little-endian u32.
+    pub const HEAD_OFFSET: usize = 0;
+    pub const TAIL_OFFSET: usize = 64;
+    pub const RING_HEADER: usize = 128;
+    /// Bytes from one ring to the next.
+    pub const RING_STRIDE: usize = 2048;
+    /// Bytes of a partition the mailbox reserves (the rest can be lent).
+    pub const RESERVED: usize = (INTERFACES as usize + 1) * MAX_NODES as usize * RING_STRIDE;
+
+    /// Offset in the receiving partition of the packet ring of `iface` fed by `sender`.
+    pub const fn packet_ring(iface: u32, sender: u32) -> usize {
+        (iface as usize * MAX_NODES as usize + sender as usize) * RING_STRIDE
+    }
+
+    /// Offset in the receiving partition of the kernel-message ring fed by `sender`.
+    pub const fn kmsg_ring(sender: u32) -> usize {
+        packet_ring(INTERFACES, sender)
+    }
+
+    const _: () = assert!(RING_HEADER + SLOTS as usize * SLOT_LEN <= RING_STRIDE);
+}
+
+/// A kernel message as stored in a ring slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kmsg {
+    pub service: u32,
+    pub sender: u32,
+    pub word: u64,
+}
+
+/// Why a ring slot does not hold a valid kernel message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KmsgError {
+    Truncated,
+    BadMagic,
+    BadService(u32),
+}
+
+const KMSG_MAGIC: u16 = 0x4b4d; // "MK"
+
+impl Kmsg {
+    /// Encodes the 16 bytes of a slot.
+    pub fn encode(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[0..2].copy_from_slice(&KMSG_MAGIC.to_le_bytes());
+        b[2] = self.service as u8;
+        b[3] = self.sender as u8;
+        b[8..16].copy_from_slice(&self.word.to_le_bytes());
+        b
+    }
+
+    /// Decodes a slot, rejecting anything the sending driver could not have written.
+    pub fn decode(b: &[u8]) -> Result<Self, KmsgError> {
+        if b.len() < 16 {
+            return Err(KmsgError::Truncated);
+        }
+        if u16::from_le_bytes([b[0], b[1]]) != KMSG_MAGIC || b[4..8] != [0; 4] {
+            return Err(KmsgError::BadMagic);
+        }
+        let service = u32::from(b[2]);
+        if service == 0 || service >= service::COUNT {
+            return Err(KmsgError::BadService(service));
+        }
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[8..16]);
+        Ok(Kmsg {
+            service,
+            sender: u32::from(b[3]),
+            word: u64::from_le_bytes(w),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kmsg_round_trip() {
+        let m = Kmsg {
+            service: service::KRAM_DAEMON,
+            sender: 3,
+            word: 0x8123_4567_89ab_cdef,
+        };
+        assert_eq!(Kmsg::decode(&m.encode()), Ok(m));
+        assert_eq!(kmsg_opcode(m.word), 8);
+    }
+
+    #[test]
+    fn kmsg_rejects_malformed() {
+        let good = Kmsg {
+            service: 1,
+            sender: 0,
+            word: 1,
+        }
+        .encode();
+        assert_eq!(Kmsg::decode(&good[..15]), Err(KmsgError::Truncated));
+        let mut b = good;
+        b[0] ^= 1;
+        assert_eq!(Kmsg::decode(&b), Err(KmsgError::BadMagic));
+        let mut b = good;
+        b[5] = 1;
+        assert_eq!(Kmsg::decode(&b), Err(KmsgError::BadMagic));
+        for s in [0u8, 16, 255] {
+            let mut b = good;
+            b[2] = s;
+            assert_eq!(Kmsg::decode(&b), Err(KmsgError::BadService(u32::from(s))));
+        }
+        assert_eq!(Kmsg::decode(&[0u8; 16]), Err(KmsgError::BadMagic));
+    }
+
+    #[test]
+    fn layout_fits() {
+        assert_eq!(layout::packet_ring(0, 0), 0);
+        assert_eq!(layout::packet_ring(1, 0), 16 * layout::RING_STRIDE);
+        assert_eq!(
+            layout::kmsg_ring(15) + layout::RING_STRIDE,
+            layout::RESERVED
+        );
+        assert_eq!(layout::RESERVED, 65 * 16 * 2048);
+    }
+
+    #[test]
+    fn abi_sizes_are_fixed() {
+        assert_eq!(core::mem::size_of::<AllocInfo>(), 16);
+        assert_eq!(core::mem::size_of::<SendArgs>(), 40);
+        assert_eq!(core::mem::size_of::<RecvArgs>(), 32);
+        assert_eq!(core::mem::size_of::<SetProtArgs>(), 8);
+        assert_eq!(core::mem::size_of::<KmsgArgs>(), 16);
+    }
+}
