@@ -25,6 +25,7 @@ if [ "$status" != 0 ]; then
   tail -30 "$logdir/cargo-test.log" >&2
 fi
 
+shm_before=$(ls /dev/shm | sort)
 cleanup() { "$UNIMEM_ROOT/scripts/cluster" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 tests=("$@")
@@ -43,11 +44,13 @@ else
   failed=$((failed + ${#tests[@]})); failures+=(cluster-up)
 fi
 cleanup
-# Shutdown must leave nothing behind.
+# Shutdown must leave nothing behind: no processes, no shared-memory files.
 if pgrep -f "qemu-system-x86_64.*$UNIMEM_RUN" >/dev/null || pgrep -f "unimem-fabric.*$UNIMEM_RUN" >/dev/null; then
   failed=$((failed + 1)); failures+=(stray-processes)
+elif [ "$(ls /dev/shm | sort)" != "$shm_before" ]; then
+  failed=$((failed + 1)); failures+=(stray-shm-files)
 else
-  passed=$((passed + 1))
+  passed=$((passed + 1)); log "PASS clean shutdown (no stray processes or /dev/shm files)"
 fi
 [ ${#failures[@]} -eq 0 ] || log "failed: ${failures[*]}"
 echo "$passed passed, $failed failed"

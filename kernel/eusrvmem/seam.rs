@@ -7,16 +7,10 @@ use crate::{
     fabric_api::{DoorbellHandler, FabricInfo},
 };
 use kernel::{
+    error::from_result,
     ffi::{c_int, c_void},
     prelude::*,
 };
-
-fn errno(r: Result) -> c_int {
-    match r {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
 
 /// Fills `*info` with this node's view of the fabric.
 ///
@@ -28,14 +22,20 @@ pub unsafe extern "C" fn unimem_fabric_info(info: *mut FabricInfo) -> c_int {
     if info.is_null() {
         return EINVAL.to_errno();
     }
-    // SAFETY: the caller guarantees `info` is writable.
-    errno(fabric::with_current(|f| unsafe { info.write(f.info()) }).ok_or(ENODEV))
+    from_result(|| {
+        // SAFETY: the caller guarantees `info` is writable.
+        fabric::with_current(|f| unsafe { info.write(f.info()) }).ok_or(ENODEV)?;
+        Ok(0)
+    })
 }
 
 /// Raises doorbell `vector` on node `node`. Callable from any context.
 #[no_mangle]
 pub extern "C" fn unimem_fabric_ring(node: u32, vector: u32) -> c_int {
-    errno(fabric::with_current(|f| f.ring(node, vector)).unwrap_or(Err(ENODEV)))
+    from_result(|| {
+        fabric::with_current(|f| f.ring(node, vector)).ok_or(ENODEV)??;
+        Ok(0)
+    })
 }
 
 /// Installs or removes the doorbell handler of `vector`. May sleep.
@@ -50,11 +50,9 @@ pub unsafe extern "C" fn unimem_fabric_set_handler(
     handler: Option<DoorbellHandler>,
     ctx: *mut c_void,
 ) -> c_int {
-    let Some(fabric) = fabric::current() else {
-        return ENODEV.to_errno();
-    };
-    let Some(db) = fabric.doorbells.get(vector as usize) else {
-        return EINVAL.to_errno();
-    };
-    errno(db.set_handler(handler, ctx))
+    from_result(|| {
+        let fabric = fabric::current().ok_or(ENODEV)?;
+        fabric.doorbells.get(vector as usize).ok_or(EINVAL)?.set_handler(handler, ctx)?;
+        Ok(0)
+    })
 }

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `/dev/unimem_mailbox`: one interface pair per open file, packets and 64-bit messages.
+
+use crate::{state::State, wire_mbox as abi, wire_pkt::PAYLOAD_LEN};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{
+    bindings,
+    fs::{file, File},
+    ioctl::{_IOR, _IOW},
+    miscdevice::{MiscDevice, MiscDeviceRegistration},
+    prelude::*,
+    sync::{poll::PollTable, Arc},
+    uaccess::{UserPtr, UserSlice},
+};
+
+const ALLOC: u32 = _IOR::<abi::AllocInfo>(abi::IOCTL_TYPE, abi::NR_ALLOC);
+const SEND: u32 = _IOW::<abi::SendArgs>(abi::IOCTL_TYPE, abi::NR_SEND);
+const RECV: u32 = _IOR::<abi::RecvArgs>(abi::IOCTL_TYPE, abi::NR_RECV);
+const SET_PROT: u32 = _IOW::<abi::SetProtArgs>(abi::IOCTL_TYPE, abi::NR_SET_PROT);
+const KBIND: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_KBIND);
+const KSEND: u32 = _IOW::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KSEND);
+const KRECV: u32 = _IOR::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KRECV);
+
+const NONE: u32 = u32::MAX;
+
+/// An open `/dev/unimem_mailbox`.
+pub(crate) struct MboxFile {
+    state: Arc<State>,
+    iface: AtomicU32,
+    service: AtomicU32,
+    /// Round-robin start among senders, so one busy node cannot starve the others.
+    next_sender: AtomicU32,
+}
+
+fn require_admin() -> Result {
+    // SAFETY: `capable` only inspects the current task's credentials.
+    if unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
+        Ok(())
+    } else {
+        Err(EPERM)
+    }
+}
+
+fn read_arg<const N: usize>(arg: usize) -> Result<[u8; N]> {
+    let mut raw = [0u8; N];
+    UserSlice::new(UserPtr::from_addr(arg), N).reader().read_slice(&mut raw)?;
+    Ok(raw)
+}
+
+fn write_arg(arg: usize, bytes: &[u8]) -> Result {
+    UserSlice::new(UserPtr::from_addr(arg), bytes.len()).writer().write_slice(bytes)
+}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+}
+
+fn nonblocking(file: &File) -> bool {
+    file.flags() & file::flags::O_NONBLOCK != 0
+}
+
+impl MboxFile {
+    fn iface(&self) -> Result<u32> {
+        match self.iface.load(Ordering::Acquire) {
+            NONE => Err(EINVAL),
+            id => Ok(id),
+        }
+    }
+
+    fn alloc(&self, arg: usize) -> Result<isize> {
+        if self.iface.load(Ordering::Acquire) != NONE {
+            return Err(EINVAL);
+        }
+        let thread_id = kernel::current!().pid();
+        let id = self.state.alloc(thread_id)?;
+        if self.iface.compare_exchange(NONE, id, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // A concurrent ALLOC on the same file won.
+            self.state.free(id);
+            return Err(EINVAL);
+        }
+        let mut out = [0u8; 16];
+        out[0..4].copy_from_slice(&id.to_ne_bytes());
+        out[4..8].copy_from_slice(&self.state.node.to_ne_bytes());
+        out[8..12].copy_from_slice(&(thread_id as u32).to_ne_bytes());
+        out[12..16].copy_from_slice(&(thread_id as u32 & crate::wire_pkt::MAX_24).to_ne_bytes());
+        write_arg(arg, &out)?;
+        Ok(0)
+    }
+
+    fn send(&self, arg: usize) -> Result<isize> {
+        let raw = read_arg::<{ core::mem::size_of::<abi::SendArgs>() }>(arg)?;
+        if raw[8 + PAYLOAD_LEN..].iter().any(|&b| b != 0) {
+            return Err(EINVAL);
+        }
+        let mut payload = [0u8; PAYLOAD_LEN];
+        payload.copy_from_slice(&raw[8..8 + PAYLOAD_LEN]);
+        self.state.send(self.iface()?, u32_at(&raw, 0), u32_at(&raw, 4), &payload)?;
+        Ok(0)
+    }
+
+    fn recv(&self, file: &File, arg: usize) -> Result<isize> {
+        let id = self.iface()?;
+        let iface = &self.state.ifaces[id as usize];
+        let start = self.next_sender.fetch_add(1, Ordering::Relaxed);
+        let packet = {
+            let mut owner = iface.owner.lock();
+            loop {
+                if let Some(p) = self.state.take_packet(id, start) {
+                    break p;
+                }
+                if nonblocking(file) {
+                    return Err(EAGAIN);
+                }
+                if iface.wait.wait_interruptible(&mut owner) {
+                    return Err(ERESTARTSYS);
+                }
+            }
+        };
+        crate::iface::Iface::count(&iface.received);
+        write_arg(arg, &packet)?;
+        Ok(0)
+    }
+
+    fn set_prot(&self, arg: usize) -> Result<isize> {
+        require_admin()?;
+        let raw = read_arg::<8>(arg)?;
+        self.state.set_prot(u32_at(&raw, 0), u32_at(&raw, 4))?;
+        Ok(0)
+    }
+
+    fn kbind(&self, arg: usize) -> Result<isize> {
+        require_admin()?;
+        let service = u32_at(&read_arg::<4>(arg)?, 0);
+        if self.service.load(Ordering::Acquire) != NONE {
+            return Err(EINVAL);
+        }
+        self.state.services.bind(service)?;
+        self.service.store(service, Ordering::Release);
+        Ok(0)
+    }
+
+    fn ksend(&self, arg: usize) -> Result<isize> {
+        require_admin()?;
+        let raw = read_arg::<16>(arg)?;
+        let word = u64::from_ne_bytes([raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]]);
+        self.state.ksend(u32_at(&raw, 0), u32_at(&raw, 4), word)?;
+        Ok(0)
+    }
+
+    fn krecv(&self, file: &File, arg: usize) -> Result<isize> {
+        let service = match self.service.load(Ordering::Acquire) {
+            NONE => return Err(EINVAL),
+            s => s,
+        };
+        let user = &self.state.services.user[service as usize];
+        let (sender, word) = {
+            let mut queue = user.queue.lock();
+            loop {
+                if let Some(m) = queue.pop() {
+                    break m;
+                }
+                if nonblocking(file) {
+                    return Err(EAGAIN);
+                }
+                if user.wait.wait_interruptible(&mut queue) {
+                    return Err(ERESTARTSYS);
+                }
+            }
+        };
+        let mut out = [0u8; 16];
+        out[0..4].copy_from_slice(&sender.to_ne_bytes());
+        out[4..8].copy_from_slice(&service.to_ne_bytes());
+        out[8..16].copy_from_slice(&word.to_ne_bytes());
+        write_arg(arg, &out)?;
+        Ok(0)
+    }
+}
+
+#[vtable]
+impl MiscDevice for MboxFile {
+    type Ptr = Pin<KBox<Self>>;
+
+    fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
+        let state = crate::current_state().ok_or(ENODEV)?;
+        KBox::pin(
+            MboxFile {
+                state,
+                iface: AtomicU32::new(NONE),
+                service: AtomicU32::new(NONE),
+                next_sender: AtomicU32::new(0),
+            },
+            GFP_KERNEL,
+        )
+        .map_err(Into::into)
+    }
+
+    fn release(this: Pin<KBox<Self>>, _file: &File) {
+        if let Ok(id) = this.iface() {
+            this.state.free(id);
+        }
+        let service = this.service.load(Ordering::Acquire);
+        if service != NONE {
+            this.state.services.unbind(service);
+        }
+    }
+
+    fn ioctl(this: Pin<&Self>, file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        match cmd {
+            ALLOC => this.alloc(arg),
+            SEND => this.send(arg),
+            RECV => this.recv(file, arg),
+            SET_PROT => this.set_prot(arg),
+            KBIND => this.kbind(arg),
+            KSEND => this.ksend(arg),
+            KRECV => this.krecv(file, arg),
+            _ => Err(ENOTTY),
+        }
+    }
+
+    fn poll(this: Pin<&Self>, file: &File, table: &PollTable<'_>) -> Result<u32> {
+        let mut mask = bindings::POLLOUT | bindings::POLLWRNORM;
+        if let Ok(id) = this.iface() {
+            let iface = &this.state.ifaces[id as usize];
+            table.register_wait(file, &iface.wait);
+            if this.state.has_packet(id) {
+                mask |= bindings::POLLIN | bindings::POLLRDNORM;
+            }
+        }
+        let service = this.service.load(Ordering::Acquire);
+        if let Some(user) = this.state.services.user.get(service as usize) {
+            table.register_wait(file, &user.wait);
+            if !user.queue.lock().is_empty() {
+                mask |= bindings::POLLIN | bindings::POLLRDNORM;
+            }
+        }
+        Ok(mask)
+    }
+}

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Exports the Rust seam functions of unimem_mailbox (kernel/include/unimem_mailbox.rs),
+ * the same workaround as drivers/gpu/nova-core/nova_core_exports.c.
+ */
+#include <linux/export.h>
+
+#define EXPORT_SYMBOL_RUST_GPL(sym) extern int sym; EXPORT_SYMBOL_GPL(sym)
+
+EXPORT_SYMBOL_RUST_GPL(unimem_mbox_register);
+EXPORT_SYMBOL_RUST_GPL(unimem_mbox_send);

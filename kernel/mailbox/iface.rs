@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One mailbox/packetizer interface pair: who owns it, what its packetizer stamps on packets,
+//! and its counters.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use kernel::{
+    new_poll_condvar, new_spinlock_irq,
+    prelude::*,
+    sync::{poll::PollCondVar, SpinLockIrq},
+};
+
+/// The packetizer's programming: only the driver sets it.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Owner {
+    pub(crate) thread_id: i32,
+    pub(crate) prot_id: u32,
+}
+
+#[pin_data]
+pub(crate) struct Iface {
+    /// `Some` while a thread holds the pair. Also the lock receivers sleep on, so the doorbell
+    /// handler's wake-up cannot slip between a receiver's check and its sleep.
+    #[pin]
+    pub(crate) owner: SpinLockIrq<Option<Owner>>,
+    #[pin]
+    pub(crate) wait: PollCondVar,
+    /// Mirrors `owner.is_some()` for the doorbell handler's quick scan.
+    pub(crate) in_use: AtomicBool,
+    pub(crate) sent: AtomicU64,
+    pub(crate) received: AtomicU64,
+    /// Sends refused because the destination queue was full (the sender got `EAGAIN`).
+    pub(crate) rejected: AtomicU64,
+    /// Packets discarded: stale ones left by a previous owner, or malformed ones.
+    pub(crate) dropped: AtomicU64,
+}
+
+impl Iface {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            owner <- new_spinlock_irq!(None, "unimem_mailbox::iface"),
+            wait <- new_poll_condvar!("unimem_mailbox::iface_wait"),
+            in_use: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) fn count(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}

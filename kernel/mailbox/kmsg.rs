@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+//! 64-bit messages addressed to services: kernel clients register per-opcode callbacks, a
+//! privileged user-space process (kram-daemon) can bind a service to its file instead.
+
+use crate::{
+    kmsg_api::KmsgHandler,
+    wire_mbox::{kmsg_opcode, service, Kmsg},
+};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use kernel::{
+    ffi::c_void,
+    new_mutex, new_poll_condvar, new_spinlock_irq,
+    prelude::*,
+    sync::{poll::PollCondVar, Mutex, SpinLockIrq},
+};
+
+const OPCODES: usize = 16;
+const SERVICES: usize = service::COUNT as usize;
+/// Messages a bound user-space service may have waiting before new ones are dropped.
+const QUEUE_LEN: usize = 64;
+
+pub(crate) fn check_service(service: u32) -> Result {
+    if service == 0 || service >= service::COUNT {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+struct Handler {
+    func: KmsgHandler,
+    ctx: usize,
+}
+
+/// Messages waiting for a bound user-space service.
+pub(crate) struct Queue {
+    items: [(u32, u64); QUEUE_LEN],
+    head: usize,
+    len: usize,
+}
+
+impl Queue {
+    pub(crate) fn pop(&mut self) -> Option<(u32, u64)> {
+        if self.len == 0 {
+            return None;
+        }
+        let item = self.items[self.head];
+        self.head = (self.head + 1) % QUEUE_LEN;
+        self.len -= 1;
+        Some(item)
+    }
+
+    fn push(&mut self, item: (u32, u64)) -> bool {
+        if self.len == QUEUE_LEN {
+            return false;
+        }
+        self.items[(self.head + self.len) % QUEUE_LEN] = item;
+        self.len += 1;
+        true
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+#[pin_data]
+pub(crate) struct UserService {
+    bound: AtomicBool,
+    #[pin]
+    pub(crate) queue: SpinLockIrq<Queue>,
+    #[pin]
+    pub(crate) wait: PollCondVar,
+}
+
+/// Per-service counters, shown in debugfs.
+pub(crate) struct Counters {
+    pub(crate) sent: [AtomicU64; SERVICES],
+    pub(crate) received: [AtomicU64; SERVICES],
+    pub(crate) rejected: [AtomicU64; SERVICES],
+    pub(crate) dropped: [AtomicU64; SERVICES],
+}
+
+#[pin_data]
+pub(crate) struct Services {
+    /// `[service][opcode]`. Held while a callback runs, so removing one waits for it.
+    #[pin]
+    handlers: Mutex<[[Option<Handler>; OPCODES]; SERVICES]>,
+    pub(crate) user: KVec<Pin<KBox<UserService>>>,
+    pub(crate) counters: Counters,
+}
+
+fn counters() -> Counters {
+    Counters {
+        sent: [const { AtomicU64::new(0) }; SERVICES],
+        received: [const { AtomicU64::new(0) }; SERVICES],
+        rejected: [const { AtomicU64::new(0) }; SERVICES],
+        dropped: [const { AtomicU64::new(0) }; SERVICES],
+    }
+}
+
+fn user_services() -> Result<KVec<Pin<KBox<UserService>>>> {
+    let mut v = KVec::with_capacity(SERVICES, GFP_KERNEL)?;
+    for _ in 0..SERVICES {
+        let queue = Queue { items: [(0, 0); QUEUE_LEN], head: 0, len: 0 };
+        v.push(
+            KBox::pin_init(
+                pin_init!(UserService {
+                    bound: AtomicBool::new(false),
+                    queue <- new_spinlock_irq!(queue, "unimem_mailbox::kqueue"),
+                    wait <- new_poll_condvar!("unimem_mailbox::kwait"),
+                }),
+                GFP_KERNEL,
+            )?,
+            GFP_KERNEL,
+        )?;
+    }
+    Ok(v)
+}
+
+impl Services {
+    pub(crate) fn new() -> impl PinInit<Self, Error> {
+        try_pin_init!(Services {
+            handlers <- new_mutex!([[None; OPCODES]; SERVICES], "unimem_mailbox::handlers"),
+            user: user_services()?,
+            counters: counters(),
+        }? Error)
+    }
+
+    fn bump(c: &[AtomicU64; SERVICES], service: u32) {
+        if let Some(c) = c.get(service as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn count_sent(&self, service: u32) {
+        Self::bump(&self.counters.sent, service);
+    }
+
+    pub(crate) fn count_rejected(&self, service: u32) {
+        Self::bump(&self.counters.rejected, service);
+    }
+
+    /// Installs (`Some`) or removes (`None`) a kernel callback.
+    pub(crate) fn register(&self, service: u32, opcode: u32, func: Option<KmsgHandler>, ctx: *mut c_void) -> Result {
+        check_service(service)?;
+        if opcode as usize >= OPCODES {
+            return Err(EINVAL);
+        }
+        let mut handlers = self.handlers.lock();
+        let slot = &mut handlers[service as usize][opcode as usize];
+        match func {
+            Some(func) => {
+                if slot.is_some() || self.user[service as usize].bound.load(Ordering::Acquire) {
+                    return Err(EBUSY);
+                }
+                *slot = Some(Handler { func, ctx: ctx as usize });
+            }
+            None => *slot = None,
+        }
+        Ok(())
+    }
+
+    /// Routes `service` to a user-space file; refused while kernel callbacks serve it.
+    pub(crate) fn bind(&self, service: u32) -> Result {
+        check_service(service)?;
+        let handlers = self.handlers.lock();
+        if handlers[service as usize].iter().any(Option::is_some) {
+            return Err(EBUSY);
+        }
+        self.user[service as usize]
+            .bound
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .map_err(|_| EBUSY)?;
+        Ok(())
+    }
+
+    pub(crate) fn unbind(&self, service: u32) {
+        if let Some(user) = self.user.get(service as usize) {
+            user.bound.store(false, Ordering::Release);
+            let mut queue = user.queue.lock();
+            while queue.pop().is_some() {}
+        }
+    }
+
+    /// Hands a received message to its kernel callback or bound file; counts what nobody takes.
+    pub(crate) fn deliver(&self, m: Kmsg) {
+        let s = m.service as usize;
+        {
+            let handlers = self.handlers.lock();
+            if let Some(h) = handlers[s][kmsg_opcode(m.word) as usize] {
+                Self::bump(&self.counters.received, m.service);
+                // SAFETY: the registrant promised `func` is callable with `ctx` in process
+                // context until removed, and removal waits for this lock.
+                unsafe { (h.func)(h.ctx as *mut c_void, m.sender, m.word) };
+                return;
+            }
+        }
+        let user = &self.user[s];
+        if user.bound.load(Ordering::Acquire) {
+            let mut queue = user.queue.lock();
+            if queue.push((m.sender, m.word)) {
+                Self::bump(&self.counters.received, m.service);
+                // Under the queue lock, so a reader between its check and its sleep is woken.
+                user.wait.notify_all();
+                return;
+            }
+        }
+        Self::bump(&self.counters.dropped, m.service);
+    }
+}

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+//! unimem mailbox: the atomicity driver of the virtualized mailbox and packetizer.
+//!
+//! 64 mailbox/packetizer interface pairs per node, allocated by threads through
+//! `/dev/unimem_mailbox`. A packet is 256 bits: the 56-bit header (sender node and interface,
+//! protection id) is written here, from the interface's record, never by the thread. Receive
+//! rings live in the receiving node's GAS partition (one per interface and sending node) and a
+//! doorbell wakes the receiver. Also carries 64-bit messages between kernel clients (KRAM) and
+//! daemons, with per-opcode callbacks. Seed 000 sections 2.1-2.2, seed 002 section 2.1.
+
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::{
+    bindings, debugfs,
+    ffi::c_void,
+    miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    workqueue::Work,
+};
+
+mod chardev;
+mod iface;
+mod kmsg;
+mod ring;
+// The seam functions are `pub` because other modules link against them (exports.c).
+#[allow(unreachable_pub)]
+mod seam;
+mod state;
+mod stats;
+
+#[path = "../include/unimem_fabric.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod fabric_api;
+#[path = "../include/unimem_mailbox.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod kmsg_api;
+#[path = "../../userspace/unimem-wire/src/mailbox.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod wire_mbox;
+#[path = "../../userspace/unimem-wire/src/packet.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod wire_pkt;
+// `wire_mbox` refers to `crate::gas` and `crate::packet`, as inside the unimem-wire crate.
+#[path = "../../userspace/unimem-wire/src/gas.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod gas;
+use wire_pkt as packet;
+
+use state::State;
+
+static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The module's state, for file opens and the seam (both impossible during module exit).
+pub(crate) fn current_state() -> Option<Arc<State>> {
+    let p = STATE.load(Ordering::Acquire);
+    // SAFETY: a non-null `STATE` is an `Arc` reference owned by `Published`, released only at
+    // module exit, when no file can be opened and no client module is left.
+    (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) }.into())
+}
+
+/// Keeps `STATE` set while alive.
+struct Published(*const State);
+
+// SAFETY: only holds an `Arc<State>` in raw form; `State` is `Send + Sync`.
+unsafe impl Send for Published {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Published {}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        STATE.store(core::ptr::null_mut(), Ordering::Release);
+        // SAFETY: `self.0` came from `Arc::into_raw` in `init`.
+        drop(unsafe { Arc::from_raw(self.0) });
+    }
+}
+
+/// The doorbell handler installed on the fabric while alive.
+struct Doorbell(Arc<State>);
+
+/// # Safety
+///
+/// Called by unimem_eusrvmem in hard-IRQ context with the `ctx` given at installation: a
+/// `State` kept alive by `Doorbell` until the handler is removed.
+unsafe extern "C" fn doorbell(ctx: *mut c_void, _vector: u32) {
+    // SAFETY: see above.
+    let state = unsafe { &*ctx.cast::<State>() };
+    state.kick();
+}
+
+impl Doorbell {
+    fn install(state: Arc<State>) -> Result<Self> {
+        let ctx = Arc::as_ptr(&state).cast_mut().cast::<c_void>();
+        // SAFETY: `doorbell` is IRQ-safe and `ctx` stays valid until `Drop` removes it.
+        let ret = unsafe {
+            fabric_api::unimem_fabric_set_handler(wire_mbox::DOORBELL_VECTOR, Some(doorbell), ctx)
+        };
+        if ret != 0 {
+            pr_err!("cannot take doorbell vector {}: {}\n", wire_mbox::DOORBELL_VECTOR, ret);
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self(state))
+    }
+}
+
+impl Drop for Doorbell {
+    fn drop(&mut self) {
+        // SAFETY: removing waits for running handlers (unimem_fabric_set_handler contract).
+        unsafe {
+            fabric_api::unimem_fabric_set_handler(wire_mbox::DOORBELL_VECTOR, None, core::ptr::null_mut())
+        };
+        // No doorbell can queue the dispatch work any more; wait for a queued run to finish
+        // before the module's code goes away.
+        self.0.flush_work();
+    }
+}
+
+impl State {
+    fn flush_work(&self) {
+        // SAFETY: `self.work` is an initialized work item that lives as long as `self`.
+        unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
+    }
+}
+
+struct MailboxModule {
+    // Teardown order: no new opens or reads of stats, then no doorbells, then the state.
+    _stats: Pin<KBox<debugfs::File<Arc<State>>>>,
+    _dir: debugfs::Dir,
+    _misc: Pin<KBox<MiscDeviceRegistration<chardev::MboxFile>>>,
+    _doorbell: Doorbell,
+    _published: Published,
+}
+
+impl kernel::Module for MailboxModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: all-zero is a valid `FabricInfo` (integers and a null pointer).
+        let mut info: fabric_api::FabricInfo = unsafe { core::mem::zeroed() };
+        // SAFETY: `info` is writable.
+        let ret = unsafe { fabric_api::unimem_fabric_info(&mut info) };
+        if ret != 0 {
+            pr_err!("no fabric device: is unimem_eusrvmem loaded and bound? ({})\n", ret);
+            return Err(ENODEV);
+        }
+        let state = State::new(&info)?;
+        let published = Published(Arc::into_raw(state.clone()));
+        STATE.store(published.0.cast_mut(), Ordering::Release);
+        let doorbell = Doorbell::install(state.clone())?;
+        let misc = KBox::pin_init(
+            MiscDeviceRegistration::register(MiscDeviceOptions { name: c"unimem_mailbox" }),
+            GFP_KERNEL,
+        )?;
+        let dir = debugfs::Dir::new(c"unimem_mailbox");
+        let stats = KBox::pin_init(
+            dir.read_callback_file(c"stats", state.clone(), &|s: &Arc<State>, f| s.write_stats(f)),
+            GFP_KERNEL,
+        )?;
+        pr_info!(
+            "node {} of {}: {} interfaces, doorbell vector {}\n",
+            info.node_id,
+            info.node_count,
+            wire_mbox::INTERFACES,
+            wire_mbox::DOORBELL_VECTOR
+        );
+        Ok(Self { _stats: stats, _dir: dir, _misc: misc, _doorbell: doorbell, _published: published })
+    }
+}
+
+module! {
+    type: MailboxModule,
+    name: "unimem_mailbox",
+    authors: ["unimem developers"],
+    description: "unimem virtualized mailbox and packetizer (atomicity driver): /dev/unimem_mailbox",
+    license: "GPL v2",
+}

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The C ABI for kernel clients (declared in `kernel/include/unimem_mailbox.rs`).
+
+use crate::kmsg_api::KmsgHandler;
+use kernel::{
+    error::from_result,
+    ffi::{c_int, c_void},
+    prelude::*,
+};
+
+/// Installs or removes a kernel callback for (`service`, `opcode`). May sleep.
+///
+/// # Safety
+///
+/// `handler`, if any, must be callable in process context with `ctx` until removed with `None`
+/// (which waits for a running call), and be removed before the caller's module unloads.
+#[no_mangle]
+pub unsafe extern "C" fn unimem_mbox_register(
+    service: u32,
+    opcode: u32,
+    handler: Option<KmsgHandler>,
+    ctx: *mut c_void,
+) -> c_int {
+    from_result(|| {
+        let state = crate::current_state().ok_or(ENODEV)?;
+        state.services.register(service, opcode, handler, ctx)?;
+        Ok(0)
+    })
+}
+
+/// Sends a 64-bit message to `service` on `node`. Any context.
+#[no_mangle]
+pub extern "C" fn unimem_mbox_send(node: u32, service: u32, word: u64) -> c_int {
+    from_result(|| {
+        crate::current_state().ok_or(ENODEV)?.ksend(node, service, word)?;
+        Ok(0)
+    })
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The node's mailbox: interface table, packet send/receive over the GAS rings, doorbells.
+
+use crate::{
+    fabric_api::{self, FabricInfo},
+    iface::{Iface, Owner},
+    kmsg::Services,
+    ring::{Pop, Ring},
+    wire_mbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES},
+    wire_pkt::{Header, Packet, PACKET_LEN, PAYLOAD_LEN},
+};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{
+    new_spinlock_irq,
+    prelude::*,
+    sync::{Arc, ArcBorrow, SpinLockIrq},
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
+};
+
+#[pin_data]
+pub(crate) struct State {
+    pub(crate) node: u32,
+    pub(crate) nodes: u32,
+    gas: *mut u8,
+    ctl_size: usize,
+    partition_size: usize,
+    pub(crate) ifaces: KVec<Pin<KBox<Iface>>>,
+    /// Serializes this node's producers per destination node (one producer per ring).
+    send_locks: KVec<Pin<KBox<SpinLockIrq<()>>>>,
+    #[pin]
+    pub(crate) services: Services,
+    #[pin]
+    pub(crate) work: Work<State>,
+    /// Ring entries rejected on receipt (bad header, impossible indices).
+    pub(crate) malformed: AtomicU64,
+}
+
+// SAFETY: `gas` is the fabric's kernel mapping, valid for the module's life (symbol dependency
+// on unimem_eusrvmem); everything else is synchronized by locks or atomics.
+unsafe impl Send for State {}
+// SAFETY: see `Send`.
+unsafe impl Sync for State {}
+
+impl_has_work! {
+    impl HasWork<Self> for State { self.work }
+}
+
+impl WorkItem for State {
+    type Pointer = Arc<State>;
+
+    fn run(this: Arc<State>) {
+        this.drain_kmsgs();
+    }
+}
+
+impl State {
+    pub(crate) fn new(info: &FabricInfo) -> Result<Arc<Self>> {
+        let reserved = layout::RESERVED as u64;
+        if info.partition_size < reserved || info.node_count == 0 || info.vectors <= DOORBELL_VECTOR {
+            pr_err!(
+                "fabric too small: partitions of {} bytes (need {}), {} doorbell vectors (need {})\n",
+                info.partition_size,
+                reserved,
+                info.vectors,
+                DOORBELL_VECTOR + 1
+            );
+            return Err(EINVAL);
+        }
+        let mut ifaces = KVec::with_capacity(INTERFACES as usize, GFP_KERNEL)?;
+        for _ in 0..INTERFACES {
+            ifaces.push(KBox::pin_init(Iface::new(), GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        let mut send_locks = KVec::with_capacity(info.node_count as usize, GFP_KERNEL)?;
+        for _ in 0..info.node_count {
+            send_locks.push(
+                KBox::pin_init(new_spinlock_irq!((), "unimem_mailbox::send"), GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
+        }
+        let state = Arc::pin_init(
+            try_pin_init!(State {
+                node: info.node_id,
+                nodes: info.node_count,
+                gas: info.gas_virt,
+                ctl_size: info.ctl_size as usize,
+                partition_size: info.partition_size as usize,
+                ifaces,
+                send_locks,
+                services <- Services::new(),
+                work <- new_work!("unimem_mailbox::kmsg"),
+                malformed: AtomicU64::new(0),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        Ok(state)
+    }
+
+    fn ring_at(&self, node: u32, offset: usize) -> Ring {
+        let part = self.ctl_size + node as usize * self.partition_size;
+        // SAFETY: `node < nodes` at every caller and `offset + RING_STRIDE <= RESERVED <=
+        // partition_size` (checked in `new`), so the ring lies inside the mapped window.
+        unsafe { Ring::new(self.gas.add(part + offset)) }
+    }
+
+    /// Ring of `iface` on node `dest` that this node's `sender` feeds.
+    pub(crate) fn packet_ring(&self, dest: u32, iface: u32, sender: u32) -> Ring {
+        self.ring_at(dest, layout::packet_ring(iface, sender))
+    }
+
+    pub(crate) fn kmsg_ring(&self, dest: u32, sender: u32) -> Ring {
+        self.ring_at(dest, layout::kmsg_ring(sender))
+    }
+
+    /// Gives the lowest free interface to `thread_id`, with protection id = thread id.
+    pub(crate) fn alloc(&self, thread_id: i32) -> Result<u32> {
+        for (id, iface) in self.ifaces.iter().enumerate() {
+            let mut owner = iface.owner.lock();
+            if owner.is_some() {
+                continue;
+            }
+            *owner = Some(Owner { thread_id, prot_id: thread_id as u32 & crate::wire_pkt::MAX_24 });
+            iface.in_use.store(true, Ordering::Release);
+            // Whatever a previous owner left unread is not for this thread.
+            for sender in 0..self.nodes {
+                let stale = self.packet_ring(self.node, id as u32, sender).discard();
+                iface.dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
+            }
+            return Ok(id as u32);
+        }
+        Err(EBUSY)
+    }
+
+    pub(crate) fn free(&self, id: u32) {
+        if let Some(iface) = self.ifaces.get(id as usize) {
+            *iface.owner.lock() = None;
+            iface.in_use.store(false, Ordering::Release);
+        }
+    }
+
+    pub(crate) fn set_prot(&self, id: u32, prot_id: u32) -> Result {
+        let iface = self.ifaces.get(id as usize).ok_or(EINVAL)?;
+        if prot_id > crate::wire_pkt::MAX_24 {
+            return Err(EINVAL);
+        }
+        let mut owner = iface.owner.lock();
+        match &mut *owner {
+            Some(owner) => {
+                owner.prot_id = prot_id;
+                Ok(())
+            }
+            None => Err(ENOENT),
+        }
+    }
+
+    /// Sends `payload` from local interface `from` to interface `iface` of node `node`. The
+    /// header comes from the interface's owner record, never from the caller.
+    pub(crate) fn send(&self, from: u32, node: u32, iface: u32, payload: &[u8; PAYLOAD_LEN]) -> Result {
+        if node >= self.nodes || iface >= INTERFACES {
+            return Err(EINVAL);
+        }
+        let src = self.ifaces.get(from as usize).ok_or(EINVAL)?;
+        let prot_id = src.owner.lock().ok_or(EINVAL)?.prot_id;
+        let header = Header { node: self.node as u8, iface: from as u16, prot_id };
+        let packet = Packet::seal(header, payload);
+        let pushed = {
+            let _producer = self.send_locks[node as usize].lock();
+            self.packet_ring(node, iface, self.node).push(&packet)
+        };
+        if !pushed {
+            Iface::count(&src.rejected);
+            return Err(EAGAIN);
+        }
+        Iface::count(&src.sent);
+        self.notify(node);
+        Ok(())
+    }
+
+    /// Pops entries from `ring` until one that `decode` accepts; the rejected ones (and
+    /// impossible ring indices) are counted as malformed and dropped.
+    fn next_valid<T>(&self, ring: Ring, decode: impl Fn(&[u8; layout::SLOT_LEN]) -> Option<T>) -> Option<T> {
+        let mut slot = [0u8; layout::SLOT_LEN];
+        loop {
+            match ring.pop(&mut slot) {
+                Pop::Empty => return None,
+                Pop::Corrupt(n) => {
+                    self.malformed.fetch_add(u64::from(n), Ordering::Relaxed);
+                    return None;
+                }
+                Pop::Item => match decode(&slot) {
+                    Some(item) => return Some(item),
+                    None => {
+                        self.malformed.fetch_add(1, Ordering::Relaxed);
+                    }
+                },
+            }
+        }
+    }
+
+    /// Takes the next valid packet for local interface `id`, visiting senders round-robin
+    /// from `start`.
+    pub(crate) fn take_packet(&self, id: u32, start: u32) -> Option<[u8; PACKET_LEN]> {
+        (0..self.nodes).find_map(|k| {
+            let sender = (start + k) % self.nodes;
+            self.next_valid(self.packet_ring(self.node, id, sender), |slot| {
+                // The ring says who the producer was; a header claiming otherwise was not
+                // written by that node's driver.
+                let p = Packet::decode(slot).ok()?;
+                (u32::from(p.header.node) == sender && u32::from(p.header.iface) < INTERFACES).then(|| {
+                    let mut out = [0u8; PACKET_LEN];
+                    out.copy_from_slice(&slot[..PACKET_LEN]);
+                    out
+                })
+            })
+        })
+    }
+
+    pub(crate) fn has_packet(&self, id: u32) -> bool {
+        (0..self.nodes).any(|s| !self.packet_ring(self.node, id, s).is_empty())
+    }
+
+    /// Tells node `node` that something was queued for it.
+    pub(crate) fn notify(&self, node: u32) {
+        if node == self.node {
+            self.kick();
+        } else {
+            // SAFETY: plain call into unimem_eusrvmem's exported seam.
+            let ret = unsafe { fabric_api::unimem_fabric_ring(node, DOORBELL_VECTOR) };
+            if ret != 0 {
+                pr_warn!("doorbell to node {} failed: {}\n", node, ret);
+            }
+        }
+    }
+
+    /// Doorbell: wake receivers with queued packets, schedule kernel-message dispatch.
+    /// Runs in hard-IRQ context (or from a local send).
+    pub(crate) fn kick(&self) {
+        for (id, iface) in self.ifaces.iter().enumerate() {
+            if !iface.in_use.load(Ordering::Acquire) {
+                continue;
+            }
+            // Taking the receivers' lock orders this wake-up after any check they made.
+            let _owner = iface.owner.lock();
+            if self.has_packet(id as u32) {
+                iface.wait.notify_all();
+            }
+        }
+        if (0..self.nodes).any(|s| !self.kmsg_ring(self.node, s).is_empty()) {
+            // SAFETY: `self` lives in an `Arc` (`State::new`) that outlives every doorbell
+            // handler call and local send (the module keeps one reference until both stopped).
+            let this: Arc<State> = unsafe { ArcBorrow::from_raw(self) }.into();
+            // Already queued is fine: that run will see these messages too.
+            let _ = workqueue::system().enqueue(this);
+        }
+    }
+
+    /// Queues a kernel message for `service` on `node`.
+    pub(crate) fn ksend(&self, node: u32, service: u32, word: u64) -> Result {
+        if node >= self.nodes {
+            return Err(EINVAL);
+        }
+        let msg = Kmsg { service, sender: self.node, word };
+        crate::kmsg::check_service(service)?;
+        let pushed = {
+            let _producer = self.send_locks[node as usize].lock();
+            self.kmsg_ring(node, self.node).push(&msg.encode())
+        };
+        if !pushed {
+            self.services.count_rejected(service);
+            return Err(EAGAIN);
+        }
+        self.services.count_sent(service);
+        self.notify(node);
+        Ok(())
+    }
+
+    fn drain_kmsgs(&self) {
+        for sender in 0..self.nodes {
+            let ring = self.kmsg_ring(self.node, sender);
+            while let Some(m) = self.next_valid(ring, |slot| Kmsg::decode(slot).ok().filter(|m| m.sender == sender)) {
+                self.services.deliver(m);
+            }
+        }
+    }
+}
