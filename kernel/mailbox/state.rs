@@ -249,7 +249,7 @@ impl State {
             // handler call and local send (the module keeps one reference until both stopped).
             let this: Arc<State> = unsafe { ArcBorrow::from_raw(self) }.into();
             // Already queued is fine: that run will see these messages too.
-            let _ = workqueue::system().enqueue(this);
+            let _ = workqueue::system_percpu().enqueue(this);
         }
     }
 
