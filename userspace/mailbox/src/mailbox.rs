@@ -1,0 +1,365 @@
+//! [`Mailbox`]: one open file of `/dev/unimem_mailbox`, i.e. (after `alloc`) one
+//! mailbox/packetizer interface pair of this node, and optionally a kernel-message service.
+
+use crate::error::{Error, Op, Result};
+use crate::ioctl;
+use nix::errno::Errno;
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+use unimem_wire::mailbox::{AllocInfo, Kmsg, KmsgArgs, RecvArgs, SendArgs, SetProtArgs};
+use unimem_wire::packet::{Packet, Payload, PACKET_LEN, PAYLOAD_LEN};
+
+/// Path of the character device.
+pub const DEVICE_PATH: &str = "/dev/unimem_mailbox";
+
+/// An open `/dev/unimem_mailbox` file.
+///
+/// Blocking behaviour does not depend on how the file was opened:
+/// * [`recv`](Self::recv)/[`krecv`](Self::krecv) always wait for a packet. On a blocking file
+///   they are one ioctl that sleeps in the driver; on a nonblocking file they `poll(2)` and
+///   retry on `EAGAIN`.
+/// * [`try_recv`](Self::try_recv)/[`try_krecv`](Self::try_krecv) never wait. On a nonblocking
+///   file they are one ioctl. On a blocking file they set `O_NONBLOCK` with `fcntl` for the
+///   duration of the ioctl (two more system calls). Concurrent callers in this process share
+///   that state through a counter, so the flag is only cleared when the last of them is done;
+///   a `recv` that meanwhile sees `EAGAIN` polls and retries. Open with
+///   [`open_nonblocking`](Self::open_nonblocking) when you poll/epoll: it avoids the `fcntl`s.
+///
+/// For poll/epoll, add the file *after* `alloc`/`kbind`: the driver's poll registers the wait
+/// queues of what the file has at that moment, and epoll polls a file only when it is added
+/// (and on wake-ups), so a file added before `alloc` is never reported ready.
+///
+/// Signals are not retried: a wait interrupted by a signal without `SA_RESTART` returns
+/// `EINTR`, which is how callers implement timeouts with `alarm(2)`.
+///
+/// Closing (dropping) the `Mailbox` frees its interface and unbinds its service.
+#[derive(Debug)]
+pub struct Mailbox {
+    fd: OwnedFd,
+    nonblocking: bool,
+    /// For a blocking file: how many `try_*` calls currently need `O_NONBLOCK` set.
+    nonblock_users: Mutex<usize>,
+}
+
+impl Mailbox {
+    /// Opens `/dev/unimem_mailbox` for blocking receives (close-on-exec).
+    pub fn open() -> Result<Self> {
+        Self::open_path(DEVICE_PATH, false)
+    }
+
+    /// Opens `/dev/unimem_mailbox` with `O_NONBLOCK` (close-on-exec), for poll/epoll loops.
+    pub fn open_nonblocking() -> Result<Self> {
+        Self::open_path(DEVICE_PATH, true)
+    }
+
+    /// Opens a device at another path (tests, renamed nodes).
+    pub fn open_path(path: impl AsRef<Path>, nonblocking: bool) -> Result<Self> {
+        let mut options = std::fs::OpenOptions::new();
+        // std opens with O_CLOEXEC already; the ioctls need no particular access mode, but
+        // read+write states what the file is used for.
+        options.read(true).write(true);
+        if nonblocking {
+            options.custom_flags(OFlag::O_NONBLOCK.bits());
+        }
+        let file = options.open(path).map_err(|e| {
+            Error::sys(
+                Op::Open,
+                Errno::from_raw(e.raw_os_error().unwrap_or(libc_eio())),
+            )
+        })?;
+        Ok(Self {
+            fd: file.into(),
+            nonblocking,
+            nonblock_users: Mutex::new(0),
+        })
+    }
+
+    /// Whether the file was opened with `O_NONBLOCK`.
+    pub fn is_nonblocking(&self) -> bool {
+        self.nonblocking
+    }
+
+    /// Allocates the lowest free interface of this node for the calling thread.
+    /// Errors: `EBUSY` (all 64 taken), `EINVAL` (this file already has one).
+    pub fn alloc(&self) -> Result<AllocInfo> {
+        let mut info = AllocInfo::default();
+        // SAFETY: the driver writes one `AllocInfo` to the pointer, valid for the call.
+        unsafe { ioctl::alloc(self.raw(), &mut info) }.map_err(|e| Error::sys(Op::Alloc, e))?;
+        Ok(info)
+    }
+
+    /// Sends `payload` to interface `iface` of `node` (same node allowed). The driver adds the
+    /// header. Errors: `EAGAIN` (destination ring full), `EINVAL` (bad node/iface, no alloc).
+    pub fn send(&self, node: u32, iface: u32, payload: &Payload) -> Result<()> {
+        self.send_bytes(node, iface, &payload.encode())
+    }
+
+    /// Sends 25 raw payload bytes, e.g. bytes that imitate a header.
+    pub fn send_bytes(&self, node: u32, iface: u32, payload: &[u8; PAYLOAD_LEN]) -> Result<()> {
+        self.send_args(&SendArgs {
+            node,
+            iface,
+            payload: *payload,
+            reserved: [0; 7],
+        })
+    }
+
+    /// Issues `SEND` with exactly these arguments, reserved bytes included (for ABI tests).
+    pub fn send_args(&self, args: &SendArgs) -> Result<()> {
+        // SAFETY: the driver reads one `SendArgs` from the pointer, valid for the call.
+        unsafe { ioctl::send(self.raw(), args) }.map_err(|e| Error::sys(Op::Send, e))?;
+        Ok(())
+    }
+
+    /// Waits for a packet and returns it decoded (header as written by the sender's driver).
+    pub fn recv(&self) -> Result<Packet> {
+        decode(&self.recv_raw()?)
+    }
+
+    /// Waits for a packet and returns its 32 bytes undecoded.
+    pub fn recv_raw(&self) -> Result<[u8; PACKET_LEN]> {
+        self.wait_for(Op::Recv, |s| s.recv_once())
+    }
+
+    /// Returns a waiting packet, or `None` without waiting.
+    pub fn try_recv(&self) -> Result<Option<Packet>> {
+        self.try_recv_raw()?.as_ref().map(decode).transpose()
+    }
+
+    /// Returns a waiting packet's 32 bytes, or `None` without waiting.
+    pub fn try_recv_raw(&self) -> Result<Option<[u8; PACKET_LEN]>> {
+        self.without_waiting(Op::Recv, |s| s.recv_once())
+    }
+
+    /// Sets the protection id stamped on future packets of interface `iface` of this node
+    /// (`CAP_SYS_ADMIN`). Errors: `EPERM`, `EINVAL` (iface >= 64, prot >= 2^24), `ENOENT`.
+    pub fn set_prot(&self, iface: u32, prot_id: u32) -> Result<()> {
+        let args = SetProtArgs { iface, prot_id };
+        // SAFETY: the driver reads one `SetProtArgs` from the pointer, valid for the call.
+        unsafe { ioctl::set_prot(self.raw(), &args) }.map_err(|e| Error::sys(Op::SetProt, e))?;
+        Ok(())
+    }
+
+    /// Receives the 64-bit messages of `service` on this node through this file
+    /// (`CAP_SYS_ADMIN`). Errors: `EBUSY` (bound elsewhere), `EINVAL` (not 1..15), `EPERM`.
+    pub fn kbind(&self, service: u32) -> Result<()> {
+        // SAFETY: the driver reads one `u32` from the pointer, valid for the call.
+        unsafe { ioctl::kbind(self.raw(), &service) }.map_err(|e| Error::sys(Op::KBind, e))?;
+        Ok(())
+    }
+
+    /// Sends a 64-bit message to `service` on `node` (`CAP_SYS_ADMIN`).
+    /// Errors: `EINVAL` (bad node/service), `EAGAIN` (destination ring full), `EPERM`.
+    pub fn ksend(&self, node: u32, service: u32, word: u64) -> Result<()> {
+        let args = KmsgArgs {
+            node,
+            service,
+            word,
+        };
+        // SAFETY: the driver reads one `KmsgArgs` from the pointer, valid for the call.
+        unsafe { ioctl::ksend(self.raw(), &args) }.map_err(|e| Error::sys(Op::KSend, e))?;
+        Ok(())
+    }
+
+    /// Waits for a 64-bit message of the bound service; `sender` is the sending node.
+    pub fn krecv(&self) -> Result<Kmsg> {
+        self.wait_for(Op::KRecv, |s| s.krecv_once())
+    }
+
+    /// Returns a waiting 64-bit message, or `None` without waiting.
+    pub fn try_krecv(&self) -> Result<Option<Kmsg>> {
+        self.without_waiting(Op::KRecv, |s| s.krecv_once())
+    }
+
+    /// Waits until a packet or message is waiting (`POLLIN`), at most `timeout` (`None`:
+    /// forever). Returns false on timeout.
+    pub fn wait_readable(&self, timeout: Option<Duration>) -> Result<bool> {
+        let timeout = match timeout {
+            None => PollTimeout::NONE,
+            // Round up so that a short timeout does not become a busy poll.
+            Some(d) => PollTimeout::try_from(d.as_millis().max(1).min(i32::MAX as u128) as i32)
+                .unwrap_or(PollTimeout::MAX),
+        };
+        let mut fds = [PollFd::new(self.fd.as_fd(), PollFlags::POLLIN)];
+        let n = poll(&mut fds, timeout).map_err(|e| Error::sys(Op::Poll, e))?;
+        Ok(n > 0)
+    }
+
+    fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn recv_once(&self) -> std::result::Result<[u8; PACKET_LEN], Errno> {
+        let mut args = RecvArgs {
+            packet: [0; PACKET_LEN],
+        };
+        // SAFETY: the driver writes one `RecvArgs` to the pointer, valid for the call.
+        unsafe { ioctl::recv(self.raw(), &mut args) }?;
+        Ok(args.packet)
+    }
+
+    fn krecv_once(&self) -> std::result::Result<Kmsg, Errno> {
+        let mut args = KmsgArgs::default();
+        // SAFETY: the driver writes one `KmsgArgs` to the pointer, valid for the call.
+        unsafe { ioctl::krecv(self.raw(), &mut args) }?;
+        Ok(Kmsg {
+            service: args.service,
+            sender: args.node,
+            word: args.word,
+        })
+    }
+
+    /// Runs a receive ioctl until it returns something: directly on a blocking file (the
+    /// driver sleeps), with poll between `EAGAIN`s on a nonblocking one.
+    fn wait_for<T>(
+        &self,
+        op: Op,
+        once: impl Fn(&Self) -> std::result::Result<T, Errno>,
+    ) -> Result<T> {
+        loop {
+            match once(self) {
+                Ok(v) => return Ok(v),
+                Err(Errno::EAGAIN) => {
+                    self.wait_readable(None)?;
+                }
+                Err(e) => return Err(Error::sys(op, e)),
+            }
+        }
+    }
+
+    /// Runs a receive ioctl that must not sleep: `EAGAIN` becomes `None`.
+    fn without_waiting<T>(
+        &self,
+        op: Op,
+        once: impl Fn(&Self) -> std::result::Result<T, Errno>,
+    ) -> Result<Option<T>> {
+        let r = if self.nonblocking {
+            once(self)
+        } else {
+            self.nonblock_begin()?;
+            let r = once(self);
+            self.nonblock_end()?;
+            r
+        };
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(Errno::EAGAIN) => Ok(None),
+            Err(e) => Err(Error::sys(op, e)),
+        }
+    }
+
+    fn nonblock_begin(&self) -> Result<()> {
+        let mut users = self
+            .nonblock_users
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if *users == 0 {
+            self.set_o_nonblock(true)?;
+        }
+        *users += 1;
+        Ok(())
+    }
+
+    fn nonblock_end(&self) -> Result<()> {
+        let mut users = self
+            .nonblock_users
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        *users -= 1;
+        if *users == 0 {
+            self.set_o_nonblock(false)?;
+        }
+        Ok(())
+    }
+
+    fn set_o_nonblock(&self, on: bool) -> Result<()> {
+        let fcntl_err = |e| Error::sys(Op::Fcntl, e);
+        let flags =
+            OFlag::from_bits_retain(fcntl(self.raw(), FcntlArg::F_GETFL).map_err(fcntl_err)?);
+        let flags = if on {
+            flags | OFlag::O_NONBLOCK
+        } else {
+            flags - OFlag::O_NONBLOCK
+        };
+        fcntl(self.raw(), FcntlArg::F_SETFL(flags)).map_err(fcntl_err)?;
+        Ok(())
+    }
+}
+
+fn decode(raw: &[u8; PACKET_LEN]) -> Result<Packet> {
+    Packet::decode(raw).map_err(Error::BadPacket)
+}
+
+/// `EIO`, for the (impossible) io::Error without an OS error code.
+fn libc_eio() -> i32 {
+    Errno::EIO as i32
+}
+
+impl AsFd for Mailbox {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for Mailbox {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_device_is_enoent_with_hint() {
+        let err = Mailbox::open_path("/nonexistent/unimem_mailbox", false).unwrap_err();
+        assert!(err.is(Errno::ENOENT));
+        assert_eq!(err.op(), Op::Open);
+        assert!(err.to_string().contains("loaded"), "{err}");
+    }
+
+    /// On a file that is not the mailbox (here /dev/null), the ioctls fail with ENOTTY and the
+    /// receive helpers pass that errno through instead of spinning or hiding it; the
+    /// O_NONBLOCK toggling of try_recv leaves the file's flags as they were.
+    #[test]
+    fn non_mailbox_file_gives_enotty_and_flags_are_restored() {
+        let mb = Mailbox::open_path("/dev/null", false).unwrap();
+        let flags = || OFlag::from_bits_retain(fcntl(mb.raw(), FcntlArg::F_GETFL).unwrap());
+        let before = flags();
+        assert!(mb.alloc().unwrap_err().is(Errno::ENOTTY));
+        assert!(mb.try_recv().unwrap_err().is(Errno::ENOTTY));
+        let err = mb.try_krecv().unwrap_err();
+        assert!(err.is(Errno::ENOTTY) && err.op() == Op::KRecv);
+        assert_eq!(flags(), before);
+        assert!(!before.contains(OFlag::O_NONBLOCK));
+        assert!(mb.recv().unwrap_err().is(Errno::ENOTTY));
+        assert!(mb
+            .send(0, 0, &Payload::default())
+            .unwrap_err()
+            .is(Errno::ENOTTY));
+        assert!(mb.set_prot(0, 1).unwrap_err().is(Errno::ENOTTY));
+        assert!(mb.kbind(15).unwrap_err().is(Errno::ENOTTY));
+        assert!(mb.ksend(0, 15, 1).unwrap_err().is(Errno::ENOTTY));
+        assert!(mb.krecv().unwrap_err().is(Errno::ENOTTY));
+
+        let nb = Mailbox::open_path("/dev/null", true).unwrap();
+        assert!(nb.is_nonblocking());
+        assert!(
+            OFlag::from_bits_retain(fcntl(nb.raw(), FcntlArg::F_GETFL).unwrap())
+                .contains(OFlag::O_NONBLOCK)
+        );
+    }
+
+    #[test]
+    fn opened_close_on_exec() {
+        let mb = Mailbox::open_path("/dev/null", false).unwrap();
+        let fd_flags = fcntl(mb.as_raw_fd(), FcntlArg::F_GETFD).unwrap();
+        assert_ne!(fd_flags & nix::libc::FD_CLOEXEC, 0);
+    }
+}
