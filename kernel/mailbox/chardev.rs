@@ -8,8 +8,12 @@ use kernel::{
     fs::{file, File},
     ioctl::{_IOR, _IOW},
     miscdevice::{MiscDevice, MiscDeviceRegistration},
+    new_poll_condvar,
     prelude::*,
-    sync::{poll::PollTable, Arc},
+    sync::{
+        poll::{PollCondVar, PollTable},
+        Arc,
+    },
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -24,12 +28,17 @@ const KRECV: u32 = _IOR::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KRECV);
 const NONE: u32 = u32::MAX;
 
 /// An open `/dev/unimem_mailbox`.
+#[pin_data]
 pub(crate) struct MboxFile {
     state: Arc<State>,
     iface: AtomicU32,
     service: AtomicU32,
     /// Round-robin start among senders, so one busy node cannot starve the others.
     next_sender: AtomicU32,
+    /// Always registered by `poll`, and signalled by `ALLOC`/`KBIND`: an epoll set that
+    /// watched the file before it had anything to wait for re-polls and picks up the rest.
+    #[pin]
+    armed: PollCondVar,
 }
 
 fn require_admin() -> Result {
@@ -83,6 +92,7 @@ impl MboxFile {
         out[4..8].copy_from_slice(&self.state.node.to_ne_bytes());
         out[8..12].copy_from_slice(&(thread_id as u32).to_ne_bytes());
         out[12..16].copy_from_slice(&(thread_id as u32 & crate::wire_pkt::MAX_24).to_ne_bytes());
+        self.armed.notify_all();
         write_arg(arg, &out)?;
         Ok(0)
     }
@@ -136,6 +146,7 @@ impl MboxFile {
         }
         self.state.services.bind(service)?;
         self.service.store(service, Ordering::Release);
+        self.armed.notify_all();
         Ok(0)
     }
 
@@ -148,6 +159,7 @@ impl MboxFile {
     }
 
     fn krecv(&self, file: &File, arg: usize) -> Result<isize> {
+        require_admin()?;
         let service = match self.service.load(Ordering::Acquire) {
             NONE => return Err(EINVAL),
             s => s,
@@ -182,16 +194,16 @@ impl MiscDevice for MboxFile {
 
     fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<Pin<KBox<Self>>> {
         let state = crate::current_state().ok_or(ENODEV)?;
-        KBox::pin(
-            MboxFile {
+        KBox::pin_init(
+            pin_init!(MboxFile {
                 state,
                 iface: AtomicU32::new(NONE),
                 service: AtomicU32::new(NONE),
                 next_sender: AtomicU32::new(0),
-            },
+                armed <- new_poll_condvar!("unimem_mailbox::armed"),
+            }),
             GFP_KERNEL,
         )
-        .map_err(Into::into)
     }
 
     fn release(this: Pin<KBox<Self>>, _file: &File) {
@@ -219,6 +231,7 @@ impl MiscDevice for MboxFile {
 
     fn poll(this: Pin<&Self>, file: &File, table: &PollTable<'_>) -> Result<u32> {
         let mut mask = bindings::POLLOUT | bindings::POLLWRNORM;
+        table.register_wait(file, &this.armed);
         if let Ok(id) = this.iface() {
             let iface = &this.state.ifaces[id as usize];
             table.register_wait(file, &iface.wait);
