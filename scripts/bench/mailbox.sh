@@ -58,10 +58,14 @@ rows=()
 # row SIZE LABEL RESULT_LINE
 row() { [ -n "$3" ] || die "no result for $2 ($1 B)"; rows+=("$1|$2|$3"); }
 for size in "${SIZES[@]}"; do
-  log "payload $size B: cross-node poll"
-  r=$(mbox_ping 2 0 "$size" --poll); row "$size" "mailbox cross-node, poll" "$r"
-  log "payload $size B: cross-node blocking"
-  r=$(mbox_ping 2 0 "$size" --block); row "$size" "mailbox cross-node, block" "$r"
+  # Polled: both sides busy-poll nonblocking RECV; interrupt-driven: they sleep until the
+  # doorbell wakes them (in RECV, or in poll(2)).
+  log "payload $size B: cross-node busy-polled"
+  r=$(mbox_ping 2 0 "$size" --spin); row "$size" "mailbox cross-node, polled" "$r"
+  log "payload $size B: cross-node interrupt (blocking RECV)"
+  r=$(mbox_ping 2 0 "$size" --block); row "$size" "mailbox cross-node, irq/block" "$r"
+  log "payload $size B: cross-node interrupt (poll)"
+  r=$(mbox_ping 2 0 "$size" --poll); row "$size" "mailbox cross-node, irq/poll" "$r"
   log "payload $size B: same-node blocking"
   r=$(mbox_ping 1 1 "$size" --block); row "$size" "mailbox same-node, block" "$r"
   if [ "$size" = 8 ]; then
@@ -82,8 +86,8 @@ echo
 echo "unimem mailbox benchmark: 3 nodes ($accel), ${UNIMEM_SMP:-1} vCPU each, $(nproc) host cores;" \
   "$COUNT timed round trips per row after $WARMUP warm-up"
 echo "half-RTT = half a round trip (one hop incl. wake-up); msgs/s counts both directions"
-printf '%-7s | %-27s | %12s | %12s | %10s | %10s\n' payload mode "half-RTT med" "half-RTT avg" msgs/s "x eventfd"
-printf '%s\n' "--------+-----------------------------+--------------+--------------+------------+-----------"
+printf '%-7s | %-29s | %12s | %12s | %10s | %10s\n' payload mode "half-RTT med" "half-RTT avg" msgs/s "x eventfd"
+printf '%s\n' "--------+-------------------------------+--------------+--------------+------------+-----------"
 for size in "${SIZES[@]}"; do
   ev=""
   for r in "${rows[@]}"; do
@@ -95,7 +99,7 @@ for size in "${SIZES[@]}"; do
     [ "$s" = "$size" ] || continue
     med=$(kv median_us "$line") avg=$(kv mean_us "$line") rate=$(kv msgs_per_s "$line")
     ratio=$(awk -v a="$med" -v b="$ev" 'BEGIN { if (b > 0 && a != "") printf "%.2f", a / b; else print "-" }')
-    printf '%-7s | %-27s | %9s us | %9s us | %10s | %10s\n' "$s B" "$label" "${med:--}" "${avg:--}" "${rate:--}" "$ratio"
+    printf '%-7s | %-29s | %9s us | %9s us | %10s | %10s\n' "$s B" "$label" "${med:--}" "${avg:--}" "${rate:--}" "$ratio"
   done
 done
 echo
