@@ -7,5 +7,6 @@
 
 pub mod eusrvmem;
 pub mod gas;
+pub mod kram;
 pub mod mailbox;
 pub mod packet;

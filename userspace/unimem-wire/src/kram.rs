@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The KRAM protocol (seed 000 sections 2.5.6-2.5.8): 64-bit mailbox messages between the
+//! `unimem_kram` block driver (service `KRAM_DRIVER`) and the `kram-daemon` of each lender
+//! (service `KRAM_DAEMON`).
+//!
+//! The seed says both "the 4 most-significant bits" and "bits 0-3" for the opcode; unimem uses
+//! the most-significant bits, which is also what the mailbox dispatches on:
+//!
+//! ```text
+//! bits 60..64  opcode
+//! bits 24..60  reserved, zero
+//! bits 16..24  number of chunks
+//! bits  8..16  first chunk index
+//! bits  4..8   swap instance id
+//! bits  0..4   node id: the requester (driver to daemon) or the lender (daemon to driver)
+//! ```
+//! A chunk is 1 MiB of the lender's partition, starting at [`LENDABLE_OFFSET`].
+//! This file is included by the kernel modules with `#[path]`; `core` only.
+
+use crate::mailbox::layout::RESERVED;
+
+/// Bytes per chunk ("sizes in MB").
+pub const CHUNK_SIZE: u64 = 1 << 20;
+/// Where chunk 0 starts in a lender's partition: after the mailbox rings, chunk-aligned.
+pub const LENDABLE_OFFSET: u64 = (RESERVED as u64).div_ceil(CHUNK_SIZE) * CHUNK_SIZE;
+/// Chunk indices and counts are 8-bit.
+pub const MAX_CHUNKS: u32 = 256;
+/// Largest request: one message can ask for at most 255 chunks.
+pub const MAX_REQUEST_CHUNKS: u32 = 255;
+/// Swap instances per node (4-bit instance id).
+pub const MAX_INSTANCES: u32 = 16;
+
+/// Driver to daemon.
+pub mod to_daemon {
+    pub const REQUEST: u8 = 0x1;
+    pub const CONFIRM: u8 = 0x2;
+    pub const DECLINE: u8 = 0x4;
+    pub const FREE: u8 = 0x8;
+}
+/// Daemon to driver.
+pub mod to_driver {
+    pub const OFFER: u8 = 0x1;
+}
+
+/// A decoded KRAM message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KramMsg {
+    pub opcode: u8,
+    pub node: u8,
+    pub instance: u8,
+    pub first_chunk: u8,
+    pub chunks: u8,
+}
+
+/// Why a word is not a KRAM message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KramError {
+    /// Reserved bits 24..60 are not zero.
+    Reserved,
+    /// Unknown opcode for this direction.
+    Opcode(u8),
+    /// A range that is empty or runs past the 256-chunk table.
+    Range,
+}
+
+impl KramMsg {
+    pub fn encode(&self) -> u64 {
+        u64::from(self.opcode & 0xf) << 60
+            | u64::from(self.chunks) << 16
+            | u64::from(self.first_chunk) << 8
+            | u64::from(self.instance & 0xf) << 4
+            | u64::from(self.node & 0xf)
+    }
+
+    fn decode_raw(word: u64) -> Result<Self, KramError> {
+        if word & 0x0fff_ffff_ff00_0000 != 0 {
+            return Err(KramError::Reserved);
+        }
+        Ok(KramMsg {
+            opcode: (word >> 60) as u8,
+            node: (word & 0xf) as u8,
+            instance: ((word >> 4) & 0xf) as u8,
+            first_chunk: (word >> 8) as u8,
+            chunks: (word >> 16) as u8,
+        })
+    }
+
+    fn check_range(&self) -> Result<(), KramError> {
+        if self.chunks == 0 || u32::from(self.first_chunk) + u32::from(self.chunks) > MAX_CHUNKS {
+            return Err(KramError::Range);
+        }
+        Ok(())
+    }
+
+    /// Decodes a message a daemon received from a driver.
+    pub fn decode_for_daemon(word: u64) -> Result<Self, KramError> {
+        let m = Self::decode_raw(word)?;
+        match m.opcode {
+            to_daemon::REQUEST => {
+                if m.chunks == 0 {
+                    return Err(KramError::Range);
+                }
+            }
+            to_daemon::CONFIRM | to_daemon::DECLINE | to_daemon::FREE => m.check_range()?,
+            op => return Err(KramError::Opcode(op)),
+        }
+        Ok(m)
+    }
+
+    /// Decodes a message a driver received from a daemon.
+    pub fn decode_for_driver(word: u64) -> Result<Self, KramError> {
+        let m = Self::decode_raw(word)?;
+        if m.opcode != to_driver::OFFER {
+            return Err(KramError::Opcode(m.opcode));
+        }
+        m.check_range()?;
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let m = KramMsg {
+            opcode: to_daemon::FREE,
+            node: 15,
+            instance: 3,
+            first_chunk: 200,
+            chunks: 56,
+        };
+        let w = m.encode();
+        assert_eq!(w >> 60, 0x8);
+        assert_eq!(KramMsg::decode_for_daemon(w), Ok(m));
+        let offer = KramMsg {
+            opcode: to_driver::OFFER,
+            node: 2,
+            instance: 1,
+            first_chunk: 0,
+            chunks: 255,
+        };
+        assert_eq!(KramMsg::decode_for_driver(offer.encode()), Ok(offer));
+        assert_eq!(LENDABLE_OFFSET, 3 << 20);
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        let req = KramMsg {
+            opcode: to_daemon::REQUEST,
+            node: 0,
+            instance: 0,
+            first_chunk: 0,
+            chunks: 32,
+        };
+        assert_eq!(
+            KramMsg::decode_for_daemon(req.encode() | 1 << 30),
+            Err(KramError::Reserved)
+        );
+        assert_eq!(
+            KramMsg::decode_for_daemon(req.encode() & !(0xff << 16)),
+            Err(KramError::Range)
+        );
+        let mut bad = req;
+        bad.opcode = 0x3;
+        assert_eq!(
+            KramMsg::decode_for_daemon(bad.encode()),
+            Err(KramError::Opcode(3))
+        );
+        // An offer is not something a daemon accepts, nor a request something a driver accepts.
+        assert_eq!(
+            KramMsg::decode_for_driver(KramMsg { opcode: 0x2, ..req }.encode()),
+            Err(KramError::Opcode(2))
+        );
+        let past_end = KramMsg {
+            opcode: to_driver::OFFER,
+            node: 1,
+            instance: 0,
+            first_chunk: 250,
+            chunks: 10,
+        };
+        assert_eq!(
+            KramMsg::decode_for_driver(past_end.encode()),
+            Err(KramError::Range)
+        );
+        let free_past_end = KramMsg {
+            opcode: to_daemon::FREE,
+            ..past_end
+        };
+        assert_eq!(
+            KramMsg::decode_for_daemon(free_past_end.encode()),
+            Err(KramError::Range)
+        );
+    }
+
+    #[test]
+    fn every_word_decodes_or_errs() {
+        // A cheap sweep over structured garbage: no panics, and accepted words round-trip.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for w in [x, x & 0xf000_0000_00ff_ffff] {
+                if let Ok(m) = KramMsg::decode_for_daemon(w) {
+                    assert_eq!(m.encode(), w);
+                }
+                if let Ok(m) = KramMsg::decode_for_driver(w) {
+                    assert_eq!(m.encode(), w);
+                }
+            }
+        }
+    }
+}
