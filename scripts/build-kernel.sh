@@ -28,6 +28,7 @@ seed_from() {
   log "seeding $kdir from $prev (incremental build)"
   cp -a "$prev" "$kdir"
   rm -f "$kdir/.unimem-built"
+  touch "$kdir"
   for p in $(ls -r "$kdir"/.unimem-patches/*.patch 2>/dev/null); do
     patch -d "$kdir" -p1 -R --quiet < "$p" || return 1
   done
@@ -71,8 +72,10 @@ echo "$base_id" > "$kdir/.unimem-base"
 touch "$kdir/.unimem-built"
 log "kernel ready: $kdir"
 
-# Keep the two newest builds.
-ls -td "$UNIMEM_CACHE"/kernel/*/ 2>/dev/null | tail -n +3 | while read -r old; do
-  [ "${old%/}" = "$kdir" ] || { log "removing old kernel build $old"; rm -rf "$old"; }
+# Keep the two newest complete builds (by their marker: a seeded copy keeps its source's
+# directory mtime, and a build in progress elsewhere has no marker yet).
+ls -t "$UNIMEM_CACHE"/kernel/*/.unimem-built 2>/dev/null | tail -n +3 | while read -r marker; do
+  old=$(dirname "$marker")
+  [ "$old" = "$kdir" ] || { log "removing old kernel build $old"; rm -rf "$old"; }
 done
 echo "$kdir"

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `size=32,64`: one size in MiB per instance (a list parameter; kernel patch 0003).
+
+use crate::wire_kram::{MAX_INSTANCES, MAX_REQUEST_CHUNKS};
+use kernel::{module_param::ModuleParam, prelude::*, str::BStr};
+
+/// Sizes in MiB (1 MiB = one chunk of the protocol), at most one per possible instance.
+#[derive(Clone, Copy)]
+pub(crate) struct SizeList {
+    len: usize,
+    mib: [u32; MAX_INSTANCES as usize],
+}
+
+impl SizeList {
+    pub(crate) const EMPTY: Self = Self { len: 0, mib: [0; MAX_INSTANCES as usize] };
+
+    pub(crate) fn as_slice(&self) -> &[u32] {
+        &self.mib[..self.len]
+    }
+}
+
+fn parse_mib(word: &[u8]) -> Result<u32> {
+    if word.is_empty() || word.len() > 4 || !word.iter().all(u8::is_ascii_digit) {
+        return Err(EINVAL);
+    }
+    let v = word.iter().fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'));
+    if v == 0 || v > MAX_REQUEST_CHUNKS {
+        pr_err!("size: {} MiB is outside 1-{} (what one request can address)\n", v, MAX_REQUEST_CHUNKS);
+        return Err(EINVAL);
+    }
+    Ok(v)
+}
+
+impl ModuleParam for SizeList {
+    fn try_from_param_arg(arg: &BStr) -> Result<Self> {
+        let mut list = Self::EMPTY;
+        let bytes: &[u8] = arg;
+        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+        for word in bytes.split(|&b| b == b',') {
+            if list.len == list.mib.len() {
+                pr_err!("size: more than {} sizes\n", MAX_INSTANCES);
+                return Err(EINVAL);
+            }
+            list.mib[list.len] = parse_mib(word)?;
+            list.len += 1;
+        }
+        Ok(list)
+    }
+}

@@ -1,0 +1,447 @@
+//! The event loop: the mailbox file (bound to service KRAM_DAEMON), the signal pipe
+//! (SIGTERM, SIGINT, SIGHUP), the status socket, and the earliest offer deadline as the poll
+//! timeout.
+
+use crate::logging::{self, RateLimit};
+use anyhow::{bail, Context, Result};
+use kram_daemon::state;
+use kram_daemon::status;
+use kram_daemon::table::{Grant, GrantKind, Inconsistent, Outcome, Table};
+use log::{debug, error, info, warn};
+use mio::net::UnixListener;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use nix::sys::signal::Signal;
+use signal_hook_mio::v1_0::Signals;
+use std::collections::HashSet;
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use unimem_mailbox::{service, Errno, Mailbox};
+
+const MAILBOX: Token = Token(0);
+const SIGNALS: Token = Token(1);
+const LISTENER: Token = Token(2);
+/// The loop wakes at least this often and drains the mailbox even without an event, so a
+/// lost wake-up delays a message by at most this much.
+const MAX_SLEEP: Duration = Duration::from_secs(1);
+
+pub struct Config {
+    pub node: u32,
+    pub chunks: u32,
+    pub offer_timeout: Duration,
+    pub socket: PathBuf,
+    pub state_file: Option<PathBuf>,
+}
+
+pub struct Daemon {
+    config: Config,
+    table: Table,
+    mailbox: Mailbox,
+    poll: Poll,
+    signals: Signals,
+    listener: UnixListener,
+    started: Instant,
+    /// The grants as last written to the state file.
+    saved: Vec<(Grant, GrantKind)>,
+    /// (node, instance, chunks) of requests already logged as unanswered since the table
+    /// last changed: a driver asks every second, the log says it once.
+    quiet: HashSet<(u8, u8, u32)>,
+    noisy: RateLimit,
+}
+
+impl Daemon {
+    /// Loads the state file, binds the service, opens the status socket.
+    pub fn start(config: Config) -> Result<Self> {
+        logging::set_node(config.node);
+        let mut table = Table::new(config.node, config.chunks, config.offer_timeout)?;
+        let saved = match &config.state_file {
+            Some(path) => restore(&mut table, path)?,
+            None => Vec::new(),
+        };
+
+        let mailbox = Mailbox::open_nonblocking().context("opening /dev/unimem_mailbox")?;
+        if let Err(e) = mailbox.kbind(service::KRAM_DAEMON) {
+            if e.is(Errno::EBUSY) {
+                bail!(
+                    "service KRAM_DAEMON ({}) is already bound on node {}: another kram-daemon \
+                     is running here (kram-daemon --status shows it)",
+                    service::KRAM_DAEMON,
+                    config.node
+                );
+            }
+            return Err(e).context("binding service KRAM_DAEMON");
+        }
+
+        // The service is ours, so no other daemon of this node uses the socket: a file there
+        // is left over from a daemon that was killed.
+        match std::fs::remove_file(&config.socket) {
+            Ok(()) => warn!("removed a stale {}", config.socket.display()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).context(format!("removing {}", config.socket.display())),
+        }
+        let mut listener = UnixListener::bind(&config.socket)
+            .with_context(|| format!("listening on {}", config.socket.display()))?;
+        std::fs::set_permissions(&config.socket, std::fs::Permissions::from_mode(0o600))?;
+
+        let poll = Poll::new().context("creating the event loop")?;
+        let mut signals = Signals::new([
+            Signal::SIGTERM as i32,
+            Signal::SIGINT as i32,
+            Signal::SIGHUP as i32,
+        ])
+        .context("installing signal handlers")?;
+        let registry = poll.registry();
+        // After KBIND: the driver's poll registers the wait queues the file has when added.
+        registry.register(
+            &mut SourceFd(&mailbox.as_raw_fd()),
+            MAILBOX,
+            Interest::READABLE,
+        )?;
+        registry.register(&mut signals, SIGNALS, Interest::READABLE)?;
+        registry.register(&mut listener, LISTENER, Interest::READABLE)?;
+
+        info!(
+            "started (pid {}): lending {} chunks of 1 MiB (partition offset {:#x}..{:#x}), \
+             offers expire after {:?}, status on {}, state file {}",
+            std::process::id(),
+            config.chunks,
+            unimem_wire::kram::LENDABLE_OFFSET,
+            unimem_wire::kram::LENDABLE_OFFSET
+                + u64::from(config.chunks) * unimem_wire::kram::CHUNK_SIZE,
+            config.offer_timeout,
+            config.socket.display(),
+            config
+                .state_file
+                .as_ref()
+                .map_or("none".into(), |p| p.display().to_string())
+        );
+        Ok(Daemon {
+            config,
+            table,
+            mailbox,
+            poll,
+            signals,
+            listener,
+            started: Instant::now(),
+            saved,
+            quiet: HashSet::new(),
+            noisy: RateLimit::new(20, Duration::from_secs(10)),
+        })
+    }
+
+    /// Serves until SIGTERM or SIGINT.
+    pub fn run(mut self) -> Result<()> {
+        let mut events = Events::with_capacity(16);
+        let result = loop {
+            let now = Instant::now();
+            let timeout = self.table.next_deadline().map_or(MAX_SLEEP, |d| {
+                d.saturating_duration_since(now).min(MAX_SLEEP)
+            });
+            match self.poll.poll(&mut events, Some(timeout)) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(e).context("waiting for events"),
+                Ok(()) => {}
+            }
+            let mut stop = None;
+            for event in &events {
+                match event.token() {
+                    SIGNALS => stop = stop.or(self.signals()),
+                    LISTENER => self.serve_status(),
+                    _ => {}
+                }
+            }
+            // Cheap (one ioctl answering EAGAIN when empty), so always.
+            if let Err(e) = self.drain() {
+                break Err(e);
+            }
+            self.expire();
+            self.save_state();
+            if let Some(sig) = stop {
+                info!("{sig} received, stopping");
+                break Ok(());
+            }
+        };
+        self.shutdown();
+        result
+    }
+
+    /// Handles pending signals; returns the name of a stopping one.
+    fn signals(&mut self) -> Option<&'static str> {
+        let mut stop = None;
+        let pending: Vec<i32> = self.signals.pending().collect();
+        for sig in pending {
+            let name = Signal::try_from(sig).map_or("signal", Signal::as_str);
+            if sig == Signal::SIGHUP as i32 {
+                if let Err(e) = logging::reopen() {
+                    error!("{e:#}");
+                }
+                info!(
+                    "SIGHUP: log reopened; status:\n{}",
+                    self.status().trim_end()
+                );
+            } else {
+                stop = Some(name);
+            }
+        }
+        stop
+    }
+
+    /// Receives every waiting message.
+    fn drain(&mut self) -> Result<()> {
+        loop {
+            match self.mailbox.try_krecv() {
+                Ok(Some(m)) => {
+                    if m.service != service::KRAM_DAEMON {
+                        warn!("message for service {} delivered to KRAM_DAEMON", m.service);
+                    }
+                    self.handle(m.sender, m.word);
+                }
+                Ok(None) => return Ok(()),
+                Err(e) if e.is(Errno::EINTR) => {}
+                Err(e) => return Err(e).context("receiving from the mailbox"),
+            }
+        }
+    }
+
+    fn handle(&mut self, sender: u32, word: u64) {
+        let now = Instant::now();
+        self.expire();
+        debug!("received {word:#018x} from node {sender}");
+        match self.table.handle(sender, word, now) {
+            Outcome::Offer {
+                to,
+                msg,
+                grant,
+                repeat,
+                superseded,
+            } => {
+                if let Some(old) = superseded {
+                    info!(
+                        "released the offer of {old}: the instance now asks for {} chunks",
+                        grant.chunks
+                    );
+                }
+                info!(
+                    "{} {grant} (REQUEST from node {to})",
+                    if repeat { "offer again" } else { "offer" }
+                );
+                if let Err(e) = self.mailbox.ksend(to, service::KRAM_DRIVER, msg.encode()) {
+                    self.table.count_send_error();
+                    warn!("sending the OFFER of {grant} to node {to} failed: {e} (kept reserved; a repeated REQUEST gets it again)");
+                }
+                self.quiet.clear();
+            }
+            Outcome::Unanswered {
+                node,
+                instance,
+                chunks,
+                superseded,
+            } => {
+                if let Some(old) = superseded {
+                    info!("released the offer of {old}: the instance now asks for {chunks} chunks");
+                    self.quiet.clear();
+                }
+                let t = self.table.totals();
+                let line = format!(
+                    "no answer to node {node} instance {instance}: {chunks} contiguous chunks \
+                     wanted, {} free",
+                    t.free
+                );
+                if self.quiet.insert((node, instance, chunks)) {
+                    info!("{line}");
+                } else {
+                    debug!("{line}");
+                }
+            }
+            Outcome::Confirmed {
+                grant,
+                duplicate,
+                late,
+            } => {
+                let how = match (duplicate, late) {
+                    (true, _) => " (already lent: repeated CONFIRM)",
+                    (_, true) => " (after the offer had expired; chunks were still free)",
+                    _ => "",
+                };
+                info!("lent {grant}{how}");
+            }
+            Outcome::Declined { grant, kept_lent } => {
+                if kept_lent {
+                    info!("DECLINE of the repeated offer of {grant}: it stays lent");
+                } else {
+                    info!("declined {grant}: free again");
+                    self.quiet.clear();
+                }
+            }
+            Outcome::Freed { grant } => {
+                info!("freed {grant}");
+                self.quiet.clear();
+            }
+            Outcome::Malformed { word, sender, why } => self.noisy(now, || {
+                format!("dropped malformed word {word:#018x} from node {sender}: {why}")
+            }),
+            Outcome::Inconsistent { msg, sender, why } => {
+                let line = format!(
+                    "dropped {} from node {sender} for instance {} chunks {}+{}: {why}",
+                    opcode_name(msg.opcode),
+                    msg.instance,
+                    msg.first_chunk,
+                    msg.chunks
+                );
+                if why == Inconsistent::LateConfirmTaken {
+                    error!("{line}");
+                } else {
+                    self.noisy(now, || line);
+                }
+            }
+        }
+    }
+
+    /// Logs a warning, at most 20 per 10 s (then debug).
+    fn noisy(&mut self, now: Instant, line: impl FnOnce() -> String) {
+        let (allowed, suppressed) = self.noisy.allow(now);
+        if let Some(n) = suppressed {
+            warn!(
+                "{n} more malformed/inconsistent messages were not logged (see --status counters)"
+            );
+        }
+        if allowed {
+            warn!("{}", line());
+        } else {
+            debug!("{}", line());
+        }
+    }
+
+    fn expire(&mut self) {
+        for g in self.table.expire(Instant::now()) {
+            info!(
+                "offer of {g} timed out after {:?} without CONFIRM: free again",
+                self.config.offer_timeout
+            );
+            self.quiet.clear();
+        }
+    }
+
+    fn status(&self) -> String {
+        status::render(
+            &self.table,
+            Instant::now(),
+            std::process::id(),
+            self.started.elapsed(),
+        )
+    }
+
+    /// Writes the status to every waiting client of the socket and closes it.
+    fn serve_status(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    let text = self.status();
+                    // Far below a socket buffer; a client that does not read gets less.
+                    if let Err(e) = stream.write_all(text.as_bytes()) {
+                        debug!("status client: {e}");
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    warn!("accepting a status client: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Rewrites the state file if the grants changed.
+    fn save_state(&mut self) {
+        let Some(path) = &self.config.state_file else {
+            return;
+        };
+        let grants = self.table.grants();
+        if grants == self.saved {
+            return;
+        }
+        match write_atomically(path, &state::render(&self.table)) {
+            Ok(()) => self.saved = grants,
+            Err(e) => warn!("writing {}: {e:#}", path.display()),
+        }
+    }
+
+    fn shutdown(&mut self) {
+        if let Err(e) = std::fs::remove_file(&self.config.socket) {
+            warn!("removing {}: {e}", self.config.socket.display());
+        }
+        if let Some(path) = self.config.state_file.clone() {
+            if self.table.grants().is_empty() {
+                let _ = std::fs::remove_file(&path);
+            } else {
+                self.save_state();
+                info!(
+                    "{} keeps the offered/lent ranges for the next start",
+                    path.display()
+                );
+            }
+        }
+        info!("stopped; final status:\n{}", self.status().trim_end());
+    }
+}
+
+fn opcode_name(op: u8) -> &'static str {
+    use unimem_wire::kram::to_daemon::*;
+    match op {
+        REQUEST => "REQUEST",
+        CONFIRM => "CONFIRM",
+        DECLINE => "DECLINE",
+        FREE => "FREE",
+        _ => "message",
+    }
+}
+
+/// Loads the state file of a previous run into `table`; returns the restored grants.
+fn restore(table: &mut Table, path: &PathBuf) -> Result<Vec<(Grant, GrantKind)>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let advice = "remove it (or use --no-state) only if no node uses this node's memory";
+    let saved =
+        state::parse(&text).with_context(|| format!("state file {}: {advice}", path.display()))?;
+    if saved.node != table.node() {
+        bail!(
+            "state file {} belongs to node {}, this is node {}: {advice}",
+            path.display(),
+            saved.node,
+            table.node()
+        );
+    }
+    let now = Instant::now();
+    for (g, kind) in &saved.grants {
+        table.restore(*g, *kind, now).with_context(|| {
+            format!(
+                "state file {}: cannot restore {kind:?} {g} into a table of {} chunks \
+                 (was {}); {advice}",
+                path.display(),
+                table.len(),
+                saved.chunks
+            )
+        })?;
+        let kind = match kind {
+            GrantKind::Offered => "offered (fresh deadline)",
+            GrantKind::Lent => "lent",
+        };
+        info!("restored from {}: {kind} {g}", path.display());
+    }
+    Ok(table.grants())
+}
+
+fn write_atomically(path: &PathBuf, text: &str) -> Result<()> {
+    let mut tmp = path.clone().into_os_string();
+    tmp.push(".tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {tmp:?}"))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming {tmp:?}"))?;
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! `kram-daemon`: the lender side of KRAM remote swap (seed 000 §2.5.5-2.5.8, §3).
+//!
+//! The protocol logic is in [`table`] (pure, no I/O, unit-tested and fuzzed through [`sim`]);
+//! [`status`] renders what `kram-daemon --status` prints and [`state`] the file that survives
+//! a daemon restart. The binaries are `kram-daemon` (mailbox event loop) and `kram-probe`
+//! (plays the `unimem_kram` driver from user space, for tests).
+
+pub mod sim;
+pub mod state;
+pub mod status;
+pub mod table;
+
+#[cfg(test)]
+mod tests;
