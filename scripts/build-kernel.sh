@@ -11,6 +11,12 @@ source "$(dirname "$0")/lib/common.sh"
 
 kdir=$(kernel_dir)
 if [ -f "$kdir/.unimem-built" ]; then echo "$kdir"; exit 0; fi
+# One build at a time: a second caller (another cluster, a helper) waits instead of deleting a
+# build in progress.
+mkdir -p "$UNIMEM_CACHE/kernel"
+exec 9>"$UNIMEM_CACHE/kernel/.lock"
+flock 9
+if [ -f "$kdir/.unimem-built" ]; then echo "$kdir"; exit 0; fi
 
 base_id="$KERNEL_PKG_VERSION $BINDGEN_VERSION $LLVM_SUFFIX $("$HOST_RUSTC" --version)"
 tarball=$("$UNIMEM_ROOT/scripts/fetch-kernel-source.sh")
