@@ -90,7 +90,7 @@ cycle 1
 cycle 0
 step "stop the lenders (SIGTERM: clean exit)"
 for n in 1 2; do
-  on "$n" "pkill -TERM kram-daemon; for i in \$(seq 50); do pgrep kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1" ||
+  on "$n" "killall -TERM kram-daemon; for i in \$(seq 50); do pidof kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1" ||
     fail "kram-daemon on node $n did not exit on SIGTERM"
 done
 on 0 "dmesg | grep unimem_kram | tail -4"
