@@ -82,6 +82,13 @@ impl Ring {
         self.index(HEAD_OFFSET).load(Ordering::Relaxed) == self.index(TAIL_OFFSET).load(Ordering::Acquire)
     }
 
+    /// Forgets whatever the ring held before this receiver existed (consumer side, at load).
+    /// A producer racing with this leaves impossible indices, which `pop` repairs.
+    pub(crate) fn reset(&self) {
+        self.index(TAIL_OFFSET).store(0, Ordering::Relaxed);
+        self.index(HEAD_OFFSET).store(0, Ordering::Release);
+    }
+
     /// Drops every queued entry (consumer side) and returns how many there were.
     pub(crate) fn discard(&self) -> u32 {
         let tail = self.index(TAIL_OFFSET).load(Ordering::Acquire);

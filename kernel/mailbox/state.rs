@@ -92,6 +92,14 @@ impl State {
             }? Error),
             GFP_KERNEL,
         )?;
+        // Rings in our partition may hold anything: a previous run's entries, or bytes a
+        // privileged tool wrote there. Start from empty rings.
+        for sender in 0..state.nodes {
+            for iface in 0..INTERFACES {
+                state.packet_ring(state.node, iface, sender).reset();
+            }
+            state.kmsg_ring(state.node, sender).reset();
+        }
         Ok(state)
     }
 
@@ -168,6 +176,9 @@ impl State {
         };
         if !pushed {
             Iface::count(&src.rejected);
+            // Still ring: a receiver that missed a doorbell, or whose ring indices are damaged,
+            // drains (or repairs) the ring when it hears one.
+            self.notify(node);
             return Err(EAGAIN);
         }
         Iface::count(&src.sent);
@@ -266,6 +277,7 @@ impl State {
         };
         if !pushed {
             self.services.count_rejected(service);
+            self.notify(node);
             return Err(EAGAIN);
         }
         self.services.count_sent(service);

@@ -20,16 +20,19 @@ on 0 unimem-gas info
 step "node 0 writes a pattern into node 2's partition; node 2 reads it through its own mapping"
 seed=$(( (RANDOM << 15) | RANDOM ))
 len=$((4 << 20))
-on 0 unimem-gas write --node 2 --offset 4096 --len $len --seed $seed
+# The end of the partition: its start holds the mailbox rings and the chunks kram-daemon lends.
+part=$(on 2 cat /sys/class/misc/eusrvmem/partition_size)
+off=$(( part - 2 * len ))
+on 0 unimem-gas write --node 2 --offset $off --len $len --seed $seed
 # UNIMEM_TEST_BREAK_PATTERN makes the reader expect another pattern: the test must then fail.
 check_seed=$seed
 [ -z "${UNIMEM_TEST_BREAK_PATTERN:-}" ] || check_seed=$((seed + 1))
-on 2 unimem-gas verify --node 2 --offset 4096 --len $len --seed $check_seed ||
+on 2 unimem-gas verify --node 2 --offset $off --len $len --seed $check_seed ||
   fail "node 2 did not read back node 0's pattern"
 step "the check can fail: a wrong seed and a shifted range are rejected"
-! on_may_fail 2 unimem-gas verify --node 2 --offset 4096 --len $len --seed $((seed + 1)) 2>/dev/null ||
+! on_may_fail 2 unimem-gas verify --node 2 --offset $off --len $len --seed $((seed + 1)) 2>/dev/null ||
   fail "verify accepted a wrong seed"
-! on_may_fail 2 unimem-gas verify --node 2 --offset 0 --len $len --seed $seed 2>/dev/null ||
+! on_may_fail 2 unimem-gas verify --node 2 --offset $((off - 4096)) --len $len --seed $seed 2>/dev/null ||
   fail "verify accepted a shifted range"
 
 step "a doorbell from node 1 raises node 0's counter"
@@ -62,6 +65,6 @@ for _ in 1 2; do
   on 0 insmod $KO
   expect_eq "$(on 0 cat /sys/class/misc/eusrvmem/node_id)" 0 "node_id after reload"
 done
-on 0 unimem-gas verify --node 2 --offset 4096 --len $len --seed $seed
+on 0 unimem-gas verify --node 2 --offset $off --len $len --seed $seed
 on 0 "dmesg | grep -i 'unimem_eusrvmem' | tail -3"
 echo "eusrvmem: all checks passed"
