@@ -1,32 +1,50 @@
 #!/usr/bin/env bash
-# The main job: set everything up, start a virtual Unimem cluster and show it working.
-#   scripts/run.sh [-n NODES] [--keep]    --keep leaves the cluster running (scripts/cluster down)
+# The main job: set everything up, start a virtual Unimem cluster and swap to remote memory.
+#   scripts/run.sh [--keep] [--transfermode 0|1]
+# Node 0 (96 MiB of RAM) borrows memory from the kram-daemons of nodes 1 and 2 with the seed's
+# `insmod unimem_kram.ko ninstances=2 size=32,64 transfermode=1`, swaps on /dev/kram0 and
+# /dev/kram1, runs a program half again as large as its RAM that verifies every byte, shows
+# where the pages went, then swaps off, unloads and shows the lenders' chunks free again.
+# --keep leaves the cluster running (scripts/cluster exec N -- CMD; scripts/cluster down).
 source "$(dirname "$0")/lib/common.sh"
-nodes=3 keep=0
+keep=0 mode=1
 while [ $# -gt 0 ]; do
   case "$1" in
-    -n|--nodes) nodes=$2; shift 2;;
     --keep) keep=1; shift;;
-    -h|--help) sed -n '2,3s/^# \{0,1\}//p' "$0"; exit 0;;
+    --transfermode) mode=$2; shift 2;;
+    -h|--help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0;;
     *) die "unknown option $1";;
   esac
 done
-[ "$nodes" -ge 3 ] || die "the demo needs at least 3 nodes"
 cluster=$UNIMEM_ROOT/scripts/cluster
+on() { local n=$1; shift; "$cluster" exec "$n" --timeout 900 -- "$@"; }
+say() { printf '\n== %s\n' "$*"; }
+
 "$UNIMEM_ROOT/scripts/setup.sh"
-"$cluster" up -n "$nodes"
+"$cluster" up -n 3 --mem-of 0=96M
 [ "$keep" = 1 ] || trap '"$cluster" down' EXIT
-for n in $(seq 0 $((nodes - 1))); do
-  "$cluster" exec "$n" -- insmod /opt/unimem/modules/unimem_eusrvmem.ko
+for n in 0 1 2; do
+  on "$n" "insmod /opt/unimem/modules/unimem_eusrvmem.ko && insmod /opt/unimem/modules/unimem_mailbox.ko"
 done
-echo "== node 0's view of the global address space"
-"$cluster" exec 0 -- unimem-gas info
-echo "== node 0 writes 16 MiB into node 2's memory; node 2 reads it in its own partition"
-"$cluster" exec 0 -- unimem-gas write --node 2 --len $((16 << 20)) --seed 2026
-"$cluster" exec 2 -- unimem-gas verify --node 2 --len $((16 << 20)) --seed 2026
-echo "== node 1 rings node 0's doorbell"
-"$cluster" exec 0 -- unimem-gas count --vector 0
-"$cluster" exec 1 -- unimem-gas ring --node 0 --vector 0
+say "nodes 1 and 2 start their lenders (128 chunks of 1 MiB each)"
+for n in 1 2; do on "$n" "kram-daemon --chunks 128 >/dev/null 2>&1 & sleep 1; kram-daemon --status | sed -n 2p"; done
+say "node 0: insmod unimem_kram.ko ninstances=2 size=32,64 transfermode=$mode"
+on 0 "insmod /opt/unimem/modules/unimem_kram.ko ninstances=2 size=32,64 transfermode=$mode
+      for i in \$(seq 75); do test -b /dev/kram0 && test -b /dev/kram1 && break; sleep 0.2; done
+      dmesg | grep unimem_kram | tail -4; lsblk /dev/kram0 /dev/kram1"
+say "node 0: swap on both devices"
+on 0 "mkswap /dev/kram0 >/dev/null && mkswap /dev/kram1 >/dev/null && swapon /dev/kram0 && swapon /dev/kram1
+      echo 8192 > /proc/sys/vm/min_free_kbytes; free -m"
+mib=$(on 0 "awk '/^MemTotal/ {print int(\$2 * 3 / 2 / 1024)}' /proc/meminfo")
+say "node 0: a program using $mib MiB (1.5x its RAM) writes and verifies every byte"
+on 0 "before=\$(awk '/pswpout/ {print \$2}' /proc/vmstat)
+      unimem-memtest --mib $mib --seed 2026
+      echo \"pages swapped out to remote memory: \$(( \$(awk '/pswpout/ {print \$2}' /proc/vmstat) - before ))\""
+say "where the pages went"
+on 0 "cat /proc/swaps"
+for n in 1 2; do on "$n" "kram-daemon --status | sed -n '1,4p'"; done
+say "node 0: swapoff, rmmod; the lenders get every chunk back"
+on 0 "swapoff /dev/kram0 && swapoff /dev/kram1 && rmmod unimem_kram && dmesg | grep 'returned chunks' | tail -2"
 sleep 1
-"$cluster" exec 0 -- unimem-gas count --vector 0
+for n in 1 2; do on "$n" "kram-daemon --status | sed -n 2p"; done
 [ "$keep" = 0 ] || log "cluster left running: scripts/cluster exec N -- CMD, scripts/cluster down"
