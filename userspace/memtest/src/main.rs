@@ -7,7 +7,10 @@ use clap::Parser;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(version, about = "Fill N MiB with a pattern and verify every byte (a swap workload)")]
+#[command(
+    version,
+    about = "Fill N MiB with a pattern and verify every byte (a swap workload)"
+)]
 struct Args {
     /// Size of the area in MiB.
     #[arg(long)]
@@ -18,6 +21,10 @@ struct Args {
     /// Passes of write-then-verify.
     #[arg(long, default_value_t = 1)]
     passes: u32,
+    /// Repeat each word over 512 bytes, so compressing swap (zram) sees data that compresses;
+    /// pages still differ from each other, so a misplaced page is still caught.
+    #[arg(long)]
+    compressible: bool,
 }
 
 /// The 8-byte word at `index`: depends on the seed, the pass and its own position, so a page
@@ -36,14 +43,18 @@ fn main() -> Result<()> {
     for pass in 0..args.passes {
         let seed = args.seed ^ u64::from(pass) << 32;
         let t = Instant::now();
+        let run = if args.compressible { 64 } else { 1 };
         for (i, w) in area.iter_mut().enumerate() {
-            *w = word(seed, i as u64);
+            *w = word(seed, (i / run) as u64);
         }
         let written = t.elapsed();
         for (i, w) in area.iter().enumerate() {
-            let want = word(seed, i as u64);
+            let want = word(seed, (i / run) as u64);
             if *w != want {
-                bail!("pass {pass}: byte offset {:#x}: found {w:#018x}, expected {want:#018x}", i * 8);
+                bail!(
+                    "pass {pass}: byte offset {:#x}: found {w:#018x}, expected {want:#018x}",
+                    i * 8
+                );
             }
         }
         println!(
