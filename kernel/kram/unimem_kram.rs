@@ -8,9 +8,9 @@
 //! go away and every lender gets FREE. The disks pin the module while open (kernel patch
 //! 0005), so unloading under a mount or active swap is refused.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
-    bindings,
+    bindings, debugfs,
     block::mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet},
     ffi::c_void,
     impl_has_hr_timer, new_mutex,
@@ -104,6 +104,10 @@ struct Kram {
     instances: KVec<Pin<KBox<Instance>>>,
     /// Set at unload: no new requests, no new disks.
     stopping: AtomicBool,
+    /// Offers confirmed and declined, and daemon messages dropped as malformed.
+    confirmed: AtomicU64,
+    declined: AtomicU64,
+    malformed: AtomicU64,
     #[pin]
     timer: HrTimer<Kram>,
     #[pin]
@@ -196,10 +200,15 @@ impl Kram {
     /// OFFER from a daemon: the first one for an instance wins.
     fn offer(self: &Arc<Self>, from: u32, word: u64) {
         let Ok(m) = KramMsg::decode_for_driver(word) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
             pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
             return;
         };
-        let reply = |opcode| KramMsg { opcode, node: self.me(), ..m };
+        let reply = |opcode| {
+            let counter = if opcode == to_daemon::CONFIRM { &self.confirmed } else { &self.declined };
+            counter.fetch_add(1, Ordering::Relaxed);
+            KramMsg { opcode, node: self.me(), ..m }
+        };
         let Some(inst) = self.instances.get(usize::from(m.instance)) else {
             pr_warn!("offer from node {} for unknown instance {}\n", from, m.instance);
             return send(from, reply(to_daemon::DECLINE));
@@ -263,6 +272,34 @@ impl Kram {
                 }
             }
         }
+    }
+
+    fn write_stats(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        writeln!(
+            f,
+            "offers confirmed {}, declined {}, malformed {}",
+            load(&self.confirmed),
+            load(&self.declined),
+            load(&self.malformed)
+        )?;
+        for inst in self.instances.iter() {
+            let state = inst.state.lock();
+            match state.lease {
+                Some(l) => writeln!(
+                    f,
+                    "kram{} {} MiB: node {} chunks {}+{}{}",
+                    inst.id,
+                    inst.size_mib,
+                    l.node,
+                    l.first_chunk,
+                    l.chunks,
+                    if state.disk.is_some() { "" } else { " (disk pending)" }
+                )?,
+                None => writeln!(f, "kram{} {} MiB: waiting for a lender", inst.id, inst.size_mib)?,
+            }
+        }
+        Ok(())
     }
 
     fn flush_works(&self) {
@@ -334,6 +371,8 @@ fn validated_params() -> Result<(KVec<u32>, Transfer)> {
 }
 
 struct KramModule {
+    _stats: Pin<KBox<debugfs::File<Arc<Kram>>>>,
+    _dir: debugfs::Dir,
     kram: Arc<Kram>,
     timer: ArcHrTimerHandle<Kram>,
 }
@@ -369,10 +408,19 @@ impl kernel::Module for KramModule {
                 transfer,
                 instances,
                 stopping: AtomicBool::new(false),
+                confirmed: AtomicU64::new(0),
+                declined: AtomicU64::new(0),
+                malformed: AtomicU64::new(0),
                 timer <- HrTimer::new(),
                 tick <- new_work!("unimem_kram::tick"),
                 attach <- new_work!("unimem_kram::attach"),
             }),
+            GFP_KERNEL,
+        )?;
+        // Everything fallible comes before the offer callback: nothing may fail once it is in.
+        let dir = debugfs::Dir::new(c"unimem_kram");
+        let stats = KBox::pin_init(
+            dir.read_callback_file(c"stats", kram.clone(), &|k: &Arc<Kram>, f| k.write_stats(f)),
             GFP_KERNEL,
         )?;
         set_offer_handler(Some(&kram)).inspect_err(|e| {
@@ -390,7 +438,7 @@ impl kernel::Module for KramModule {
             sizes.len(),
             mode
         );
-        Ok(Self { kram, timer })
+        Ok(Self { _stats: stats, _dir: dir, kram, timer })
     }
 }
 

@@ -53,6 +53,18 @@ cycle() {
   expect_eq "$(on 0 cat /sys/block/kram0/size)" 65536 "sectors of /dev/kram0 (32 MiB)"
   expect_eq "$(on 0 cat /sys/block/kram1/size)" 131072 "sectors of /dev/kram1 (64 MiB)"
   expect_eq "$(total_lent)" 96 "chunks lent by nodes 1 and 2"
+  on 0 "cat /sys/kernel/debug/unimem_kram/stats"
+  on 0 "grep -q '^kram0 32 MiB: node [12] chunks' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's lease"
+  step "transfermode=$mode: a malformed OFFER (reserved bits set) is counted and dropped by the driver"
+  m0=$(on 0 "sed -n 's/.*malformed \([0-9]*\).*/\1/p' /sys/kernel/debug/unimem_kram/stats")
+  on 1 "unimem-mbox kping --node 0 --service 1 --opcode 1 --no-echo --count 1" >/dev/null
+  m1=$m0
+  for _ in $(seq 25); do
+    m1=$(on 0 "sed -n 's/.*malformed \([0-9]*\).*/\1/p' /sys/kernel/debug/unimem_kram/stats")
+    [ "$m1" -gt "$m0" ] && break; sleep 0.2
+  done
+  expect_eq "$m1" "$((m0 + 1))" "malformed daemon messages counted by unimem_kram"
+  on 0 "test -b /dev/kram0 && test -b /dev/kram1" || fail "a malformed message disturbed the devices"
 
   step "transfermode=$mode: fio --verify=crc32c over both devices"
   for d in kram0 kram1; do
