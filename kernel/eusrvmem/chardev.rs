@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `/dev/eusrvmem`: privileged mmap of any part of the GAS window, and a doorbell ioctl.
 
-use crate::{fabric, fabric::Fabric, wire_dev};
+use crate::{fabric, fabric::Fabric, wire::eusrvmem as wire_dev};
 use kernel::{
     bindings,
     fs::File,

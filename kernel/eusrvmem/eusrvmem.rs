@@ -28,14 +28,14 @@ mod window;
 #[path = "../include/unimem_fabric.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod fabric_api;
-#[path = "../../userspace/unimem-wire/src/eusrvmem.rs"]
+#[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod wire_dev;
-#[path = "../../userspace/unimem-wire/src/gas.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire_gas;
+mod wire;
+// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
+#[allow(unused_imports)]
+use wire::{gas, mailbox, packet};
 
-use wire_gas::{GasDescriptor, DESCRIPTOR_LEN, MAX_NODES};
+use gas::{GasDescriptor, DESCRIPTOR_LEN, MAX_NODES};
 
 /// Hard limit on doorbell vectors per node (the fabric server's own limit).
 const MAX_VECTORS: u32 = 64;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! What this node knows about the fabric, and where the rest of the module finds it.
 
-use crate::{doorbell::Doorbell, fabric_api::FabricInfo, regs, window::GasWindow, wire_gas::GasDescriptor};
+use crate::{doorbell::Doorbell, fabric_api::FabricInfo, regs, window::GasWindow, gas::GasDescriptor};
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
     io::Io,

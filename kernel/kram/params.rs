@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `size=32,64`: one size in MiB per instance (a list parameter; kernel patch 0003).
 
-use crate::wire_kram::{MAX_INSTANCES, MAX_REQUEST_CHUNKS};
+use crate::wire::kram::{MAX_INSTANCES, MAX_REQUEST_CHUNKS};
 use kernel::{module_param::ModuleParam, prelude::*, str::BStr};
 
 /// Sizes in MiB (1 MiB = one chunk of the protocol), at most one per possible instance.

@@ -35,22 +35,16 @@ mod fabric_api;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
-#[path = "../../userspace/unimem-wire/src/kram.rs"]
+#[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod wire_kram;
-#[path = "../../userspace/unimem-wire/src/mailbox.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod mailbox;
-#[path = "../../userspace/unimem-wire/src/packet.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod packet;
-#[path = "../../userspace/unimem-wire/src/gas.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod gas;
+mod wire;
+// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
+#[allow(unused_imports)]
+use wire::{gas, mailbox, packet};
 
 use disk::{Backing, KramDisk, Transfer};
 use mailbox::service;
-use wire_kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_INSTANCES};
+use wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_INSTANCES};
 
 module! {
     type: KramModule,

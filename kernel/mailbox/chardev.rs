@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `/dev/unimem_mailbox`: one interface pair per open file, packets and 64-bit messages.
 
-use crate::{state::State, wire_mbox as abi, wire_pkt::PAYLOAD_LEN};
+use crate::{state::State, mailbox as abi, packet::PAYLOAD_LEN};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     bindings,
@@ -91,7 +91,7 @@ impl MboxFile {
         out[0..4].copy_from_slice(&id.to_ne_bytes());
         out[4..8].copy_from_slice(&self.state.node.to_ne_bytes());
         out[8..12].copy_from_slice(&(thread_id as u32).to_ne_bytes());
-        out[12..16].copy_from_slice(&(thread_id as u32 & crate::wire_pkt::MAX_24).to_ne_bytes());
+        out[12..16].copy_from_slice(&(thread_id as u32 & crate::packet::MAX_24).to_ne_bytes());
         self.armed.notify_all();
         write_arg(arg, &out)?;
         Ok(0)

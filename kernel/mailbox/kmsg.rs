@@ -4,7 +4,7 @@
 
 use crate::{
     kmsg_api::KmsgHandler,
-    wire_mbox::{kmsg_opcode, service, Kmsg},
+    mailbox::{kmsg_opcode, service, Kmsg},
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{

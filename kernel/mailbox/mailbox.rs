@@ -34,17 +34,12 @@ mod fabric_api;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
-#[path = "../../userspace/unimem-wire/src/mailbox.rs"]
+#[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod wire_mbox;
-#[path = "../../userspace/unimem-wire/src/packet.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire_pkt;
-// `wire_mbox` refers to `crate::gas` and `crate::packet`, as inside the unimem-wire crate.
-#[path = "../../userspace/unimem-wire/src/gas.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod gas;
-use wire_pkt as packet;
+mod wire;
+// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
+#[allow(unused_imports)]
+use wire::{gas, mailbox, packet};
 
 use state::State;
 
@@ -92,10 +87,10 @@ impl Doorbell {
         let ctx = Arc::as_ptr(&state).cast_mut().cast::<c_void>();
         // SAFETY: `doorbell` is IRQ-safe and `ctx` stays valid until `Drop` removes it.
         let ret = unsafe {
-            fabric_api::unimem_fabric_set_handler(wire_mbox::DOORBELL_VECTOR, Some(doorbell), ctx)
+            fabric_api::unimem_fabric_set_handler(mailbox::DOORBELL_VECTOR, Some(doorbell), ctx)
         };
         if ret != 0 {
-            pr_err!("cannot take doorbell vector {}: {}\n", wire_mbox::DOORBELL_VECTOR, ret);
+            pr_err!("cannot take doorbell vector {}: {}\n", mailbox::DOORBELL_VECTOR, ret);
             return Err(Error::from_errno(ret));
         }
         Ok(Self(state))
@@ -106,7 +101,7 @@ impl Drop for Doorbell {
     fn drop(&mut self) {
         // SAFETY: removing waits for running handlers (unimem_fabric_set_handler contract).
         unsafe {
-            fabric_api::unimem_fabric_set_handler(wire_mbox::DOORBELL_VECTOR, None, core::ptr::null_mut())
+            fabric_api::unimem_fabric_set_handler(mailbox::DOORBELL_VECTOR, None, core::ptr::null_mut())
         };
         // No doorbell can queue the dispatch work any more; wait for a queued run to finish
         // before the module's code goes away.
@@ -157,8 +152,8 @@ impl kernel::Module for MailboxModule {
             "node {} of {}: {} interfaces, doorbell vector {}\n",
             info.node_id,
             info.node_count,
-            wire_mbox::INTERFACES,
-            wire_mbox::DOORBELL_VECTOR
+            mailbox::INTERFACES,
+            mailbox::DOORBELL_VECTOR
         );
         Ok(Self { _stats: stats, _dir: dir, _misc: misc, _doorbell: doorbell, _published: published })
     }

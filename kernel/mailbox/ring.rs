@@ -4,7 +4,7 @@
 //! Producer and consumer run on different nodes (different VMs), so the only shared state is
 //! two 32-bit indices, each written by one side: no read-modify-write across nodes is needed.
 
-use crate::wire_mbox::layout::{HEAD_OFFSET, RING_HEADER, SLOTS, SLOT_LEN, TAIL_OFFSET};
+use crate::mailbox::layout::{HEAD_OFFSET, RING_HEADER, SLOTS, SLOT_LEN, TAIL_OFFSET};
 use core::sync::atomic::{AtomicU32, Ordering};
 
 /// A ring at a fixed place in the GAS window.

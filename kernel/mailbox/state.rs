@@ -6,8 +6,8 @@ use crate::{
     iface::{Iface, Owner},
     kmsg::Services,
     ring::{Pop, Ring},
-    wire_mbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES},
-    wire_pkt::{Header, Packet, PACKET_LEN, PAYLOAD_LEN},
+    mailbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES},
+    packet::{Header, Packet, PACKET_LEN, PAYLOAD_LEN},
 };
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
@@ -126,7 +126,7 @@ impl State {
             if owner.is_some() {
                 continue;
             }
-            *owner = Some(Owner { thread_id, prot_id: thread_id as u32 & crate::wire_pkt::MAX_24 });
+            *owner = Some(Owner { thread_id, prot_id: thread_id as u32 & crate::packet::MAX_24 });
             iface.in_use.store(true, Ordering::Release);
             // Whatever a previous owner left unread is not for this thread.
             for sender in 0..self.nodes {
@@ -147,7 +147,7 @@ impl State {
 
     pub(crate) fn set_prot(&self, id: u32, prot_id: u32) -> Result {
         let iface = self.ifaces.get(id as usize).ok_or(EINVAL)?;
-        if prot_id > crate::wire_pkt::MAX_24 {
+        if prot_id > crate::packet::MAX_24 {
             return Err(EINVAL);
         }
         let mut owner = iface.owner.lock();

@@ -8,17 +8,14 @@ use kernel::{ffi::c_void, prelude::*};
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
-#[path = "../../userspace/unimem-wire/src/mailbox.rs"]
+#[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
-mod wire_mbox;
-#[path = "../../userspace/unimem-wire/src/packet.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod packet;
-#[path = "../../userspace/unimem-wire/src/gas.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod gas;
+mod wire;
+// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
+#[allow(unused_imports)]
+use wire::{gas, mailbox, packet};
 
-use wire_mbox::service;
+use mailbox::service;
 
 const PAYLOAD_MASK: u64 = (1 << 60) - 1;
 

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The `unimem-wire` formats for kernel modules: one definition shared with user space.
+//!
+//! A module includes this file at its crate root (`#[path = "../include/wire.rs"] mod wire;`)
+//! and brings `gas`, `mailbox` and `packet` to its root with `use wire::{...}`, because the
+//! wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
+
+#[path = "../../userspace/unimem-wire/src/eusrvmem.rs"]
+pub(crate) mod eusrvmem;
+#[path = "../../userspace/unimem-wire/src/gas.rs"]
+pub(crate) mod gas;
+#[path = "../../userspace/unimem-wire/src/kram.rs"]
+pub(crate) mod kram;
+#[path = "../../userspace/unimem-wire/src/mailbox.rs"]
+pub(crate) mod mailbox;
+#[path = "../../userspace/unimem-wire/src/packet.rs"]
+pub(crate) mod packet;
