@@ -55,7 +55,7 @@ module! {
     params: {
         ninstances: u32 {
             default: 1,
-            description: "Number of swap devices to create (1-16)",
+            description: "Number of swap devices to create (1-15)",
         },
         size: SizeList {
             default: SizeList::EMPTY,
@@ -184,6 +184,7 @@ impl Kram {
                 instance: inst.id as u8,
                 first_chunk: 0,
                 chunks: inst.size_mib as u8,
+                align: 0,
             };
             for node in (0..self.info.node_count).filter(|&n| n != self.info.node_id) {
                 send(node, msg);
@@ -312,6 +313,7 @@ fn free_msg(me: u8, id: u32, lease: Lease) -> KramMsg {
         instance: id as u8,
         first_chunk: lease.first_chunk as u8,
         chunks: lease.chunks as u8,
+        align: 0,
     }
 }
 

@@ -166,6 +166,7 @@ fn shape(table: &Table, sender: u32, mode: u8, raw: u64) -> u64 {
         first_chunk: (raw >> 8) as u8,
         // Mostly small sizes, so that tables fill up and fragment.
         chunks: ((raw >> 16) as u8 % 48).max(1),
+        align: 0,
     };
     if opcode == to_daemon::REQUEST {
         m.first_chunk = 0;

@@ -14,7 +14,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
-use unimem_wire::kram::{to_daemon, to_driver, KramError, KramMsg, MAX_CHUNKS};
+use unimem_wire::kram::{to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, MAX_CHUNKS};
 
 /// How many expired offers are remembered for late confirmations.
 const EXPIRED_MEMORY: usize = 64;
@@ -157,7 +157,7 @@ impl fmt::Display for Inconsistent {
 /// What one received word did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// Send `msg` (an OFFER) to service KRAM_DRIVER of node `to`. `repeat`: the same range
+    /// Send `msg` (an OFFER) to node `to`, service `kram::reply_service(msg.instance)`. `repeat`: the same range
     /// was offered (or lent) to that (node, instance) already. `superseded`: an offer of
     /// another size to the same (node, instance) was released first.
     Offer {
@@ -305,6 +305,9 @@ pub struct Table {
     /// Recently expired offers and their deadlines: a CONFIRM that crossed the expiry (within
     /// one more timeout) is honoured if the chunks are still free.
     expired: VecDeque<(Grant, Instant)>,
+    /// GAS offset of chunk 0 in chunks, or `None` when it is not chunk-aligned (then no
+    /// aligned REQUEST can be met).
+    base_chunk: Option<u64>,
 }
 
 impl Table {
@@ -322,7 +325,15 @@ impl Table {
             offer_timeout,
             counters: Counters::default(),
             expired: VecDeque::new(),
+            base_chunk: Some(0),
         })
+    }
+
+    /// Tells the table where chunk 0 lies in the GAS, so that a REQUEST with an alignment
+    /// (the NUMA driver's: hot-added memory must be memory-block aligned) gets a range whose
+    /// GAS offset, and so physical address, is aligned.
+    pub fn set_gas_offset(&mut self, offset: u64) {
+        self.base_chunk = (offset % CHUNK_SIZE == 0).then_some(offset / CHUNK_SIZE);
     }
 
     /// This lender's node id.
@@ -420,7 +431,7 @@ impl Table {
             superseded = Some(held);
         }
         self.counters.requests += 1;
-        match self.first_fit(wanted) {
+        match self.first_fit(wanted, m.align) {
             Some(first) => {
                 let grant = Grant {
                     node: m.node,
@@ -456,6 +467,7 @@ impl Table {
                 instance: grant.instance,
                 first_chunk: grant.first as u8,
                 chunks: grant.chunks as u8,
+                align: 0,
             },
             grant,
             repeat,
@@ -750,18 +762,29 @@ impl Table {
         })
     }
 
-    /// The lowest index starting `wanted` contiguous free chunks.
-    fn first_fit(&self, wanted: u32) -> Option<u32> {
+    /// The lowest index starting `wanted` contiguous free chunks whose GAS offset is a
+    /// multiple of `2^align` chunks.
+    fn first_fit(&self, wanted: u32, align: u8) -> Option<u32> {
         let wanted = wanted as usize;
-        let mut run = 0;
-        for (i, c) in self.chunks.iter().enumerate() {
-            if *c == Chunk::Free {
-                run += 1;
-                if run == wanted {
-                    return Some((i + 1 - wanted) as u32);
+        let step = 1u64 << align;
+        let base = match self.base_chunk {
+            Some(b) => b,
+            None if align == 0 => 0,
+            None => return None,
+        };
+        // First index whose absolute chunk number is a multiple of `step`.
+        let mut start = ((step - base % step) % step) as usize;
+        while start + wanted <= self.chunks.len() {
+            match self.chunks[start..start + wanted]
+                .iter()
+                .rposition(|c| *c != Chunk::Free)
+            {
+                None => return Some(start as u32),
+                // Skip past the busy chunk, to the next aligned index.
+                Some(busy) => {
+                    let next = (base + (start + busy + 1) as u64).div_ceil(step) * step;
+                    start = (next - base) as usize;
                 }
-            } else {
-                run = 0;
             }
         }
         None

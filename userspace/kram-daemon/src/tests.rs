@@ -15,6 +15,7 @@ fn msg(opcode: u8, node: u8, instance: u8, first: u8, chunks: u8) -> u64 {
         instance,
         first_chunk: first,
         chunks,
+        align: 0,
     }
     .encode()
 }
@@ -626,4 +627,68 @@ fn random_messages_keep_the_invariants() {
             assert!(n >= 10, "{name} only {n} times: {seen:?}");
         }
     }
+}
+
+#[test]
+fn aligned_request_gets_an_aligned_range() {
+    // Chunk 0 sits 5 chunks past a 128-chunk boundary: the first aligned index is 123.
+    let mut t = Table::new(ME, 256, TIMEOUT).unwrap();
+    t.set_gas_offset((128 * 3 + 5) << 20);
+    let now = Instant::now();
+    let numa = |chunks: u8, align: u8| {
+        KramMsg {
+            opcode: to_daemon::REQUEST,
+            node: 0,
+            instance: unimem_wire::kram::NUMA_INSTANCE,
+            first_chunk: 0,
+            chunks,
+            align,
+        }
+        .encode()
+    };
+    // A swap instance takes chunks 0-129, so the aligned run must skip to 251... which does
+    // not fit 128 chunks: the request stays unanswered until the swap range is freed.
+    assert!(matches!(
+        t.handle(0, request(0, 0, 130), now),
+        Outcome::Offer { .. }
+    ));
+    assert!(matches!(
+        t.handle(0, numa(128, 7), now),
+        Outcome::Unanswered { .. }
+    ));
+    assert!(matches!(
+        t.handle(0, decline(0, 0, 0, 130), now),
+        Outcome::Declined { .. }
+    ));
+    match t.handle(0, numa(128, 7), now) {
+        Outcome::Offer { msg, to, .. } => {
+            assert_eq!((to, msg.first_chunk, msg.chunks), (0, 123, 128));
+            assert_eq!(msg.align, 0, "an OFFER carries no alignment");
+        }
+        other => panic!("expected an aligned offer, got {other:?}"),
+    }
+    // An unaligned table can still serve unaligned requests, never aligned ones.
+    let mut odd = Table::new(ME, 256, TIMEOUT).unwrap();
+    odd.set_gas_offset(0x1000);
+    assert!(matches!(
+        odd.handle(0, numa(1, 1), now),
+        Outcome::Unanswered { .. }
+    ));
+    assert!(matches!(
+        odd.handle(0, request(0, 0, 4), now),
+        Outcome::Offer { .. }
+    ));
+}
+
+#[test]
+fn alignment_outside_a_request_is_malformed() {
+    let word = confirm(0, 0, 0, 4) | 3 << 24;
+    let mut t = Table::new(ME, 16, TIMEOUT).unwrap();
+    assert!(matches!(
+        t.handle(0, word, Instant::now()),
+        Outcome::Malformed {
+            why: Malformed::Decode(KramError::Reserved),
+            ..
+        }
+    ));
 }

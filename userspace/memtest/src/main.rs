@@ -25,6 +25,10 @@ struct Args {
     /// pages still differ from each other, so a misplaced page is still caught.
     #[arg(long)]
     compressible: bool,
+    /// After writing, print "written" and wait until this file exists before verifying: a test
+    /// can move the pages meanwhile (NUMA removal, migration) and check nothing was lost.
+    #[arg(long, value_name = "FILE")]
+    hold_until: Option<std::path::PathBuf>,
 }
 
 /// The 8-byte word at `index`: depends on the seed, the pass and its own position, so a page
@@ -48,6 +52,16 @@ fn main() -> Result<()> {
             *w = word(seed, (i / run) as u64);
         }
         let written = t.elapsed();
+        if let Some(flag) = &args.hold_until {
+            println!(
+                "pass {pass}: written, holding until {} exists",
+                flag.display()
+            );
+            std::io::Write::flush(&mut std::io::stdout())?;
+            while !flag.exists() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
         for (i, w) in area.iter().enumerate() {
             let want = word(seed, (i / run) as u64);
             if *w != want {

@@ -18,6 +18,10 @@ pub const DESCRIPTOR_LEN: usize = 64;
 pub const MAX_NODES: u32 = 16;
 /// Alignment of the control area and of partitions.
 pub const PAGE_SIZE: u64 = 4096;
+/// Partitions of at least this size are rounded down to a multiple of it, so that KRAM's 1 MiB
+/// chunks are 1 MiB-aligned in the GAS and a lender can find memory-block-aligned runs for
+/// NUMA hot-add (the window itself is a naturally aligned PCI BAR).
+pub const PARTITION_ALIGN: u64 = 1 << 20;
 
 /// Why a descriptor was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +80,8 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
 
 impl GasDescriptor {
     /// Lays out `node_count` equal partitions after a control area of `ctl_size` bytes.
-    /// Partitions are page-aligned; any remainder at the end of the region is left unused.
+    /// Partitions are page-aligned, and [`PARTITION_ALIGN`]-aligned when at least that large;
+    /// any remainder at the end of the region is left unused.
     pub fn layout(
         node_count: u32,
         vectors: u32,
@@ -90,7 +95,13 @@ impl GasDescriptor {
         let usable = region_size
             .checked_sub(ctl_size)
             .ok_or(DescriptorError::BadLayout)?;
-        let partition_size = usable / u64::from(node_count) / PAGE_SIZE * PAGE_SIZE;
+        let share = usable / u64::from(node_count);
+        let align = if share >= PARTITION_ALIGN {
+            PARTITION_ALIGN
+        } else {
+            PAGE_SIZE
+        };
+        let partition_size = share / align * align;
         let d = GasDescriptor {
             node_count,
             vectors,
@@ -184,7 +195,7 @@ mod tests {
     #[test]
     fn round_trip() {
         let d = GasDescriptor::layout(3, 4, 1024 * MIB, 2 * MIB, 42).unwrap();
-        assert_eq!(d.partition_size, (1022 * MIB / 3) / PAGE_SIZE * PAGE_SIZE);
+        assert_eq!(d.partition_size, 340 * MIB);
         assert_eq!(GasDescriptor::decode(&d.encode()), Ok(d));
         assert_eq!(d.partition_offset(0), Some(2 * MIB));
         assert_eq!(d.partition_offset(2), Some(2 * MIB + 2 * d.partition_size));
@@ -232,5 +243,8 @@ mod tests {
         assert!(GasDescriptor::layout(16, 4, 1024 * MIB, 2 * MIB, 0).is_ok());
         assert!(GasDescriptor::layout(2, 4, MIB, 2 * MIB, 0).is_err());
         assert!(GasDescriptor::layout(1, 4, 64 * MIB, 1000, 0).is_err());
+        // Small partitions stay page-aligned rather than rounding to nothing.
+        let small = GasDescriptor::layout(16, 4, 10 * MIB, 2 * MIB, 0).unwrap();
+        assert_eq!(small.partition_size, MIB / 2);
     }
 }

@@ -8,13 +8,17 @@
 //!
 //! ```text
 //! bits 60..64  opcode
-//! bits 24..60  reserved, zero
+//! bits 28..60  reserved, zero
+//! bits 24..28  REQUEST only: log2 of the alignment (in chunks) the first chunk's GAS address
+//!              needs; zero in every other message
 //! bits 16..24  number of chunks
 //! bits  8..16  first chunk index
 //! bits  4..8   swap instance id
 //! bits  0..4   node id: the requester (driver to daemon) or the lender (daemon to driver)
 //! ```
-//! A chunk is 1 MiB of the lender's partition, starting at [`LENDABLE_OFFSET`].
+//! A chunk is 1 MiB of the lender's partition, starting at [`LENDABLE_OFFSET`]. Swap instances
+//! 0..[`MAX_INSTANCES`] belong to `unimem_kram`; instance [`NUMA_INSTANCE`] is `unimem_numa`'s,
+//! which needs its range aligned to a memory block to hot-add it ([`reply_service`]).
 //! This file is included by the kernel modules with `#[path]`; `core` only.
 
 use crate::mailbox::layout::RESERVED;
@@ -27,8 +31,21 @@ pub const LENDABLE_OFFSET: u64 = (RESERVED as u64).div_ceil(CHUNK_SIZE) * CHUNK_
 pub const MAX_CHUNKS: u32 = 256;
 /// Largest request: one message can ask for at most 255 chunks.
 pub const MAX_REQUEST_CHUNKS: u32 = 255;
-/// Swap instances per node (4-bit instance id).
-pub const MAX_INSTANCES: u32 = 16;
+/// Swap instances per node (4-bit instance id; the last id is [`NUMA_INSTANCE`]).
+pub const MAX_INSTANCES: u32 = 15;
+/// The instance id of a node's NUMA driver: its OFFERs go to service `NUMA_DRIVER`.
+pub const NUMA_INSTANCE: u8 = 15;
+/// Largest alignment a REQUEST can ask for: 2^15 chunks (the field is 4 bits).
+pub const MAX_ALIGN_LOG2: u8 = 15;
+
+/// The mailbox service a daemon sends an OFFER for `instance` to.
+pub const fn reply_service(instance: u8) -> u32 {
+    if instance == NUMA_INSTANCE {
+        crate::mailbox::service::NUMA_DRIVER
+    } else {
+        crate::mailbox::service::KRAM_DRIVER
+    }
+}
 
 /// Driver to daemon.
 pub mod to_daemon {
@@ -50,12 +67,14 @@ pub struct KramMsg {
     pub instance: u8,
     pub first_chunk: u8,
     pub chunks: u8,
+    /// REQUEST: the first chunk's GAS offset must be a multiple of `2^align` chunks.
+    pub align: u8,
 }
 
 /// Why a word is not a KRAM message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KramError {
-    /// Reserved bits 24..60 are not zero.
+    /// Reserved bits 28..60 are not zero, or an alignment outside a REQUEST.
     Reserved,
     /// Unknown opcode for this direction.
     Opcode(u8),
@@ -66,6 +85,7 @@ pub enum KramError {
 impl KramMsg {
     pub fn encode(&self) -> u64 {
         u64::from(self.opcode & 0xf) << 60
+            | u64::from(self.align & 0xf) << 24
             | u64::from(self.chunks) << 16
             | u64::from(self.first_chunk) << 8
             | u64::from(self.instance & 0xf) << 4
@@ -73,7 +93,7 @@ impl KramMsg {
     }
 
     fn decode_raw(word: u64) -> Result<Self, KramError> {
-        if word & 0x0fff_ffff_ff00_0000 != 0 {
+        if word & 0x0fff_ffff_f000_0000 != 0 {
             return Err(KramError::Reserved);
         }
         Ok(KramMsg {
@@ -82,6 +102,7 @@ impl KramMsg {
             instance: ((word >> 4) & 0xf) as u8,
             first_chunk: (word >> 8) as u8,
             chunks: (word >> 16) as u8,
+            align: ((word >> 24) & 0xf) as u8,
         })
     }
 
@@ -101,7 +122,12 @@ impl KramMsg {
                     return Err(KramError::Range);
                 }
             }
-            to_daemon::CONFIRM | to_daemon::DECLINE | to_daemon::FREE => m.check_range()?,
+            to_daemon::CONFIRM | to_daemon::DECLINE | to_daemon::FREE => {
+                if m.align != 0 {
+                    return Err(KramError::Reserved);
+                }
+                m.check_range()?
+            }
             op => return Err(KramError::Opcode(op)),
         }
         Ok(m)
@@ -112,6 +138,9 @@ impl KramMsg {
         let m = Self::decode_raw(word)?;
         if m.opcode != to_driver::OFFER {
             return Err(KramError::Opcode(m.opcode));
+        }
+        if m.align != 0 {
+            return Err(KramError::Reserved);
         }
         m.check_range()?;
         Ok(m)
@@ -130,6 +159,7 @@ mod tests {
             instance: 3,
             first_chunk: 200,
             chunks: 56,
+            align: 0,
         };
         let w = m.encode();
         assert_eq!(w >> 60, 0x8);
@@ -140,6 +170,7 @@ mod tests {
             instance: 1,
             first_chunk: 0,
             chunks: 255,
+            align: 0,
         };
         assert_eq!(KramMsg::decode_for_driver(offer.encode()), Ok(offer));
         assert_eq!(LENDABLE_OFFSET, 3 << 20);
@@ -153,6 +184,7 @@ mod tests {
             instance: 0,
             first_chunk: 0,
             chunks: 32,
+            align: 0,
         };
         assert_eq!(
             KramMsg::decode_for_daemon(req.encode() | 1 << 30),
@@ -179,6 +211,7 @@ mod tests {
             instance: 0,
             first_chunk: 250,
             chunks: 10,
+            align: 0,
         };
         assert_eq!(
             KramMsg::decode_for_driver(past_end.encode()),
@@ -192,6 +225,44 @@ mod tests {
             KramMsg::decode_for_daemon(free_past_end.encode()),
             Err(KramError::Range)
         );
+    }
+
+    #[test]
+    fn alignment_only_in_requests() {
+        let req = KramMsg {
+            opcode: to_daemon::REQUEST,
+            node: 2,
+            instance: NUMA_INSTANCE,
+            first_chunk: 0,
+            chunks: 128,
+            align: 7,
+        };
+        let w = req.encode();
+        assert_eq!((w >> 24) & 0xf, 7);
+        assert_eq!(KramMsg::decode_for_daemon(w), Ok(req));
+        let free = KramMsg {
+            opcode: to_daemon::FREE,
+            first_chunk: 1,
+            ..req
+        };
+        assert_eq!(
+            KramMsg::decode_for_daemon(free.encode()),
+            Err(KramError::Reserved)
+        );
+        let offer = KramMsg {
+            opcode: to_driver::OFFER,
+            ..free
+        };
+        assert_eq!(
+            KramMsg::decode_for_driver(offer.encode()),
+            Err(KramError::Reserved)
+        );
+        assert_eq!(
+            reply_service(NUMA_INSTANCE),
+            crate::mailbox::service::NUMA_DRIVER
+        );
+        assert_eq!(reply_service(0), crate::mailbox::service::KRAM_DRIVER);
+        assert!(u32::from(NUMA_INSTANCE) >= MAX_INSTANCES);
     }
 
     #[test]

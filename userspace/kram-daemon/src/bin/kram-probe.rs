@@ -194,6 +194,7 @@ fn run(cli: Cli) -> Result<()> {
                 instance,
                 first_chunk: first,
                 chunks,
+                align: 0,
             };
             send(&mb, node, m.encode())?;
             say(format!(
@@ -219,6 +220,7 @@ fn run(cli: Cli) -> Result<()> {
                     instance,
                     first_chunk: first,
                     chunks,
+                    align: 0,
                 }
                 .encode()
             });
@@ -284,6 +286,7 @@ impl Probe {
             instance: self.instance,
             first_chunk: 0,
             chunks: self.chunks,
+            align: 0,
         };
         let list: Vec<String> = self.nodes.iter().map(u32::to_string).collect();
         say(format!(

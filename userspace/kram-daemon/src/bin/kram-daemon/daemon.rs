@@ -20,6 +20,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
+use unimem_wire::kram::reply_service;
 
 const MAILBOX: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -31,6 +32,8 @@ const MAX_SLEEP: Duration = Duration::from_secs(1);
 pub struct Config {
     pub node: u32,
     pub chunks: u32,
+    /// GAS offset of chunk 0 (for aligned requests).
+    pub gas_offset: u64,
     pub offer_timeout: Duration,
     pub socket: PathBuf,
     pub state_file: Option<PathBuf>,
@@ -57,6 +60,7 @@ impl Daemon {
     pub fn start(config: Config) -> Result<Self> {
         logging::set_node(config.node);
         let mut table = Table::new(config.node, config.chunks, config.offer_timeout)?;
+        table.set_gas_offset(config.gas_offset);
         let saved = match &config.state_file {
             Some(path) => restore(&mut table, path)?,
             None => Vec::new(),
@@ -228,7 +232,10 @@ impl Daemon {
                     "{} {grant} (REQUEST from node {to})",
                     if repeat { "offer again" } else { "offer" }
                 );
-                if let Err(e) = self.mailbox.ksend(to, service::KRAM_DRIVER, msg.encode()) {
+                if let Err(e) = self
+                    .mailbox
+                    .ksend(to, reply_service(msg.instance), msg.encode())
+                {
                     self.table.count_send_error();
                     warn!("sending the OFFER of {grant} to node {to} failed: {e} (kept reserved; a repeated REQUEST gets it again)");
                 }

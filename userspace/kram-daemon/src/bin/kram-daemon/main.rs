@@ -68,7 +68,7 @@ struct Cli {
     /// Neither read nor write the state file: start from an empty table.
     #[arg(long)]
     no_state: bool,
-    /// sysfs directory of unimem_eusrvmem (node_id, partition_size).
+    /// sysfs directory of unimem_eusrvmem (node_id, ctl_size, partition_size).
     #[arg(long, value_name = "DIR", default_value = SYSFS)]
     sysfs: PathBuf,
     /// Log every message (debug level).
@@ -107,10 +107,12 @@ fn run(cli: &Cli) -> Result<()> {
     }
     let node = read_sysfs(&cli.sysfs, "node_id")?;
     let partition = read_sysfs(&cli.sysfs, "partition_size")?;
+    let ctl = read_sysfs(&cli.sysfs, "ctl_size")?;
     let chunks = chunk_count(cli.chunks, partition, node)?;
     let config = daemon::Config {
         node: u32::try_from(node).context("node_id out of range")?,
         chunks,
+        gas_offset: ctl + node * partition + LENDABLE_OFFSET,
         offer_timeout: Duration::from_secs_f64(cli.offer_timeout),
         socket: cli.socket.clone(),
         state_file: (!cli.no_state).then(|| cli.state_file.clone()),

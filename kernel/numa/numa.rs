@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0
+//! unimem NUMA: memory lent by other nodes becomes a CPU-less NUMA node (seed 000 section 4).
+//!
+//! `echo add 1 > /proc/unimem_numa` asks node 1's kram-daemon for one memory block (128 MiB)
+//! of its partition, aligned so that it can be hot-added, confirms the offer and hot-adds the
+//! range to the remote NUMA node (the first possible node without memory or CPUs, or
+//! `node=`), onlined to ZONE_MOVABLE. The kernel's NUMA code does the rest: `numactl
+//! --membind`, libnuma, page migration and weighted interleave see an ordinary node at the
+//! SLIT / device-tree distance. `remove 1` migrates the node's pages back to local memory,
+//! offlines and removes the range and sends FREE to the lender; unloading does it for every
+//! range. Reading the file shows the topology and the ranges.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::{
+    ffi::c_void,
+    new_condvar, new_mutex, proc_fs,
+    prelude::*,
+    sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex},
+    time::msecs_to_jiffies,
+};
+
+mod mm;
+mod procfs;
+
+#[path = "../include/unimem_fabric.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod fabric_api;
+#[path = "../include/unimem_mailbox.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod kmsg_api;
+#[path = "../include/wire.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod wire;
+// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
+#[allow(unused_imports)]
+use wire::{gas, mailbox, packet};
+
+use mailbox::service;
+use wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_REQUEST_CHUNKS, NUMA_INSTANCE};
+
+module! {
+    type: NumaModule,
+    name: "unimem_numa",
+    authors: ["unimem developers"],
+    description: "unimem NUMA: memory lent by other nodes as a CPU-less NUMA node (/proc/unimem_numa)",
+    license: "GPL v2",
+    params: {
+        node: i32 {
+            default: -1,
+            description: "NUMA node to add remote memory to: a possible node without CPUs; -1 = the first possible node with neither memory nor CPUs",
+        },
+        offer_timeout_ms: u32 {
+            default: 5000,
+            description: "How long `add` waits for the lender's kram-daemon to offer memory (100-60000 ms)",
+        },
+    },
+}
+
+/// One lent range, online on the remote node.
+#[derive(Clone, Copy)]
+struct Region {
+    lender: u32,
+    first_chunk: u32,
+    chunks: u32,
+    phys: u64,
+}
+
+impl Region {
+    fn size(&self) -> u64 {
+        u64::from(self.chunks) * CHUNK_SIZE
+    }
+}
+
+/// The REQUEST `add` is waiting on.
+struct Pending {
+    lender: u32,
+    chunks: u32,
+    offered_first: Option<u32>,
+}
+
+#[pin_data]
+struct Numa {
+    info: fabric_api::FabricInfo,
+    /// The node remote memory goes to.
+    nid: i32,
+    block_size: u64,
+    offer_timeout_ms: u32,
+    /// Also serializes `add` and `remove`: held across the whole hotplug operation.
+    #[pin]
+    regions: Mutex<KVec<Region>>,
+    #[pin]
+    pending: Mutex<Option<Pending>>,
+    #[pin]
+    offered: CondVar,
+    malformed: AtomicU64,
+    declined: AtomicU64,
+}
+
+// SAFETY: `info.gas_virt` is never dereferenced here; everything mutable is behind a lock or
+// an atomic.
+unsafe impl Send for Numa {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Numa {}
+
+fn send(node: u32, msg: KramMsg) -> Result {
+    // SAFETY: plain call into unimem_mailbox's exported seam.
+    let ret = unsafe { kmsg_api::unimem_mbox_send(node, service::KRAM_DAEMON, msg.encode()) };
+    if ret != 0 {
+        pr_warn!("message {:#x} to node {} not sent: {}\n", msg.opcode, node, ret);
+        return Err(Error::from_errno(ret));
+    }
+    Ok(())
+}
+
+impl Numa {
+    fn me(&self) -> u8 {
+        self.info.node_id as u8
+    }
+
+    fn msg(&self, opcode: u8, first_chunk: u32, chunks: u32, align: u8) -> KramMsg {
+        KramMsg {
+            opcode,
+            node: self.me(),
+            instance: NUMA_INSTANCE,
+            first_chunk: first_chunk as u8,
+            chunks: chunks as u8,
+            align,
+        }
+    }
+
+    fn free_to_lender(&self, lender: u32, first_chunk: u32, chunks: u32) {
+        if send(lender, self.msg(to_daemon::FREE, first_chunk, chunks, 0)).is_err() {
+            pr_err!("FREE of chunks {}+{} to node {} was not sent: its daemon keeps them lent\n", first_chunk, chunks, lender);
+        }
+    }
+
+    /// Physical address of a lender's chunk, checked to lie in its partition.
+    fn chunk_phys(&self, lender: u32, first_chunk: u32, chunks: u32) -> Result<u64> {
+        let part = self.info.ctl_size + u64::from(lender) * self.info.partition_size;
+        let offset = part + LENDABLE_OFFSET + u64::from(first_chunk) * CHUNK_SIZE;
+        let end = offset + u64::from(chunks) * CHUNK_SIZE;
+        if end > part + self.info.partition_size || end > self.info.gas_size {
+            return Err(EINVAL);
+        }
+        Ok(self.info.gas_phys + offset)
+    }
+
+    /// `add <lender> [<MiB>]`: lease, confirm, hot-add.
+    fn add(&self, lender: u32, mib: Option<u32>) -> Result {
+        let block_mib = (self.block_size / CHUNK_SIZE) as u32;
+        let mib = mib.unwrap_or(block_mib);
+        if lender == self.info.node_id || lender >= self.info.node_count {
+            pr_err!("add {}: not another node of this cluster (nodes 0-{}, this is {})\n", lender, self.info.node_count.saturating_sub(1), self.info.node_id);
+            return Err(EINVAL);
+        }
+        if mib == 0 || !mib.is_multiple_of(block_mib) || mib > MAX_REQUEST_CHUNKS {
+            pr_err!("add {} {}: the size must be a multiple of the {} MiB memory block, at most {} MiB\n", lender, mib, block_mib, MAX_REQUEST_CHUNKS);
+            return Err(EINVAL);
+        }
+        let mut regions = self.regions.lock();
+        if let Some(r) = regions.iter().find(|r| r.lender == lender) {
+            pr_err!("add {}: node {} already lends {} MiB here (one range per lender; remove it first)\n", lender, lender, r.chunks);
+            return Err(EEXIST);
+        }
+        let first = self.lease(lender, mib)?;
+        let phys = match self.chunk_phys(lender, first, mib) {
+            Ok(p) if p.is_multiple_of(self.block_size) => p,
+            _ => {
+                pr_err!("add {}: offered chunks {}+{} are not a memory-block aligned range of its partition\n", lender, first, mib);
+                self.free_to_lender(lender, first, mib);
+                return Err(EINVAL);
+            }
+        };
+        let region = Region { lender, first_chunk: first, chunks: mib, phys };
+        regions.reserve(1, GFP_KERNEL).inspect_err(|_| self.free_to_lender(lender, first, mib))?;
+        if let Err(e) = mm::add_movable(self.nid, phys, region.size()) {
+            pr_err!("add {}: hot-adding {:#x}+{} MiB to node {} failed: {:?}; memory returned\n", lender, phys, mib, self.nid, e);
+            self.free_to_lender(lender, first, mib);
+            return Err(e);
+        }
+        regions.push(region, GFP_KERNEL)?;
+        pr_info!("NUMA node {}: {} MiB lent by node {} (chunks {}+{}, phys {:#x}) online\n", self.nid, mib, lender, first, mib, phys);
+        Ok(())
+    }
+
+    /// REQUEST, wait for the OFFER, CONFIRM; returns the first chunk.
+    fn lease(&self, lender: u32, chunks: u32) -> Result<u32> {
+        let align = (self.block_size / CHUNK_SIZE).trailing_zeros() as u8;
+        let mut pending = self.pending.lock();
+        *pending = Some(Pending { lender, chunks, offered_first: None });
+        if let Err(e) = send(lender, self.msg(to_daemon::REQUEST, 0, chunks, align)) {
+            *pending = None;
+            pr_err!("add {}: cannot send the request: {:?}\n", lender, e);
+            return Err(e);
+        }
+        let mut left = msecs_to_jiffies(self.offer_timeout_ms);
+        let first = loop {
+            if let Some(first) = pending.as_ref().and_then(|p| p.offered_first) {
+                break first;
+            }
+            match self.offered.wait_interruptible_timeout(&mut pending, left) {
+                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+                CondVarTimeoutResult::Timeout => {
+                    *pending = None;
+                    pr_err!(
+                        "add {}: no offer of {} aligned MiB within {} ms: is kram-daemon running on node {}, with that much contiguous free memory?\n",
+                        lender, chunks, self.offer_timeout_ms, lender
+                    );
+                    return Err(ETIMEDOUT);
+                }
+                CondVarTimeoutResult::Signal { .. } => {
+                    *pending = None;
+                    return Err(EINTR);
+                }
+            }
+        };
+        *pending = None;
+        drop(pending);
+        send(lender, self.msg(to_daemon::CONFIRM, first, chunks, 0))?;
+        Ok(first)
+    }
+
+    /// OFFER from a daemon: taken if `add` waits for exactly this, declined otherwise.
+    fn offer(&self, from: u32, word: u64) {
+        let m = match KramMsg::decode_for_driver(word) {
+            Ok(m) if u32::from(m.node) == from && m.instance == NUMA_INSTANCE => m,
+            _ => {
+                self.malformed.fetch_add(1, Ordering::Relaxed);
+                pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
+                return;
+            }
+        };
+        {
+            let mut pending = self.pending.lock();
+            if let Some(p) = (*pending).as_mut() {
+                if p.lender == from && p.offered_first.is_none() && u32::from(m.chunks) == p.chunks {
+                    p.offered_first = Some(u32::from(m.first_chunk));
+                    self.offered.notify_all();
+                    return;
+                }
+            }
+        }
+        self.declined.fetch_add(1, Ordering::Relaxed);
+        let _ = send(from, KramMsg { opcode: to_daemon::DECLINE, node: self.me(), ..m });
+    }
+
+    /// `remove <lender>`: migrate back, offline, remove, FREE.
+    fn remove(&self, lender: u32) -> Result {
+        let mut regions = self.regions.lock();
+        let Some(idx) = regions.iter().position(|r| r.lender == lender) else {
+            pr_err!("remove {}: node {} lends no memory to NUMA node {}\n", lender, lender, self.nid);
+            return Err(ENOENT);
+        };
+        self.remove_region(regions[idx])?;
+        regions.remove(idx)?;
+        Ok(())
+    }
+
+    fn remove_region(&self, r: Region) -> Result {
+        let (managed, free) = mm::node_pages(self.nid);
+        let used = managed.saturating_sub(free).min((r.size() / kernel::page::PAGE_SIZE as u64) as usize);
+        let room = mm::free_elsewhere(self.nid);
+        if used > room {
+            pr_err!(
+                "remove {}: {} pages in use on NUMA node {} but only {} free on other nodes: free memory, then retry; the range stays online\n",
+                r.lender, used, self.nid, room
+            );
+            return Err(ENOMEM);
+        }
+        if let Err(e) = mm::offline_and_remove(r.phys, r.size()) {
+            pr_err!("remove {}: offlining {:#x}+{} MiB failed ({:?}): pages could not be migrated off; the range stays online\n", r.lender, r.phys, r.chunks, e);
+            return Err(e);
+        }
+        self.free_to_lender(r.lender, r.first_chunk, r.chunks);
+        pr_info!("NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n", self.nid, r.chunks, r.lender);
+        Ok(())
+    }
+
+    /// Removes every range it can; the ones that fail stay in the list.
+    fn remove_all(&self) -> Result {
+        let mut regions = self.regions.lock();
+        let mut result = Ok(());
+        for i in (0..regions.len()).rev() {
+            match self.remove_region(regions[i]) {
+                Ok(()) => drop(regions.remove(i)?),
+                Err(e) => result = Err(e),
+            }
+        }
+        result
+    }
+}
+
+/// # Safety
+///
+/// Called by unimem_mailbox in process context with the `Numa` registered as `ctx`, which
+/// stays alive until the handler is removed.
+unsafe extern "C" fn on_offer(ctx: *mut c_void, from_node: u32, word: u64) {
+    // SAFETY: see above.
+    let numa = unsafe { ArcBorrow::<Numa>::from_raw(ctx.cast::<Numa>()) };
+    numa.offer(from_node, word);
+}
+
+fn set_offer_handler(numa: Option<&Arc<Numa>>) -> Result {
+    let (handler, ctx) = match numa {
+        Some(n) => (Some(on_offer as kmsg_api::KmsgHandler), Arc::as_ptr(n).cast_mut().cast::<c_void>()),
+        None => (None, core::ptr::null_mut()),
+    };
+    // SAFETY: `on_offer` runs in process context with `ctx` alive until removal (module exit).
+    let ret = unsafe { kmsg_api::unimem_mbox_register(service::NUMA_DRIVER, u32::from(to_driver::OFFER), handler, ctx) };
+    if ret != 0 {
+        return Err(Error::from_errno(ret));
+    }
+    Ok(())
+}
+
+/// The target node from `node=`, checked.
+fn target_node() -> Result<i32> {
+    let asked = *module_parameters::node.value_ref();
+    if asked == -1 {
+        return mm::free_node().ok_or_else(|| {
+            pr_err!("node: no possible NUMA node without memory and CPUs to hold remote memory; give the VM one (QEMU: -numa node,nodeid=1) or set node=\n");
+            ENODEV
+        });
+    }
+    if !mm::node_possible(asked) {
+        pr_err!("node={} is not a possible NUMA node of this machine (firmware SRAT or device tree)\n", asked);
+        return Err(EINVAL);
+    }
+    if mm::node_has_cpus(asked) {
+        pr_err!("node={} has CPUs: remote memory needs a CPU-less node\n", asked);
+        return Err(EINVAL);
+    }
+    Ok(asked)
+}
+
+struct NumaModule {
+    numa: Arc<Numa>,
+    proc: Option<proc_fs::Entry<procfs::NumaProc>>,
+}
+
+impl kernel::Module for NumaModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let nid = target_node()?;
+        let offer_timeout_ms = *module_parameters::offer_timeout_ms.value_ref();
+        if !(100..=60000).contains(&offer_timeout_ms) {
+            pr_err!("offer_timeout_ms={} is out of range (100-60000)\n", offer_timeout_ms);
+            return Err(EINVAL);
+        }
+        let block_size = mm::block_size();
+        if block_size < CHUNK_SIZE || !block_size.is_power_of_two() {
+            pr_err!("memory block size {:#x} is not a power-of-two number of 1 MiB chunks\n", block_size);
+            return Err(EINVAL);
+        }
+        // SAFETY: all-zero is a valid `FabricInfo` (integers and a null pointer).
+        let mut info: fabric_api::FabricInfo = unsafe { core::mem::zeroed() };
+        // SAFETY: `info` is writable.
+        let ret = unsafe { fabric_api::unimem_fabric_info(&mut info) };
+        if ret != 0 {
+            pr_err!("no fabric device: is unimem_eusrvmem loaded and bound? ({})\n", ret);
+            return Err(ENODEV);
+        }
+        let numa = Arc::pin_init(
+            pin_init!(Numa {
+                info,
+                nid,
+                block_size,
+                offer_timeout_ms,
+                regions <- new_mutex!(KVec::new(), "unimem_numa::regions"),
+                pending <- new_mutex!(None, "unimem_numa::pending"),
+                offered <- new_condvar!("unimem_numa::offered"),
+                malformed: AtomicU64::new(0),
+                declined: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )?;
+        let proc = proc_fs::Entry::new(c"unimem_numa", 0o644, numa.clone()).inspect_err(|_| {
+            pr_err!("cannot create /proc/unimem_numa (another unimem_numa?)\n");
+        })?;
+        set_offer_handler(Some(&numa)).inspect_err(|e| {
+            pr_err!("cannot take the NUMA_DRIVER service: {:?}\n", e);
+        })?;
+        pr_info!(
+            "node {}: remote memory goes to NUMA node {} (distance {}); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
+            info.node_id,
+            nid,
+            mm::distance(0, nid),
+            block_size >> 20
+        );
+        Ok(Self { numa, proc: Some(proc) })
+    }
+}
+
+impl Drop for NumaModule {
+    fn drop(&mut self) {
+        // No new commands (waits for a running one, which may still need offers), then no
+        // more offers (waits for a running callback): the list of ranges is final.
+        drop(self.proc.take());
+        let _ = set_offer_handler(None);
+        if self.numa.remove_all().is_err() {
+            let regions = self.numa.regions.lock();
+            for r in regions.iter() {
+                pr_crit!(
+                    "NUMA node {}: {} MiB lent by node {} at {:#x} could not be offlined and stays online and lent; do not unbind the fabric device\n",
+                    self.numa.nid, r.chunks, r.lender, r.phys
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `/proc/unimem_numa` (seed 000 section 4.2): describe remote ranges to add or remove, and
+//! show the topology.
+//!
+//! Commands (one per write): `add <lender> [<MiB>]`, `remove <lender>`, `remove all`.
+
+use crate::{mm, Numa};
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
+
+pub(crate) struct NumaProc;
+
+enum Command {
+    Add { lender: u32, mib: Option<u32> },
+    Remove { lender: Option<u32> },
+}
+
+fn number(word: &[u8]) -> Result<u32> {
+    if word.is_empty() {
+        return Err(EINVAL);
+    }
+    word.iter().try_fold(0u32, |acc, &d| {
+        let digit = char::from(d).to_digit(10)?;
+        acc.checked_mul(10)?.checked_add(digit)
+    })
+    .ok_or(EINVAL)
+}
+
+fn parse(line: &[u8]) -> Result<Command> {
+    let mut words = line.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty());
+    let (verb, arg, extra, rest) = (words.next(), words.next(), words.next(), words.next());
+    let cmd = match (verb, arg, extra, rest) {
+        (Some(b"add"), Some(lender), mib, None) => Command::Add {
+            lender: number(lender)?,
+            mib: mib.map(number).transpose()?,
+        },
+        (Some(b"remove"), Some(b"all"), None, None) => Command::Remove { lender: None },
+        (Some(b"remove"), Some(lender), None, None) => Command::Remove { lender: Some(number(lender)?) },
+        _ => return Err(EINVAL),
+    };
+    Ok(cmd)
+}
+
+impl ProcFile for NumaProc {
+    type Data = Numa;
+
+    fn show(numa: &Numa, m: &SeqFile) -> Result {
+        let (managed, free) = mm::node_pages(numa.nid);
+        let page_kib = kernel::page::PAGE_SIZE / 1024;
+        seq_print!(
+            m,
+            "node {} remote cpus none distance_from_0 {} managed_kib {} free_kib {}\n",
+            numa.nid,
+            mm::distance(0, numa.nid),
+            managed * page_kib,
+            free * page_kib
+        );
+        seq_print!(
+            m,
+            "this_node {} block_mib {} offers_declined {} malformed {}\n",
+            numa.info.node_id,
+            numa.block_size >> 20,
+            numa.declined.load(Ordering::Relaxed),
+            numa.malformed.load(Ordering::Relaxed)
+        );
+        for r in numa.regions.lock().iter() {
+            seq_print!(
+                m,
+                "range lender {} mib {} chunks {}+{} phys {:#x}-{:#x} node {}\n",
+                r.lender,
+                r.chunks,
+                r.first_chunk,
+                r.chunks,
+                r.phys,
+                r.phys + r.size() - 1,
+                numa.nid
+            );
+        }
+        Ok(())
+    }
+
+    fn write(numa: &Numa, buf: &[u8]) -> Result<usize> {
+        let line = buf.strip_suffix(b"\n").unwrap_or(buf);
+        let cmd = parse(line).inspect_err(|_| {
+            pr_err!("/proc/unimem_numa: expected `add <lender> [<MiB>]`, `remove <lender>` or `remove all`\n");
+        })?;
+        match cmd {
+            Command::Add { lender, mib } => numa.add(lender, mib)?,
+            Command::Remove { lender: Some(lender) } => numa.remove(lender)?,
+            Command::Remove { lender: None } => numa.remove_all()?,
+        }
+        Ok(buf.len())
+    }
+}
