@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# NUMA benchmark: STREAM-like bandwidth (copy, scale, add, triad) and pointer-chase latency with
+# the program's memory bound to the remote NUMA node (memory lent by node 1 through
+# unimem_numa) against the local node, in the same VM; and the same under the service levels
+# 1:3 and 1:1 (weighted interleave). Prints remote/local ratios: under TCG the "remote" memory
+# is host RAM like the local one, so expect ratios near 1 here; on the boards they measure the
+# fabric.
+#   scripts/bench/numa.sh [--mib N]   (STREAM array size in MiB, default 32; chase uses 2x)
+source "$(dirname "$0")/../lib/common.sh"
+MIB=32
+[ "${1:-}" = --mib ] && MIB=$2
+export UNIMEM_RUN=$UNIMEM_BUILD/bench-numa
+CLUSTER=$UNIMEM_ROOT/scripts/cluster
+on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout 900 -- "$@"; }
+
+trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
+"$CLUSTER" down >/dev/null 2>&1 || true
+"$CLUSTER" up -n 2 -m 512M
+for n in 0 1; do on "$n" "insmod /opt/unimem/modules/unimem_eusrvmem.ko && insmod /opt/unimem/modules/unimem_mailbox.ko"; done
+on 1 "kram-daemon --no-state >/dev/null 2>&1 &"
+sleep 1
+on 0 "insmod /opt/unimem/modules/unimem_numa.ko && echo add 1 > /proc/unimem_numa && numactl --hardware"
+
+# metric POLICY ARGS: the benchmark's "name unit value" lines, run under POLICY.
+metric() { on 0 "$1 unimem-numabench $2"; }
+value() { awk -v k="$1" '$0 ~ "^" k " " {print $NF}' <<<"$2"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+
+declare -A out
+for where in local:--membind=0 remote:--membind=1; do
+  name=${where%%:*} pol="numactl ${where#*:}"
+  log "$name: stream and chase"
+  out[$name]="$(metric "$pol" "stream --mib $MIB --reps 5")
+$(metric "$pol" "chase --mib $((MIB * 2))")"
+done
+for sl in "1 3" "1 1"; do
+  read -r r l <<<"$sl"
+  log "service level $r:$l (remote:local): stream"
+  out[sl$r$l]="$(metric "unimem-sl run --remote $r --local $l --force --" "stream --mib $MIB --reps 5")"
+done
+
+printf '\n%-14s %12s %12s %8s %12s %12s\n' "kernel" "local" "remote" "rem/loc" "sl 1:3" "sl 1:1"
+for k in copy scale add triad; do
+  lo=$(value "stream $k" "${out[local]}") re=$(value "stream $k" "${out[remote]}")
+  s13=$(value "stream $k" "${out[sl13]}") s11=$(value "stream $k" "${out[sl11]}")
+  printf '%-14s %12s %12s %8s %12s %12s\n' "$k MB/s" "$lo" "$re" "$(ratio "$re" "$lo")" "$s13" "$s11"
+done
+lo=$(value "chase" "${out[local]}") re=$(value "chase" "${out[remote]}")
+printf '%-14s %12s %12s %8s\n' "chase ns" "$lo" "$re" "$(ratio "$re" "$lo")"
+echo "(seed 000 section 4: remote-bound memory-heavy programs run 2-3x slower on the boards)"
+on 0 "echo remove all > /proc/unimem_numa && rmmod unimem_numa"

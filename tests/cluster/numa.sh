@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# NUMA acceptance (issue 5): memory lent by nodes 1 and 2 (through their kram-daemons) becomes
+# node 0's CPU-less NUMA node 1. numactl --hardware lists it with its distance; --membind puts a
+# program's pages there (numa_maps); the seed's Table 2 libnuma calls work on it and keep data;
+# the weighted-interleave service level gives the ratio asked for; removal migrates pages back
+# (or refuses when local memory cannot take them); unloading returns every chunk to the lenders.
+# Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
+source "$(dirname "$0")/lib.sh"
+MODS=/opt/unimem/modules
+[ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
+
+# pages_on NODE PID: "<pages on N0> <pages on N1>" from /proc/PID/numa_maps of NODE.
+pages_on() {
+  on "$1" "awk '{for (i = 1; i <= NF; i++) if (\$i ~ /^N[0-9]+=/) { split(substr(\$i, 2), a, \"=\"); s[a[1]] += a[2] } }
+              END { print s[0] + 0, s[1] + 0 }' /proc/$2/numa_maps"
+}
+# lent NODE: chunks the daemon on NODE has lent.
+lent() { on "$1" "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*, lent \([0-9]*\)$/\1/p'"; }
+# hold NODE TAG CMD: start CMD (a unimem-memtest --hold-until /tmp/TAG.go) in the background and
+# print its pid once it has written its memory.
+hold() {
+  on "$1" "rm -f /tmp/$2.go /tmp/$2.log; ($3 --hold-until /tmp/$2.go > /tmp/$2.log 2>&1 &)
+           for i in \$(seq 600); do grep -q 'holding until' /tmp/$2.log && break; sleep 0.1; done
+           grep -q 'holding until' /tmp/$2.log || { cat /tmp/$2.log; exit 1; }
+           pidof unimem-memtest | awk '{print \$1}'"
+}
+# release NODE TAG: let the held program verify its memory; fails unless every byte verified.
+release() {
+  on "$1" "touch /tmp/$2.go; for i in \$(seq 600); do grep -q 'wrote and verified' /tmp/$2.log && exit 0
+             grep -q 'byte offset' /tmp/$2.log && break; sleep 0.1; done; cat /tmp/$2.log; exit 1" ||
+    fail "$2: the program's data did not verify"
+}
+
+step "load unimem_eusrvmem and unimem_mailbox everywhere; kram-daemons on nodes 1 and 2"
+for n in $(seq 0 $((NODES - 1))); do
+  on "$n" "lsmod | grep -q '^unimem_eusrvmem' || insmod $MODS/unimem_eusrvmem.ko
+           lsmod | grep -q '^unimem_mailbox' || insmod $MODS/unimem_mailbox.ko"
+done
+for n in 1 2; do
+  on "$n" "kram-daemon --no-state >/dev/null 2>&1 &"
+  on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1" ||
+    fail "kram-daemon did not start on node $n"
+done
+
+step "bad parameters fail insmod with a message naming the parameter"
+for args in "node=0:has CPUs" "node=7:not a possible NUMA node" "offer_timeout_ms=5:offer_timeout_ms=5"; do
+  param=${args%%:*} want=${args#*:}
+  ! on_may_fail 0 "insmod $MODS/unimem_numa.ko $param" 2>/dev/null || fail "insmod accepted $param"
+  on 0 "dmesg | tail -3 | grep -q '$want'" || fail "no message '$want' for $param"
+  on 0 "! lsmod | grep -q '^unimem_numa' && ! test -e /proc/unimem_numa" || fail "$param left the module loaded"
+done
+
+step "load: remote memory goes to node 1; nothing is added yet"
+on 0 "insmod $MODS/unimem_numa.ko && modinfo -F description $MODS/unimem_numa.ko | grep -q NUMA"
+on 0 "head -1 /proc/unimem_numa | grep -q '^node 1 remote cpus none distance_from_0 40 managed_kib 0 '"
+on 0 "numactl --hardware | grep -q '^available: 1 nodes (0)'" || fail "node 1 has memory before any add"
+
+step "malformed commands are refused with EINVAL and change nothing"
+for cmd in "add 0" "add 1 100" "add 9" "frob 1" "add" "remove 2" "add 1 128 x"; do
+  ! on_may_fail 0 "echo '$cmd' > /proc/unimem_numa" 2>/dev/null || fail "'$cmd' was accepted"
+done
+on 0 "! grep -q '^range' /proc/unimem_numa" || fail "a refused command left a range"
+
+step "add one memory block from each lender: numactl --hardware shows node 1, 256 MB, distance 40"
+on 0 "echo add 1 > /proc/unimem_numa && echo add 2 > /proc/unimem_numa"
+hw=$(on 0 "numactl --hardware")
+echo "$hw"
+grep -q '^node 1 size: 256 MB' <<<"$hw" || fail "node 1 is not 256 MB"
+on 0 "numactl --hardware | grep -Eq '^ *0: +10 +40'" || fail "distance 0->1 is not 40"
+on 0 "numactl --hardware | grep -q '^node 1 cpus: *$'" || fail "node 1 has CPUs"
+expect_eq "$(on 0 "grep -c 'System RAM (unimem)' /proc/iomem")" 2 "hot-added ranges in /proc/iomem"
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges in /proc/unimem_numa"
+for n in 1 2; do expect_eq "$(lent "$n")" 128 "chunks lent by node $n"; done
+! on_may_fail 0 "echo add 1 > /proc/unimem_numa" 2>/dev/null || fail "a second range from node 1 was accepted"
+
+step "numactl --membind=1: the program's pages are on node 1 (numa_maps) and verify"
+pid=$(hold 0 bind "numactl --membind=1 unimem-memtest --mib 64")
+read -r n0 n1 <<<"$(pages_on 0 "$pid")"
+echo "membind=1: $n1 pages on node 1, $n0 on node 0"
+[ "$n1" -ge $((64 * 256)) ] || fail "only $n1 pages of a 64 MiB area on node 1"
+release 0 bind
+
+step "libnuma (seed Table 2): numa_alloc_onnode, numa_alloc_interleaved, numa_move_pages, numa_migrate_pages"
+on 0 "unimem-numatest --remote 1 --local 0 --mib 16"
+
+step "service level 1:3 (remote:local) through weighted interleave: 25% +- 5 of the pages remote"
+for ratio in "1 3 25" "1 1 50"; do
+  read -r r l want <<<"$ratio"
+  pid=$(hold 0 "sl$r$l" "unimem-sl run --remote $r --local $l -- unimem-memtest --mib 48")
+  read -r n0 n1 <<<"$(pages_on 0 "$pid")"
+  share=$((100 * n1 / (n0 + n1)))
+  echo "ratio $r:$l: $n1 remote, $n0 local pages: $share% remote (want $want +- 5)"
+  [ "$share" -ge $((want - 5)) ] && [ "$share" -le $((want + 5)) ] || fail "ratio $r:$l gave $share% remote"
+  on 0 "unimem-sl show --pgid $pid" | grep -q "$pid" || fail "unimem-sl show does not list group $pid"
+  release 0 "sl$r$l"
+done
+
+step "remove with pages in use: they migrate back to local memory, the lender gets its chunks"
+pid=$(hold 0 move "numactl --membind=1 unimem-memtest --mib 24")
+read -r _ n1 <<<"$(pages_on 0 "$pid")"
+[ "$n1" -ge $((24 * 256)) ] || fail "workload not on node 1 ($n1 pages)"
+on 0 "echo remove all > /proc/unimem_numa"
+read -r n0 n1 <<<"$(pages_on 0 "$pid")"
+echo "after remove: $n0 pages on node 0, $n1 on node 1"
+expect_eq "$n1" 0 "pages left on node 1 after remove"
+release 0 move
+for n in 1 2; do expect_eq "$(lent "$n")" 0 "chunks still lent by node $n after remove"; done
+on 0 "numactl --hardware | grep -q '^available: 1 nodes (0)'" || fail "node 1 still has memory"
+
+step "remove refuses when local memory cannot take the pages; nothing is lost"
+on 0 "echo add 1 > /proc/unimem_numa && echo add 2 > /proc/unimem_numa"
+pid=$(hold 0 full "numactl --membind=1 unimem-memtest --mib 160")
+! on_may_fail 0 "echo remove all > /proc/unimem_numa" 2>/dev/null || fail "remove accepted with too little local memory"
+on 0 "dmesg | tail -3 | grep -q 'free on other nodes'" || fail "no clear message for the refused remove"
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges after the refused remove"
+release 0 full
+
+step "rmmod after the workload returns every chunk to the lenders"
+on 0 "rmmod unimem_numa && ! test -e /proc/unimem_numa && ! grep -q 'System RAM (unimem)' /proc/iomem"
+for _ in $(seq 25); do [ "$(lent 1)$(lent 2)" = 00 ] && break; sleep 0.2; done
+for n in 1 2; do expect_eq "$(lent "$n")" 0 "chunks still lent by node $n after rmmod"; done
+
+step "stop the lenders"
+for n in 1 2; do
+  on "$n" "killall -TERM kram-daemon; for i in \$(seq 50); do pidof kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1" ||
+    fail "kram-daemon on node $n did not exit on SIGTERM"
+done
+on 0 "dmesg | grep unimem_numa | tail -4"
+echo "numa: all checks passed"
