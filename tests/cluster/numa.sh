@@ -86,7 +86,7 @@ on 0 "unimem-numatest --remote 1 --local 0 --mib 16"
 step "service level 1:3 (remote:local) through weighted interleave: 25% +- 5 of the pages remote"
 for ratio in "1 3 25" "1 1 50"; do
   read -r r l want <<<"$ratio"
-  pid=$(hold 0 "sl$r$l" "unimem-sl run --remote $r --local $l -- unimem-memtest --mib 48")
+  pid=$(hold 0 "sl$r$l" "unimem-sl run --remote $r --local $l -- unimem-memtest --mib 32")
   read -r n0 n1 <<<"$(pages_on 0 "$pid")"
   share=$((100 * n1 / (n0 + n1)))
   echo "ratio $r:$l: $n1 remote, $n0 local pages: $share% remote (want $want +- 5)"

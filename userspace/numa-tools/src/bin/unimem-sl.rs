@@ -1,0 +1,127 @@
+//! `unimem-sl`: service levels, the ratio of remote to local pages of a process group.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use unimem_numa_tools::registry::DEFAULT_DIR;
+use unimem_numa_tools::sl_commands::{self, Paths, RunOptions};
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "Service levels: run a process group with a set ratio of remote to local pages",
+    long_about = "Service levels (seed 000, section 4.3): run a process group with a set ratio \
+of remote to local pages, using the kernel's weighted interleave (Linux 6.9+). The weights are \
+system-wide (/sys/kernel/mm/mempolicy/weighted_interleave/), so groups that need different \
+weights on the same node cannot run at once; running groups are registered in \
+/run/unimem/service-levels/<pgid>. Writing weights needs root."
+)]
+struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+    /// sysfs root (for tests).
+    #[arg(
+        long,
+        env = "UNIMEM_SL_SYSFS",
+        default_value = "/sys",
+        hide = true,
+        global = true
+    )]
+    sysfs: PathBuf,
+    /// Registry directory (for tests).
+    #[arg(long, env = "UNIMEM_SL_REGISTRY", default_value = DEFAULT_DIR, hide = true, global = true)]
+    registry: PathBuf,
+    /// procfs root (for tests).
+    #[arg(
+        long,
+        env = "UNIMEM_SL_PROC",
+        default_value = "/proc",
+        hide = true,
+        global = true
+    )]
+    proc: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a command at a remote:local page ratio, as its own process group
+    ///
+    /// The command's new pages go remote:local in the given ratio (page by page, weighted
+    /// interleave over the two nodes); children inherit the policy. The command runs in a new
+    /// process group whose id is its pid, unless it already leads one (a job-control shell's
+    /// job): then that group is the one registered.
+    ///
+    /// Example: `unimem-sl run --remote 1 --local 3 -- stress-ng --vm 1` puts a quarter of the
+    /// pages on the remote node. Refuses while another live group needs different weights on
+    /// the same nodes, unless --force.
+    Run {
+        /// Remote part of the ratio (reduced by the gcd with --local; then 1..=255).
+        #[arg(long)]
+        remote: u64,
+        /// Local part of the ratio.
+        #[arg(long)]
+        local: u64,
+        /// The remote node [default: the first node with memory and no CPUs].
+        #[arg(long)]
+        remote_node: Option<u32>,
+        /// The local node.
+        #[arg(long, default_value_t = 0)]
+        local_node: u32,
+        /// Set the weights even if another running group needs other weights on these nodes
+        /// (changes that group's ratio for its future allocations).
+        #[arg(long)]
+        force: bool,
+        /// The command and its arguments.
+        #[arg(last = true, required = true, value_name = "CMD")]
+        command: Vec<OsString>,
+    },
+    /// Show where running groups' pages are
+    ///
+    /// For each registered running group (or only --pgid), the pages its processes have on
+    /// the remote and the local node, from /proc/<pid>/numa_maps, in base pages. One line per
+    /// group of key=value fields: pgid, ratio, remote_node, local_node, procs, remote_pages,
+    /// local_pages, other_pages, remote_pct (of remote+local), target_pct. Registry entries
+    /// of groups that have exited are removed.
+    Show {
+        /// Only this process group (also works for a group that is not registered).
+        #[arg(long)]
+        pgid: Option<i32>,
+    },
+    /// Print the weighted-interleave weights
+    ///
+    /// `auto=<bool>` (Linux 6.16+), then `node<N>=<weight>` per node with memory.
+    Weights,
+}
+
+fn main() -> Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let a = Args::parse();
+    let paths = Paths {
+        sysfs: a.sysfs,
+        registry: a.registry,
+        proc: a.proc,
+    };
+    match a.cmd {
+        Cmd::Run {
+            remote,
+            local,
+            remote_node,
+            local_node,
+            force,
+            command,
+        } => {
+            let o = RunOptions {
+                remote,
+                local,
+                remote_node,
+                local_node,
+                force,
+                command,
+            };
+            sl_commands::run(&paths, &o)
+        }
+        Cmd::Show { pgid } => sl_commands::show(&paths, pgid),
+        Cmd::Weights => sl_commands::weights(&paths),
+    }
+}

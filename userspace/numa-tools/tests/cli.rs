@@ -1,0 +1,354 @@
+//! The three binaries on the host: `unimem-sl` against fake sysfs and registry trees (its
+//! set_mempolicy call is real, and works with one node), `unimem-numatest` failing cleanly on
+//! a host without the remote node, and `unimem-numabench`'s output format. No root needed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A temporary directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("unimem-cli-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A sysfs with node 0 (CPUs, memory), node 1 (memory, no CPUs: the remote one) and node 2
+/// (CPUs, no memory), weights all 1, auto mode on.
+fn fake_sysfs(root: &Path) -> PathBuf {
+    let sys = root.join("sys");
+    for (n, cpus, kib) in [(0, "0-1\n", 1 << 20), (1, "\n", 1 << 16), (2, "2\n", 0)] {
+        let d = sys.join(format!("devices/system/node/node{n}"));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("cpulist"), cpus).unwrap();
+        fs::write(
+            d.join("meminfo"),
+            format!("Node {n} MemTotal: {kib} kB\nNode {n} MemFree: 1 kB\n"),
+        )
+        .unwrap();
+    }
+    fs::write(sys.join("devices/system/node/online"), "0-2\n").unwrap();
+    let w = sys.join("kernel/mm/mempolicy/weighted_interleave");
+    fs::create_dir_all(&w).unwrap();
+    fs::write(w.join("node0"), "1\n").unwrap();
+    fs::write(w.join("node1"), "1\n").unwrap();
+    fs::write(w.join("auto"), "true\n").unwrap();
+    sys
+}
+
+fn sl(t: &TempDir, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_unimem-sl"))
+        .args(args)
+        .env("UNIMEM_SL_SYSFS", t.0.join("sys"))
+        .env("UNIMEM_SL_REGISTRY", t.0.join("reg"))
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn weight(t: &TempDir, f: &str) -> String {
+    fs::read_to_string(
+        t.0.join("sys/kernel/mm/mempolicy/weighted_interleave")
+            .join(f),
+    )
+    .unwrap()
+    .trim()
+    .to_owned()
+}
+
+#[test]
+fn sl_weights_prints_sysfs() {
+    let t = TempDir::new("weights");
+    fake_sysfs(&t.0);
+    fs::write(
+        t.0.join("sys/kernel/mm/mempolicy/weighted_interleave/node1"),
+        "7\n",
+    )
+    .unwrap();
+    let out = sl(&t, &["weights"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "auto=true\nnode0=1\nnode1=7\n");
+}
+
+#[test]
+fn sl_run_sets_weights_policy_group_and_registry() {
+    let t = TempDir::new("run");
+    fake_sysfs(&t.0);
+    // The shell prints its pid, its own stat (pgrp), its policy as numa_maps shows it (the
+    // task policy, for mappings without their own) and its registry entry.
+    let script = "echo $$; cat /proc/$$/stat; head -n1 /proc/$$/numa_maps; \
+                  cat \"$UNIMEM_SL_REGISTRY/$$\"";
+    let out = sl(
+        &t,
+        &[
+            "run", "--remote", "2", "--local", "6", "--", "sh", "-c", script,
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let pid: i32 = lines[0].parse().unwrap();
+    assert_eq!(
+        unimem_numa_tools::procfs::pgrp(lines[1]),
+        Some(pid),
+        "own process group"
+    );
+    assert!(
+        lines[2].contains("weighted interleave"),
+        "policy: {}",
+        lines[2]
+    );
+    assert_eq!(lines[3], "remote_node=1 local_node=0 remote=1 local=3");
+    assert_eq!(weight(&t, "auto"), "false");
+    assert_eq!(weight(&t, "node1"), "1");
+    assert_eq!(weight(&t, "node0"), "3");
+}
+
+#[test]
+fn sl_run_refuses_conflict_unless_forced_and_drops_stale() {
+    let t = TempDir::new("conflict");
+    fake_sysfs(&t.0);
+    let reg = t.0.join("reg");
+    fs::create_dir_all(&reg).unwrap();
+    // Our own group is alive for the whole test; i32::MAX never is.
+    let me = nix::unistd::getpgrp().as_raw();
+    fs::write(
+        reg.join(me.to_string()),
+        "remote_node=1 local_node=0 remote=1 local=2\n",
+    )
+    .unwrap();
+    fs::write(
+        reg.join(i32::MAX.to_string()),
+        "remote_node=1 local_node=0 remote=9 local=1\n",
+    )
+    .unwrap();
+
+    let out = sl(&t, &["run", "--remote", "1", "--local", "3", "--", "true"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("process group {me}")) && err.contains("1:2"),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert!(
+        !reg.join(i32::MAX.to_string()).exists(),
+        "stale entry not removed"
+    );
+    assert_eq!(weight(&t, "node0"), "1", "weights changed although refused");
+
+    // The same ratio, spelled differently, is no conflict.
+    let out = sl(&t, &["run", "--remote", "2", "--local", "4", "--", "true"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let out = sl(
+        &t,
+        &[
+            "run", "--remote", "1", "--local", "3", "--force", "--", "true",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(weight(&t, "node0"), "3");
+}
+
+#[test]
+fn sl_run_rejects_bad_levels() {
+    let t = TempDir::new("bad");
+    fake_sysfs(&t.0);
+    for (args, want) in [
+        (&["--remote", "0", "--local", "1"][..], "at least 1"),
+        (&["--remote", "256", "--local", "1"][..], "255"),
+        (
+            &["--remote", "1", "--local", "1", "--remote-node", "0"][..],
+            "both 0",
+        ),
+        (
+            &["--remote", "1", "--local", "1", "--remote-node", "2"][..],
+            "node2",
+        ),
+    ] {
+        let mut a = vec!["run"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--", "true"]);
+        let out = sl(&t, &a);
+        assert!(!out.status.success(), "{a:?}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{a:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = sl(
+        &t,
+        &[
+            "run",
+            "--remote",
+            "1",
+            "--local",
+            "1",
+            "--",
+            "/nonexistent/cmd",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("executing"),
+        "{}",
+        text(&out.stderr)
+    );
+    let entries: Vec<_> = fs::read_dir(t.0.join("reg"))
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .collect();
+    assert!(entries.is_empty(), "entry left after a failed exec");
+}
+
+#[test]
+fn sl_show_counts_group_pages() {
+    let t = TempDir::new("show");
+    fake_sysfs(&t.0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_unimem-sl"))
+        .args(["run", "--remote", "1", "--local", "1", "--", "sleep", "30"])
+        .env("UNIMEM_SL_SYSFS", t.0.join("sys"))
+        .env("UNIMEM_SL_REGISTRY", t.0.join("reg"))
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pgid = child.id() as i32;
+    let entry = t.0.join("reg").join(pgid.to_string());
+    for _ in 0..200 {
+        if entry.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = sl(&t, &["show", "--pgid", &pgid.to_string()]);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line = text(&out.stdout);
+    assert!(
+        line.starts_with(&format!(
+            "pgid={pgid} ratio=1:1 remote_node=1 local_node=0 procs=1 "
+        )),
+        "{line}"
+    );
+    let field = |k: &str| -> f64 {
+        line.split_whitespace()
+            .find_map(|t| t.strip_prefix(k))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    // The host has one node: every page is local.
+    assert!(field("local_pages=") > 0.0, "{line}");
+    assert_eq!(field("remote_pct="), 0.0);
+    assert_eq!(field("target_pct="), 50.0);
+
+    // Dead now: the entry is stale and the group is gone.
+    let out = sl(&t, &["show"]);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "");
+    assert!(!entry.exists());
+}
+
+#[test]
+fn numatest_fails_cleanly_without_the_node() {
+    let out = Command::new(env!("CARGO_BIN_EXE_unimem-numatest"))
+        .args(["--remote", "4000", "--mib", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("FAIL numa_available: "), "{stdout}");
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("SKIP ")).count(),
+        4,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn numatest_runs_every_call_on_one_node() {
+    // With remote = local every call runs on the host, and only interleaving (which needs two
+    // nodes) fails.
+    let out = Command::new(env!("CARGO_BIN_EXE_unimem-numatest"))
+        .args(["--remote", "0", "--local", "0", "--mib", "2"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    if stdout.starts_with("FAIL numa_available: numa_available() < 0") {
+        eprintln!("skipped: no NUMA support here (a container blocking the NUMA syscalls?)");
+        return;
+    }
+    let verdicts: Vec<&str> = stdout
+        .lines()
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            "PASS numa_available",
+            "PASS numa_alloc_onnode",
+            "FAIL numa_alloc_interleaved",
+            "PASS numa_move_pages",
+            "PASS numa_migrate_pages"
+        ],
+        "{stdout}"
+    );
+}
+
+#[test]
+fn numabench_output_format() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_unimem-numabench"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let stream = run(&["stream", "--mib", "1", "--reps", "2"]);
+    let kernels: Vec<&str> = stream
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        kernels,
+        ["copy", "scale", "add", "triad", "valid"],
+        "{stream}"
+    );
+    for l in stream.lines().take(4) {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!((f.len(), f[0], f[2]), (4, "stream", "MB/s"), "{l}");
+        assert!(f[3].parse::<f64>().unwrap() > 0.0);
+    }
+    let chase = run(&["chase", "--mib", "1", "--steps", "1000"]);
+    let f: Vec<&str> = chase.trim().split(' ').collect();
+    assert_eq!(&f[..2], ["chase", "ns/access"], "{chase}");
+    assert!(f[2].parse::<f64>().unwrap() > 0.0);
+}
