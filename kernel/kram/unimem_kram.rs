@@ -12,7 +12,6 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     bindings, debugfs,
     block::mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet},
-    ffi::c_void,
     impl_has_hr_timer, new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
@@ -35,6 +34,8 @@ mod fabric_api;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
+#[path = "../include/kram_client.rs"]
+mod kram_client;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
@@ -43,8 +44,9 @@ mod wire;
 use wire::{gas, mailbox, packet};
 
 use disk::{Backing, KramDisk, Transfer};
+use kram_client::{send, set_offer_handler, OfferSink};
 use mailbox::service;
-use wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_INSTANCES};
+use wire::kram::{to_daemon, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_INSTANCES};
 
 module! {
     type: KramModule,
@@ -156,14 +158,6 @@ impl WorkItem<2> for Kram {
 
     fn run(this: Arc<Kram>) {
         this.attach_disks();
-    }
-}
-
-fn send(node: u32, msg: KramMsg) {
-    // SAFETY: plain call into unimem_mailbox's exported seam.
-    let ret = unsafe { kmsg_api::unimem_mbox_send(node, service::KRAM_DAEMON, msg.encode()) };
-    if ret != 0 {
-        pr_warn!("message {:#x} to node {} not sent: {}\n", msg.opcode, node, ret);
     }
 }
 
@@ -317,27 +311,11 @@ fn free_msg(me: u8, id: u32, lease: Lease) -> KramMsg {
     }
 }
 
-/// # Safety
-///
-/// Called by unimem_mailbox in process context with the `Kram` registered as `ctx`, which
-/// stays alive until the handler is removed.
-unsafe extern "C" fn on_offer(ctx: *mut c_void, from_node: u32, word: u64) {
-    // SAFETY: see above; the borrow becomes a new reference before use.
-    let kram: Arc<Kram> = unsafe { ArcBorrow::from_raw(ctx.cast::<Kram>()) }.into();
-    kram.offer(from_node, word);
-}
-
-fn set_offer_handler(kram: Option<&Arc<Kram>>) -> Result {
-    let (handler, ctx) = match kram {
-        Some(k) => (Some(on_offer as kmsg_api::KmsgHandler), Arc::as_ptr(k).cast_mut().cast::<c_void>()),
-        None => (None, core::ptr::null_mut()),
-    };
-    // SAFETY: `on_offer` runs in process context with `ctx` alive until removal (module exit).
-    let ret = unsafe { kmsg_api::unimem_mbox_register(service::KRAM_DRIVER, u32::from(to_driver::OFFER), handler, ctx) };
-    if ret != 0 {
-        return Err(Error::from_errno(ret));
+impl OfferSink for Kram {
+    fn offer(this: ArcBorrow<'_, Self>, from: u32, word: u64) {
+        let kram: Arc<Kram> = this.into();
+        kram.offer(from, word);
     }
-    Ok(())
 }
 
 fn validated_params() -> Result<(KVec<u32>, Transfer)> {
@@ -419,7 +397,7 @@ impl kernel::Module for KramModule {
             dir.read_callback_file(c"stats", kram.clone(), &|k: &Arc<Kram>, f| k.write_stats(f)),
             GFP_KERNEL,
         )?;
-        set_offer_handler(Some(&kram)).inspect_err(|e| {
+        set_offer_handler(service::KRAM_DRIVER, Some(&kram)).inspect_err(|e| {
             pr_err!("cannot take the KRAM_DRIVER service (another unimem_kram?): {:?}\n", e);
         })?;
         let timer = kram.clone().start(PERIOD);
@@ -444,7 +422,7 @@ impl Drop for KramModule {
         kram.stopping.store(true, Ordering::Release);
         self.timer.cancel();
         // No more ticks (waits for a running callback), no more offers (waits for a running one), then no more queued work.
-        let _ = set_offer_handler(None);
+        let _ = set_offer_handler::<Kram>(service::KRAM_DRIVER, None);
         kram.flush_works();
         for inst in kram.instances.iter() {
             let mut state = inst.state.lock();

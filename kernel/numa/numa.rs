@@ -12,7 +12,6 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    ffi::c_void,
     new_condvar, new_mutex, proc_fs,
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex},
@@ -28,6 +27,8 @@ mod fabric_api;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
+#[path = "../include/kram_client.rs"]
+mod kram_client;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
@@ -35,8 +36,9 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
+use kram_client::{send, set_offer_handler, try_send, OfferSink};
 use mailbox::service;
-use wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_REQUEST_CHUNKS, NUMA_INSTANCE};
+use wire::kram::{to_daemon, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_REQUEST_CHUNKS, NUMA_INSTANCE};
 
 module! {
     type: NumaModule,
@@ -102,16 +104,6 @@ unsafe impl Send for Numa {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Numa {}
 
-fn send(node: u32, msg: KramMsg) -> Result {
-    // SAFETY: plain call into unimem_mailbox's exported seam.
-    let ret = unsafe { kmsg_api::unimem_mbox_send(node, service::KRAM_DAEMON, msg.encode()) };
-    if ret != 0 {
-        pr_warn!("message {:#x} to node {} not sent: {}\n", msg.opcode, node, ret);
-        return Err(Error::from_errno(ret));
-    }
-    Ok(())
-}
-
 impl Numa {
     fn me(&self) -> u8 {
         self.info.node_id as u8
@@ -129,7 +121,7 @@ impl Numa {
     }
 
     fn free_to_lender(&self, lender: u32, first_chunk: u32, chunks: u32) {
-        if send(lender, self.msg(to_daemon::FREE, first_chunk, chunks, 0)).is_err() {
+        if try_send(lender, self.msg(to_daemon::FREE, first_chunk, chunks, 0)).is_err() {
             pr_err!("FREE of chunks {}+{} to node {} was not sent: its daemon keeps them lent\n", first_chunk, chunks, lender);
         }
     }
@@ -188,7 +180,7 @@ impl Numa {
         let align = (self.block_size / CHUNK_SIZE).trailing_zeros() as u8;
         let mut pending = self.pending.lock();
         *pending = Some(Pending { lender, chunks, offered_first: None });
-        if let Err(e) = send(lender, self.msg(to_daemon::REQUEST, 0, chunks, align)) {
+        if let Err(e) = try_send(lender, self.msg(to_daemon::REQUEST, 0, chunks, align)) {
             *pending = None;
             pr_err!("add {}: cannot send the request: {:?}\n", lender, e);
             return Err(e);
@@ -216,7 +208,7 @@ impl Numa {
         };
         *pending = None;
         drop(pending);
-        send(lender, self.msg(to_daemon::CONFIRM, first, chunks, 0))?;
+        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, 0))?;
         Ok(first)
     }
 
@@ -241,7 +233,7 @@ impl Numa {
             }
         }
         self.declined.fetch_add(1, Ordering::Relaxed);
-        let _ = send(from, KramMsg { opcode: to_daemon::DECLINE, node: self.me(), ..m });
+        send(from, KramMsg { opcode: to_daemon::DECLINE, node: self.me(), ..m });
     }
 
     /// `remove <lender>`: migrate back, offline, remove, FREE.
@@ -290,27 +282,10 @@ impl Numa {
     }
 }
 
-/// # Safety
-///
-/// Called by unimem_mailbox in process context with the `Numa` registered as `ctx`, which
-/// stays alive until the handler is removed.
-unsafe extern "C" fn on_offer(ctx: *mut c_void, from_node: u32, word: u64) {
-    // SAFETY: see above.
-    let numa = unsafe { ArcBorrow::<Numa>::from_raw(ctx.cast::<Numa>()) };
-    numa.offer(from_node, word);
-}
-
-fn set_offer_handler(numa: Option<&Arc<Numa>>) -> Result {
-    let (handler, ctx) = match numa {
-        Some(n) => (Some(on_offer as kmsg_api::KmsgHandler), Arc::as_ptr(n).cast_mut().cast::<c_void>()),
-        None => (None, core::ptr::null_mut()),
-    };
-    // SAFETY: `on_offer` runs in process context with `ctx` alive until removal (module exit).
-    let ret = unsafe { kmsg_api::unimem_mbox_register(service::NUMA_DRIVER, u32::from(to_driver::OFFER), handler, ctx) };
-    if ret != 0 {
-        return Err(Error::from_errno(ret));
+impl OfferSink for Numa {
+    fn offer(this: ArcBorrow<'_, Self>, from: u32, word: u64) {
+        this.offer(from, word);
     }
-    Ok(())
 }
 
 /// The target node from `node=`, checked.
@@ -376,7 +351,7 @@ impl kernel::Module for NumaModule {
         let proc = proc_fs::Entry::new(c"unimem_numa", 0o644, numa.clone()).inspect_err(|_| {
             pr_err!("cannot create /proc/unimem_numa (another unimem_numa?)\n");
         })?;
-        set_offer_handler(Some(&numa)).inspect_err(|e| {
+        set_offer_handler(service::NUMA_DRIVER, Some(&numa)).inspect_err(|e| {
             pr_err!("cannot take the NUMA_DRIVER service: {:?}\n", e);
         })?;
         pr_info!(
@@ -395,7 +370,7 @@ impl Drop for NumaModule {
         // No new commands (waits for a running one, which may still need offers), then no
         // more offers (waits for a running callback): the list of ranges is final.
         drop(self.proc.take());
-        let _ = set_offer_handler(None);
+        let _ = set_offer_handler::<Numa>(service::NUMA_DRIVER, None);
         if self.numa.remove_all().is_err() {
             let regions = self.numa.regions.lock();
             for r in regions.iter() {

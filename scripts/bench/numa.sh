@@ -26,6 +26,9 @@ metric() { on 0 "$1 unimem-numabench $2"; }
 value() { awk -v k="$1" '$0 ~ "^" k " " {print $NF}' <<<"$2"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
 
+# TCG translates the benchmark's code on first use: a discarded warm-up keeps that out of the
+# first measured case.
+metric "numactl --membind=0" "stream --mib 8 --reps 2" >/dev/null
 declare -A out
 for where in local:--membind=0 remote:--membind=1; do
   name=${where%%:*} pol="numactl ${where#*:}"

@@ -20,12 +20,27 @@ pub struct Paths {
     pub proc: PathBuf,
 }
 
+/// `unimem-sl run`: the level and the command.
+#[derive(clap::Args)]
 pub struct RunOptions {
+    /// Remote part of the ratio (reduced by the gcd with --local; then 1..=255).
+    #[arg(long)]
     pub remote: u64,
+    /// Local part of the ratio.
+    #[arg(long)]
     pub local: u64,
+    /// The remote node [default: the first node with memory and no CPUs].
+    #[arg(long)]
     pub remote_node: Option<u32>,
+    /// The local node.
+    #[arg(long, default_value_t = 0)]
     pub local_node: u32,
+    /// Set the weights even if another running group needs other weights on these nodes
+    /// (changes that group's ratio for its future allocations).
+    #[arg(long)]
     pub force: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
 }
 

@@ -2,7 +2,6 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use std::ffi::OsString;
 use std::path::PathBuf;
 use unimem_numa_tools::registry::DEFAULT_DIR;
 use unimem_numa_tools::sl_commands::{self, Paths, RunOptions};
@@ -55,27 +54,7 @@ enum Cmd {
     /// Example: `unimem-sl run --remote 1 --local 3 -- stress-ng --vm 1` puts a quarter of the
     /// pages on the remote node. Refuses while another live group needs different weights on
     /// the same nodes, unless --force.
-    Run {
-        /// Remote part of the ratio (reduced by the gcd with --local; then 1..=255).
-        #[arg(long)]
-        remote: u64,
-        /// Local part of the ratio.
-        #[arg(long)]
-        local: u64,
-        /// The remote node [default: the first node with memory and no CPUs].
-        #[arg(long)]
-        remote_node: Option<u32>,
-        /// The local node.
-        #[arg(long, default_value_t = 0)]
-        local_node: u32,
-        /// Set the weights even if another running group needs other weights on these nodes
-        /// (changes that group's ratio for its future allocations).
-        #[arg(long)]
-        force: bool,
-        /// The command and its arguments.
-        #[arg(last = true, required = true, value_name = "CMD")]
-        command: Vec<OsString>,
-    },
+    Run(RunOptions),
     /// Show where running groups' pages are
     ///
     /// For each registered running group (or only --pgid), the pages its processes have on
@@ -103,24 +82,7 @@ fn main() -> Result<()> {
         proc: a.proc,
     };
     match a.cmd {
-        Cmd::Run {
-            remote,
-            local,
-            remote_node,
-            local_node,
-            force,
-            command,
-        } => {
-            let o = RunOptions {
-                remote,
-                local,
-                remote_node,
-                local_node,
-                force,
-                command,
-            };
-            sl_commands::run(&paths, &o)
-        }
+        Cmd::Run(o) => sl_commands::run(&paths, &o),
         Cmd::Show { pgid } => sl_commands::show(&paths, pgid),
         Cmd::Weights => sl_commands::weights(&paths),
     }
