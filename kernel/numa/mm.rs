@@ -6,6 +6,7 @@ use kernel::{bindings, ffi::c_int, prelude::*};
 
 extern "C" {
     fn unimem_numa_free_node() -> c_int;
+    fn unimem_numa_node_ids() -> c_int;
     fn unimem_numa_node_possible(nid: c_int) -> bool;
     fn unimem_numa_node_has_cpus(nid: c_int) -> bool;
     fn unimem_numa_distance(from: c_int, to: c_int) -> c_int;
@@ -19,6 +20,13 @@ pub(crate) fn free_node() -> Option<i32> {
     // SAFETY: reads node state masks only.
     let nid = unsafe { unimem_numa_free_node() };
     (nid >= 0).then_some(nid)
+}
+
+/// Every possible node id, in order.
+pub(crate) fn possible_nodes() -> impl Iterator<Item = i32> {
+    // SAFETY: reads a variable fixed at boot.
+    let ids = unsafe { unimem_numa_node_ids() };
+    (0..ids).filter(|&nid| node_possible(nid))
 }
 
 pub(crate) fn node_possible(nid: i32) -> bool {

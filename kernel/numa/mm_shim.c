@@ -25,6 +25,11 @@ int unimem_numa_free_node(void)
 	return NUMA_NO_NODE;
 }
 
+int unimem_numa_node_ids(void)
+{
+	return nr_node_ids;
+}
+
 bool unimem_numa_node_possible(int nid)
 {
 	return nid >= 0 && nid < MAX_NUMNODES && node_possible(nid);

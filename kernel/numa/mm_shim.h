@@ -6,6 +6,7 @@
 #include <linux/types.h>
 
 int unimem_numa_free_node(void);
+int unimem_numa_node_ids(void);
 bool unimem_numa_node_possible(int nid);
 bool unimem_numa_node_has_cpus(int nid);
 int unimem_numa_distance(int from, int to);

@@ -45,16 +45,24 @@ impl ProcFile for NumaProc {
     type Data = Numa;
 
     fn show(numa: &Numa, m: &SeqFile) -> Result {
-        let (managed, free) = mm::node_pages(numa.nid);
         let page_kib = kernel::page::PAGE_SIZE / 1024;
-        seq_print!(
-            m,
-            "node {} remote cpus none distance_from_0 {} managed_kib {} free_kib {}\n",
-            numa.nid,
-            mm::distance(0, numa.nid),
-            managed * page_kib,
-            free * page_kib
-        );
+        // The remote node first: scripts look at the first line.
+        let others = mm::possible_nodes().filter(|&nid| nid != numa.nid);
+        for nid in Iterator::chain(core::iter::once(numa.nid), others) {
+            let (managed, free) = mm::node_pages(nid);
+            let kind = if nid == numa.nid { "remote" } else { "local" };
+            let cpus = if mm::node_has_cpus(nid) { "some" } else { "none" };
+            seq_print!(
+                m,
+                "node {} {} cpus {} distance_from_0 {} managed_kib {} free_kib {}\n",
+                nid,
+                kind,
+                cpus,
+                mm::distance(0, nid),
+                managed * page_kib,
+                free * page_kib
+            );
+        }
         seq_print!(
             m,
             "this_node {} block_mib {} offers_declined {} malformed {}\n",
