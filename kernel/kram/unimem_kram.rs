@@ -218,7 +218,8 @@ impl Kram {
         let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 2>(self.clone());
     }
 
-    fn backing(&self, lease: Lease) -> Result<KBox<Backing>> {
+    /// GAS offset and length of a lease, checked to lie in the lender's partition.
+    fn lease_range(&self, lease: Lease) -> Result<(usize, usize)> {
         let part = self.info.ctl_size + u64::from(lease.node) * self.info.partition_size;
         let offset = part + LENDABLE_OFFSET + u64::from(lease.first_chunk) * CHUNK_SIZE;
         let len = u64::from(lease.chunks) * CHUNK_SIZE;
@@ -226,9 +227,24 @@ impl Kram {
         if lease.node >= self.info.node_count || end > part + self.info.partition_size || end > self.info.gas_size {
             return Err(EINVAL);
         }
-        // SAFETY: `[offset, end)` lies inside the GAS window (checked above).
-        let base = unsafe { self.info.gas_virt.add(offset as usize) };
-        Ok(KBox::new(Backing { base, len, transfer: self.transfer }, GFP_KERNEL)?)
+        Ok((offset as usize, len as usize))
+    }
+
+    fn backing(&self, lease: Lease) -> Result<KBox<Backing>> {
+        let (offset, len) = self.lease_range(lease)?;
+        // SAFETY: `[offset, offset + len)` lies inside the GAS window (checked by `lease_range`).
+        let base = unsafe { self.info.gas_virt.add(offset) };
+        Ok(KBox::new(Backing { base, len: len as u64, transfer: self.transfer }, GFP_KERNEL)?)
+    }
+
+    /// Zeroes a lease before it goes back, so that the lender's next borrower cannot read
+    /// this node's swapped-out pages.
+    fn wipe(&self, lease: Lease) {
+        if let Ok((offset, len)) = self.lease_range(lease) {
+            // SAFETY: the range lies inside the GAS window (checked by `lease_range`), mapped
+            // while unimem_eusrvmem is loaded; its disk is gone, so nothing else uses it.
+            unsafe { core::ptr::write_bytes(self.info.gas_virt.add(offset), 0, len) };
+        }
     }
 
     fn new_disk(&self, inst: &Instance, lease: Lease) -> Result<GenDisk<KramDisk>> {
@@ -429,6 +445,7 @@ impl Drop for KramModule {
             // Deleting the disk waits for its requests; only then can the memory go back.
             drop(state.disk.take());
             if let Some(lease) = state.lease.take() {
+                kram.wipe(lease);
                 send(lease.node, free_msg(kram.me(), inst.id, lease));
                 pr_info!("kram{}: returned chunks {}+{} to node {}\n", inst.id, lease.first_chunk, lease.chunks, lease.node);
             }

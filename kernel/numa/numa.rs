@@ -98,8 +98,9 @@ struct Numa {
     declined: AtomicU64,
 }
 
-// SAFETY: `info.gas_virt` is never dereferenced here; everything mutable is behind a lock or
-// an atomic.
+// SAFETY: `info.gas_virt` is the fabric's mapping, valid while unimem_eusrvmem is loaded (a
+// symbol dependency of this module), and only written to wipe a range nobody uses any more;
+// everything mutable is behind a lock or an atomic.
 unsafe impl Send for Numa {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Numa {}
@@ -135,6 +136,15 @@ impl Numa {
             return Err(EINVAL);
         }
         Ok(self.info.gas_phys + offset)
+    }
+
+    /// Zeroes a range that was offlined, so that the lender's next borrower cannot read what
+    /// this node's programs left in it.
+    fn wipe(&self, r: &Region) {
+        let offset = (r.phys - self.info.gas_phys) as usize;
+        // SAFETY: the range lies inside the GAS window (`chunk_phys` checked it at `add`),
+        // which `gas_virt` maps; it is offline and removed, so nothing else uses it.
+        unsafe { core::ptr::write_bytes(self.info.gas_virt.add(offset), 0, r.size() as usize) };
     }
 
     /// `add <lender> [<MiB>]`: lease, confirm, hot-add.
@@ -263,6 +273,7 @@ impl Numa {
             pr_err!("remove {}: offlining {:#x}+{} MiB failed ({:?}): pages could not be migrated off; the range stays online\n", r.lender, r.phys, r.chunks, e);
             return Err(e);
         }
+        self.wipe(&r);
         self.free_to_lender(r.lender, r.first_chunk, r.chunks);
         pr_info!("NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n", self.nid, r.chunks, r.lender);
         Ok(())

@@ -92,11 +92,15 @@ cycle() {
   for n in 1 2; do on "$n" "kram-daemon --status | sed -n '2,4p'"; done
   [ "$out" -gt $(( (work_mib - ram_kib / 1024) * 256 / 2 )) ] || fail "too little was swapped out ($out pages) for a workload larger than RAM"
 
-  step "transfermode=$mode: swapoff + rmmod return every chunk"
+  step "transfermode=$mode: swapoff + rmmod return every chunk, wiped"
   on 0 "swapoff /dev/kram0 && swapoff /dev/kram1 && rmmod unimem_kram && ! test -e /dev/kram0"
   for _ in $(seq 25); do [ "$(total_lent)" = 0 ] && break; sleep 0.2; done
   expect_eq "$(total_lent)" 0 "chunks still lent after rmmod"
   for n in 1 2; do expect_eq "$(lent "$n" | awk '{print $1}')" 128 "free chunks on node $n"; done
+  for n in 1 2; do
+    on "$n" "unimem-gas zeroed --node $n --offset $((3 << 20)) --len $((128 << 20))" >/dev/null ||
+      fail "node $n's lent chunks were not wiped when they came back"
+  done
 }
 cycle 1
 cycle 0

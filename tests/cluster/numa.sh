@@ -73,6 +73,15 @@ expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges in /proc/unim
 for n in 1 2; do expect_eq "$(lent "$n")" 128 "chunks lent by node $n"; done
 ! on_may_fail 0 "echo add 1 > /proc/unimem_numa" 2>/dev/null || fail "a second range from node 1 was accepted"
 
+step "a malformed OFFER to the NUMA driver is counted and dropped"
+malformed() { on 0 "sed -n 's/.* malformed \([0-9]*\)$/\1/p' /proc/unimem_numa"; }
+m0=$(malformed)
+on 1 "unimem-mbox kping --node 0 --service 3 --opcode 1 --no-echo --count 1" >/dev/null
+m1=$m0
+for _ in $(seq 25); do m1=$(malformed); [ "$m1" -gt "$m0" ] && break; sleep 0.2; done
+expect_eq "$m1" "$((m0 + 1))" "malformed messages counted by unimem_numa"
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges after a malformed OFFER"
+
 step "numactl --membind=1: the program's pages are on node 1 (numa_maps) and verify"
 pid=$(hold 0 bind "numactl --membind=1 unimem-memtest --mib 64")
 read -r n0 n1 <<<"$(pages_on 0 "$pid")"
@@ -95,11 +104,18 @@ for ratio in "1 3 25" "1 1 50"; do
   release 0 "sl$r$l"
 done
 
-step "remove with pages in use: they migrate back to local memory, the lender gets its chunks"
+step "remove with pages in use: they migrate back to local memory, the lender gets its chunks wiped"
 pid=$(hold 0 move "numactl --membind=1 unimem-memtest --mib 24")
 read -r _ n1 <<<"$(pages_on 0 "$pid")"
 [ "$n1" -ge $((24 * 256)) ] || fail "workload not on node 1 ($n1 pages)"
+# "lender first" of each range, and whether it holds data now (so the zero check can fail).
+ranges=$(on 0 "sed -n 's/^range lender \([0-9]*\) mib [0-9]* chunks \([0-9]*\)+.*/\1 \2/p' /proc/unimem_numa")
+zeroed() { on_may_fail "$1" "unimem-gas zeroed --node $1 --offset $(( (3 + $2) << 20 )) --len $((128 << 20))" >/dev/null 2>&1; }
+dirty=0
+while read -r l first; do zeroed "$l" "$first" || dirty=$((dirty + 1)); done <<<"$ranges"
+[ "$dirty" -ge 1 ] || fail "no lent range holds data while the workload runs"
 on 0 "echo remove all > /proc/unimem_numa"
+while read -r l first; do zeroed "$l" "$first" || fail "node $l's chunks $first+128 were not wiped"; done <<<"$ranges"
 read -r n0 n1 <<<"$(pages_on 0 "$pid")"
 echo "after remove: $n0 pages on node 0, $n1 on node 1"
 expect_eq "$n1" 0 "pages left on node 1 after remove"

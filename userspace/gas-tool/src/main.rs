@@ -28,6 +28,9 @@ enum Cmd {
     Write(RangeArgs),
     /// Check a range of a node's partition against a seeded pattern (exit 1 on mismatch).
     Verify(RangeArgs),
+    /// Check that a range of a node's partition reads as zeros (exit 1 at the first byte that
+    /// does not): lent memory comes back wiped.
+    Zeroed(ZeroArgs),
     /// Raise a doorbell interrupt on a node.
     Ring {
         /// Destination node id.
@@ -60,6 +63,19 @@ struct RangeArgs {
     seed: u64,
 }
 
+#[derive(clap::Args)]
+struct ZeroArgs {
+    /// Node whose partition is read.
+    #[arg(long)]
+    node: u32,
+    /// Byte offset inside the partition.
+    #[arg(long, default_value_t = 0)]
+    offset: u64,
+    /// Length in bytes.
+    #[arg(long)]
+    len: u64,
+}
+
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     match Cli::parse().cmd {
@@ -82,7 +98,7 @@ fn main() -> Result<()> {
             );
         }
         Cmd::Write(r) => {
-            let mut map = map_range(&r)?;
+            let mut map = map_range(r.node, r.offset, r.len)?;
             pattern::fill(map.as_mut_slice(), r.seed, r.offset);
             log::info!(
                 "wrote {} bytes (seed {}) at node {} offset {:#x}",
@@ -93,7 +109,7 @@ fn main() -> Result<()> {
             );
         }
         Cmd::Verify(r) => {
-            let mut map = map_range(&r)?;
+            let mut map = map_range(r.node, r.offset, r.len)?;
             if let Some((at, got, want)) =
                 pattern::first_mismatch(map.as_mut_slice(), r.seed, r.offset)
             {
@@ -102,6 +118,20 @@ fn main() -> Result<()> {
             println!(
                 "verified {} bytes (seed {}) at node {} offset {:#x}",
                 r.len, r.seed, r.node, r.offset
+            );
+        }
+        Cmd::Zeroed(z) => {
+            let mut map = map_range(z.node, z.offset, z.len)?;
+            if let Some(at) = map.as_mut_slice().iter().position(|&b| b != 0) {
+                bail!(
+                    "node {}'s partition is not zero at offset {:#x}",
+                    z.node,
+                    z.offset + at as u64
+                );
+            }
+            println!(
+                "{} bytes at node {} offset {:#x} are zero",
+                z.len, z.node, z.offset
             );
         }
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
@@ -126,9 +156,8 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-fn map_range(r: &RangeArgs) -> Result<device::Mapping> {
+fn map_range(node: u32, offset: u64, len: u64) -> Result<device::Mapping> {
     let view = FabricView::load()?;
-    let gas_offset = view.locate(r.node, r.offset, r.len)?;
-    let len = usize::try_from(r.len)?;
-    Device::open()?.map(gas_offset, len)
+    let gas_offset = view.locate(node, offset, len)?;
+    Device::open()?.map(gas_offset, usize::try_from(len)?)
 }
