@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The main job: set everything up, start a virtual Unimem cluster and swap to remote memory.
-#   scripts/run.sh [--keep] [--transfermode 0|1]
+#   scripts/run.sh [--keep] [--transfermode 0|1] [--numa]
 # Node 0 (96 MiB of RAM) borrows memory from the kram-daemons of nodes 1 and 2 with the seed's
 # `insmod unimem_kram.ko ninstances=2 size=32,64 transfermode=1`, swaps on /dev/kram0 and
 # /dev/kram1, runs a program half again as large as its RAM that verifies every byte, shows
 # where the pages went, then swaps off, unloads and shows the lenders' chunks free again.
 # --keep leaves the cluster running (scripts/cluster exec N -- CMD; scripts/cluster down).
+# --numa shows the other use of lent memory instead: a CPU-less NUMA node (docs/NUMA.md).
 source "$(dirname "$0")/lib/common.sh"
-keep=0 mode=1
+keep=0 mode=1 numa=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1; shift;;
     --transfermode) mode=$2; shift 2;;
-    -h|--help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0;;
+    --numa) numa=1; shift;;
+    -h|--help) sed -n '2,9s/^# \{0,1\}//p' "$0"; exit 0;;
     *) die "unknown option $1";;
   esac
 done
@@ -26,6 +28,30 @@ say() { printf '\n== %s\n' "$*"; }
 for n in 0 1 2; do
   on "$n" "insmod /opt/unimem/modules/unimem_eusrvmem.ko && insmod /opt/unimem/modules/unimem_mailbox.ko"
 done
+numa_demo() {
+  say "nodes 1 and 2 start their lenders"
+  for n in 1 2; do on "$n" "kram-daemon >/dev/null 2>&1 & sleep 1; kram-daemon --status | sed -n 2p"; done
+  say "node 0: insmod unimem_numa.ko; one 128 MiB block from each lender becomes NUMA node 1"
+  on 0 "insmod /opt/unimem/modules/unimem_numa.ko && echo add 1 > /proc/unimem_numa &&
+        echo add 2 > /proc/unimem_numa && cat /proc/unimem_numa && numactl --hardware"
+  say "node 0: numactl --membind=1 unimem-memtest --mib 96 (more than node 0's RAM, no swap)"
+  on 0 "numactl --membind=1 unimem-memtest --mib 96 --seed 2026"
+  say "node 0: the seed's libnuma calls on the remote node"
+  on 0 "unimem-numatest --remote 1"
+  say "node 0: service level 1:3 (one remote page per three local ones)"
+  on 0 "unimem-sl run --remote 1 --local 3 -- unimem-memtest --mib 32 --hold-until /tmp/go > /tmp/sl.log &
+        for i in \$(seq 100); do grep -q holding /tmp/sl.log && break; sleep 0.1; done
+        unimem-sl show; touch /tmp/go; sleep 1; cat /tmp/sl.log"
+  say "node 0: remove and unload; the lenders get every chunk back, wiped"
+  on 0 "echo remove all > /proc/unimem_numa && rmmod unimem_numa && dmesg | grep 'returned to' | tail -2"
+  for n in 1 2; do on "$n" "kram-daemon --status | sed -n 2p"; done
+}
+if [ "$numa" = 1 ]; then
+  numa_demo
+  [ "$keep" = 0 ] || log "cluster left running: scripts/cluster exec N -- CMD, scripts/cluster down"
+  exit 0
+fi
+
 say "nodes 1 and 2 start their lenders (128 chunks of 1 MiB each)"
 for n in 1 2; do on "$n" "kram-daemon --chunks 128 >/dev/null 2>&1 & sleep 1; kram-daemon --status | sed -n 2p"; done
 say "node 0: insmod unimem_kram.ko ninstances=2 size=32,64 transfermode=$mode"
