@@ -17,12 +17,11 @@ pages_on() {
 # lent NODE: chunks the daemon on NODE has lent.
 lent() { on "$1" "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*, lent \([0-9]*\)$/\1/p'"; }
 # hold NODE TAG CMD: start CMD (a unimem-memtest --hold-until /tmp/TAG.go) in the background and
-# print its pid once it has written its memory.
+# print its pid (from its own output) once it has written its memory.
 hold() {
   on "$1" "rm -f /tmp/$2.go /tmp/$2.log; ($3 --hold-until /tmp/$2.go > /tmp/$2.log 2>&1 &)
            for i in \$(seq 600); do grep -q 'holding until' /tmp/$2.log && break; sleep 0.1; done
-           grep -q 'holding until' /tmp/$2.log || { cat /tmp/$2.log; exit 1; }
-           pidof unimem-memtest | awk '{print \$1}'"
+           sed -n 's/.* written by pid \\([0-9]*\\), holding until .*/\\1/p' /tmp/$2.log | grep . || { cat /tmp/$2.log; exit 1; }"
 }
 # release NODE TAG: let the held program verify its memory; fails unless every byte verified.
 release() {
