@@ -54,7 +54,8 @@ fn main() -> Result<()> {
         let written = t.elapsed();
         if let Some(flag) = &args.hold_until {
             println!(
-                "pass {pass}: written, holding until {} exists",
+                "pass {pass}: written by pid {}, holding until {} exists",
+                std::process::id(),
                 flag.display()
             );
             std::io::Write::flush(&mut std::io::stdout())?;
