@@ -140,5 +140,11 @@ for n in 1 2; do
   on "$n" "killall -TERM kram-daemon; for i in \$(seq 50); do pidof kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1" ||
     fail "kram-daemon on node $n did not exit on SIGTERM"
 done
+
+step "without a lender's daemon, add times out with a clear error and adds nothing"
+on 0 "insmod $MODS/unimem_numa.ko offer_timeout_ms=500"
+! on_may_fail 0 "echo add 1 > /proc/unimem_numa" 2>/dev/null || fail "add succeeded without a daemon on node 1"
+on 0 "dmesg | tail -2 | grep -q 'no offer of 128 aligned MiB within 500 ms'" || fail "no clear timeout message"
+on 0 "! grep -q '^range' /proc/unimem_numa && rmmod unimem_numa"
 on 0 "dmesg | grep unimem_numa | tail -4"
 echo "numa: all checks passed"
