@@ -70,6 +70,8 @@ on 0 "numactl --hardware | grep -q '^node 1 cpus: *$'" || fail "node 1 has CPUs"
 expect_eq "$(on 0 "grep -c 'System RAM (unimem)' /proc/iomem")" 2 "hot-added ranges in /proc/iomem"
 expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges in /proc/unimem_numa"
 for n in 1 2; do expect_eq "$(lent "$n")" 128 "chunks lent by node $n"; done
+on 1 "kram-daemon --status | grep -q '^chunks [0-9]*-[0-9]* lent to node 0 instance 15 (NUMA)$'" ||
+  fail "node 1's daemon does not show the NUMA loan"
 ! on_may_fail 0 "echo add 1 > /proc/unimem_numa" 2>/dev/null || fail "a second range from node 1 was accepted"
 
 step "a malformed OFFER to the NUMA driver is counted and dropped"

@@ -12,7 +12,7 @@
 //! Line 2 always starts with `free N, offered N, lent N`; one line per run of chunks follows
 //! (free chunks merged, one run per grant), then the counters as `name value` pairs.
 
-use crate::table::{RunState, Table};
+use crate::table::{role, RunState, Table};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::LENDABLE_OFFSET;
@@ -36,13 +36,20 @@ pub fn render(table: &Table, now: Instant, pid: u32, uptime: Duration) -> String
             RunState::Free => writeln!(s, "free"),
             RunState::Offered { grant, deadline } => writeln!(
                 s,
-                "offered to node {} instance {} (expires in {:.1}s)",
+                "offered to node {} instance {}{} (expires in {:.1}s)",
                 grant.node,
                 grant.instance,
+                role(grant.instance),
                 deadline.saturating_duration_since(now).as_secs_f64()
             ),
             RunState::Lent { grant } => {
-                writeln!(s, "lent to node {} instance {}", grant.node, grant.instance)
+                writeln!(
+                    s,
+                    "lent to node {} instance {}{}",
+                    grant.node,
+                    grant.instance,
+                    role(grant.instance)
+                )
             }
         };
     }

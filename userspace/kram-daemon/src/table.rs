@@ -14,7 +14,9 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::time::{Duration, Instant};
-use unimem_wire::kram::{to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, MAX_CHUNKS};
+use unimem_wire::kram::{
+    to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, MAX_CHUNKS, NUMA_INSTANCE,
+};
 
 /// How many expired offers are remembered for late confirmations.
 const EXPIRED_MEMORY: usize = 64;
@@ -60,13 +62,24 @@ impl fmt::Display for Grant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "chunks {}-{} ({} MiB) node {} instance {}",
+            "chunks {}-{} ({} MiB) node {} instance {}{}",
             self.first,
             self.last(),
             self.chunks,
             self.node,
-            self.instance
+            self.instance,
+            role(self.instance)
         )
+    }
+}
+
+/// " (NUMA)" for the instance id of the NUMA driver, so logs and status say what the memory
+/// is used for; "" for swap instances.
+pub fn role(instance: u8) -> &'static str {
+    if instance == NUMA_INSTANCE {
+        " (NUMA)"
+    } else {
+        ""
     }
 }
 
