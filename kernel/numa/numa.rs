@@ -12,13 +12,13 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
-    new_condvar, new_mutex, proc_fs,
+    mm::memory_hotplug::{self, OnlineType},
+    new_condvar, new_mutex, numa, proc_fs,
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex},
     time::msecs_to_jiffies,
 };
 
-mod mm;
 mod procfs;
 
 #[path = "../include/unimem_fabric.rs"]
@@ -175,7 +175,13 @@ impl Numa {
         };
         let region = Region { lender, first_chunk: first, chunks: mib, phys };
         regions.reserve(1, GFP_KERNEL).inspect_err(|_| self.free_to_lender(lender, first, mib))?;
-        if let Err(e) = mm::add_movable(self.nid, phys, region.size()) {
+        // SAFETY: the range is memory-block aligned (checked above) memory of the fabric window,
+        // which eusrvmem maps without claiming; the lease makes it ours until we send FREE, which
+        // happens only after `offline_and_remove` (or if this add fails).
+        let added = unsafe {
+            memory_hotplug::add_driver_managed(self.nid, phys, region.size(), c"System RAM (unimem)", OnlineType::Movable)
+        };
+        if let Err(e) = added {
             pr_err!("add {}: hot-adding {:#x}+{} MiB to node {} failed: {:?}; memory returned\n", lender, phys, mib, self.nid, e);
             self.free_to_lender(lender, first, mib);
             return Err(e);
@@ -259,9 +265,9 @@ impl Numa {
     }
 
     fn remove_region(&self, r: Region) -> Result {
-        let (managed, free) = mm::node_pages(self.nid);
-        let used = managed.saturating_sub(free).min((r.size() / kernel::page::PAGE_SIZE as u64) as usize);
-        let room = mm::free_elsewhere(self.nid);
+        let node = numa::pages(self.nid);
+        let used = node.managed.saturating_sub(node.free).min((r.size() / kernel::page::PAGE_SIZE as u64) as usize);
+        let room: usize = numa::possible_nodes().filter(|&n| n != self.nid).map(|n| numa::pages(n).free_above_high).sum();
         if used > room {
             pr_err!(
                 "remove {}: {} pages in use on NUMA node {} but only {} free on other nodes: free memory, then retry; the range stays online\n",
@@ -269,7 +275,8 @@ impl Numa {
             );
             return Err(ENOMEM);
         }
-        if let Err(e) = mm::offline_and_remove(r.phys, r.size()) {
+        // SAFETY: `add` added exactly this range; it is removed once (the region leaves the list).
+        if let Err(e) = unsafe { memory_hotplug::offline_and_remove(r.phys, r.size()) } {
             pr_err!("remove {}: offlining {:#x}+{} MiB failed ({:?}): pages could not be migrated off; the range stays online\n", r.lender, r.phys, r.chunks, e);
             return Err(e);
         }
@@ -303,16 +310,17 @@ impl OfferSink for Numa {
 fn target_node() -> Result<i32> {
     let asked = *module_parameters::node.value_ref();
     if asked == -1 {
-        return mm::free_node().ok_or_else(|| {
+        let free = numa::possible_nodes().find(|&n| !numa::has_memory(n) && !numa::has_cpus(n));
+        return free.ok_or_else(|| {
             pr_err!("node: no possible NUMA node without memory and CPUs to hold remote memory; give the VM one (QEMU: -numa node,nodeid=1) or set node=\n");
             ENODEV
         });
     }
-    if !mm::node_possible(asked) {
+    if !numa::is_possible(asked) {
         pr_err!("node={} is not a possible NUMA node of this machine (firmware SRAT or device tree)\n", asked);
         return Err(EINVAL);
     }
-    if mm::node_has_cpus(asked) {
+    if numa::has_cpus(asked) {
         pr_err!("node={} has CPUs: remote memory needs a CPU-less node\n", asked);
         return Err(EINVAL);
     }
@@ -332,7 +340,7 @@ impl kernel::Module for NumaModule {
             pr_err!("offer_timeout_ms={} is out of range (100-60000)\n", offer_timeout_ms);
             return Err(EINVAL);
         }
-        let block_size = mm::block_size();
+        let block_size = memory_hotplug::block_size();
         if block_size < CHUNK_SIZE || !block_size.is_power_of_two() {
             pr_err!("memory block size {:#x} is not a power-of-two number of 1 MiB chunks\n", block_size);
             return Err(EINVAL);
@@ -369,7 +377,7 @@ impl kernel::Module for NumaModule {
             "node {}: remote memory goes to NUMA node {} (distance {}); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
             info.node_id,
             nid,
-            mm::distance(0, nid),
+            numa::distance(0, nid).unwrap_or(0),
             block_size >> 20
         );
         Ok(Self { numa, proc: Some(proc) })

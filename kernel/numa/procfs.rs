@@ -4,9 +4,9 @@
 //!
 //! Commands (one per write): `add <lender> [<MiB>]`, `remove <lender>`, `remove all`.
 
-use crate::{mm, Numa};
+use crate::Numa;
 use core::sync::atomic::Ordering;
-use kernel::{prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
+use kernel::{numa, prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
 
 pub(crate) struct NumaProc;
 
@@ -44,34 +44,34 @@ fn parse(line: &[u8]) -> Result<Command> {
 impl ProcFile for NumaProc {
     type Data = Numa;
 
-    fn show(numa: &Numa, m: &SeqFile) -> Result {
+    fn show(this: &Numa, m: &SeqFile) -> Result {
         let page_kib = kernel::page::PAGE_SIZE / 1024;
         // The remote node first: scripts look at the first line.
-        let others = mm::possible_nodes().filter(|&nid| nid != numa.nid);
-        for nid in Iterator::chain(core::iter::once(numa.nid), others) {
-            let (managed, free) = mm::node_pages(nid);
-            let kind = if nid == numa.nid { "remote" } else { "local" };
-            let cpus = if mm::node_has_cpus(nid) { "some" } else { "none" };
+        let others = numa::possible_nodes().filter(|&nid| nid != this.nid);
+        for nid in Iterator::chain(core::iter::once(this.nid), others) {
+            let pages = numa::pages(nid);
+            let kind = if nid == this.nid { "remote" } else { "local" };
+            let cpus = if numa::has_cpus(nid) { "some" } else { "none" };
             seq_print!(
                 m,
                 "node {} {} cpus {} distance_from_0 {} managed_kib {} free_kib {}\n",
                 nid,
                 kind,
                 cpus,
-                mm::distance(0, nid),
-                managed * page_kib,
-                free * page_kib
+                numa::distance(0, nid).unwrap_or(0),
+                pages.managed * page_kib,
+                pages.free * page_kib
             );
         }
         seq_print!(
             m,
             "this_node {} block_mib {} offers_declined {} malformed {}\n",
-            numa.info.node_id,
-            numa.block_size >> 20,
-            numa.declined.load(Ordering::Relaxed),
-            numa.malformed.load(Ordering::Relaxed)
+            this.info.node_id,
+            this.block_size >> 20,
+            this.declined.load(Ordering::Relaxed),
+            this.malformed.load(Ordering::Relaxed)
         );
-        for r in numa.regions.lock().iter() {
+        for r in this.regions.lock().iter() {
             seq_print!(
                 m,
                 "range lender {} mib {} chunks {}+{} phys {:#x}-{:#x} node {}\n",
@@ -81,21 +81,21 @@ impl ProcFile for NumaProc {
                 r.chunks,
                 r.phys,
                 r.phys + r.size() - 1,
-                numa.nid
+                this.nid
             );
         }
         Ok(())
     }
 
-    fn write(numa: &Numa, buf: &[u8]) -> Result<usize> {
+    fn write(this: &Numa, buf: &[u8]) -> Result<usize> {
         let line = buf.strip_suffix(b"\n").unwrap_or(buf);
         let cmd = parse(line).inspect_err(|_| {
             pr_err!("/proc/unimem_numa: expected `add <lender> [<MiB>]`, `remove <lender>` or `remove all`\n");
         })?;
         match cmd {
-            Command::Add { lender, mib } => numa.add(lender, mib)?,
-            Command::Remove { lender: Some(lender) } => numa.remove(lender)?,
-            Command::Remove { lender: None } => numa.remove_all()?,
+            Command::Add { lender, mib } => this.add(lender, mib)?,
+            Command::Remove { lender: Some(lender) } => this.remove(lender)?,
+            Command::Remove { lender: None } => this.remove_all()?,
         }
         Ok(buf.len())
     }
