@@ -46,7 +46,7 @@ use wire::{gas, mailbox, packet};
 use disk::{Backing, KramDisk, Transfer};
 use kram_client::{send, set_offer_handler, OfferSink};
 use mailbox::service;
-use wire::kram::{to_daemon, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_INSTANCES};
+use wire::kram::{lent_range, to_daemon, KramMsg, MAX_INSTANCES};
 
 module! {
     type: KramModule,
@@ -220,11 +220,10 @@ impl Kram {
 
     /// GAS offset and length of a lease, checked to lie in the lender's partition.
     fn lease_range(&self, lease: Lease) -> Result<(usize, usize)> {
-        let part = self.info.ctl_size + u64::from(lease.node) * self.info.partition_size;
-        let offset = part + LENDABLE_OFFSET + u64::from(lease.first_chunk) * CHUNK_SIZE;
-        let len = u64::from(lease.chunks) * CHUNK_SIZE;
-        let end = offset.checked_add(len).ok_or(EINVAL)?;
-        if lease.node >= self.info.node_count || end > part + self.info.partition_size || end > self.info.gas_size {
+        let info = &self.info;
+        let (offset, len) = lent_range(info.ctl_size, info.partition_size, lease.node, lease.first_chunk, lease.chunks)
+            .ok_or(EINVAL)?;
+        if lease.node >= info.node_count || offset + len > info.gas_size {
             return Err(EINVAL);
         }
         Ok((offset as usize, len as usize))

@@ -38,7 +38,7 @@ use wire::{gas, mailbox, packet};
 
 use kram_client::{send, set_offer_handler, try_send, OfferSink};
 use mailbox::service;
-use wire::kram::{to_daemon, KramMsg, CHUNK_SIZE, LENDABLE_OFFSET, MAX_REQUEST_CHUNKS, NUMA_INSTANCE};
+use wire::kram::{lent_range, to_daemon, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS, NUMA_INSTANCE};
 
 module! {
     type: NumaModule,
@@ -127,15 +127,14 @@ impl Numa {
         }
     }
 
-    /// Physical address of a lender's chunk, checked to lie in its partition.
+    /// Physical address of a lender's chunks, checked to lie in its partition.
     fn chunk_phys(&self, lender: u32, first_chunk: u32, chunks: u32) -> Result<u64> {
-        let part = self.info.ctl_size + u64::from(lender) * self.info.partition_size;
-        let offset = part + LENDABLE_OFFSET + u64::from(first_chunk) * CHUNK_SIZE;
-        let end = offset + u64::from(chunks) * CHUNK_SIZE;
-        if end > part + self.info.partition_size || end > self.info.gas_size {
+        let info = &self.info;
+        let (offset, len) = lent_range(info.ctl_size, info.partition_size, lender, first_chunk, chunks).ok_or(EINVAL)?;
+        if offset + len > info.gas_size {
             return Err(EINVAL);
         }
-        Ok(self.info.gas_phys + offset)
+        Ok(info.gas_phys + offset)
     }
 
     /// Zeroes a range that was offlined, so that the lender's next borrower cannot read what

@@ -35,8 +35,24 @@ pub const MAX_REQUEST_CHUNKS: u32 = 255;
 pub const MAX_INSTANCES: u32 = 15;
 /// The instance id of a node's NUMA driver: its OFFERs go to service `NUMA_DRIVER`.
 pub const NUMA_INSTANCE: u8 = 15;
-/// Largest alignment a REQUEST can ask for: 2^15 chunks (the field is 4 bits).
-pub const MAX_ALIGN_LOG2: u8 = 15;
+
+/// Where `chunks` chunks from `first` of node `lender`'s partition lie in the GAS, as
+/// (offset, length), for the layout `ctl_size` + `partition_size` (see `gas`); `None` when
+/// they run past the partition.
+pub fn lent_range(
+    ctl_size: u64,
+    partition_size: u64,
+    lender: u32,
+    first: u32,
+    chunks: u32,
+) -> Option<(u64, u64)> {
+    let part = u64::from(lender)
+        .checked_mul(partition_size)?
+        .checked_add(ctl_size)?;
+    let offset = part.checked_add(LENDABLE_OFFSET + u64::from(first) * CHUNK_SIZE)?;
+    let len = u64::from(chunks) * CHUNK_SIZE;
+    (offset.checked_add(len)? <= part.checked_add(partition_size)?).then_some((offset, len))
+}
 
 /// The mailbox service a daemon sends an OFFER for `instance` to.
 pub const fn reply_service(instance: u8) -> u32 {
@@ -106,7 +122,12 @@ impl KramMsg {
         })
     }
 
+    /// A message that names a range (all but REQUEST): the range fits the table, and the
+    /// alignment field, which only a REQUEST uses, is zero.
     fn check_range(&self) -> Result<(), KramError> {
+        if self.align != 0 {
+            return Err(KramError::Reserved);
+        }
         if self.chunks == 0 || u32::from(self.first_chunk) + u32::from(self.chunks) > MAX_CHUNKS {
             return Err(KramError::Range);
         }
@@ -122,12 +143,7 @@ impl KramMsg {
                     return Err(KramError::Range);
                 }
             }
-            to_daemon::CONFIRM | to_daemon::DECLINE | to_daemon::FREE => {
-                if m.align != 0 {
-                    return Err(KramError::Reserved);
-                }
-                m.check_range()?
-            }
+            to_daemon::CONFIRM | to_daemon::DECLINE | to_daemon::FREE => m.check_range()?,
             op => return Err(KramError::Opcode(op)),
         }
         Ok(m)
@@ -138,9 +154,6 @@ impl KramMsg {
         let m = Self::decode_raw(word)?;
         if m.opcode != to_driver::OFFER {
             return Err(KramError::Opcode(m.opcode));
-        }
-        if m.align != 0 {
-            return Err(KramError::Reserved);
         }
         m.check_range()?;
         Ok(m)
@@ -225,6 +238,19 @@ mod tests {
             KramMsg::decode_for_daemon(free_past_end.encode()),
             Err(KramError::Range)
         );
+    }
+
+    #[test]
+    fn lent_ranges() {
+        const MIB: u64 = 1 << 20;
+        // 3 nodes in 1 GiB: partitions of 340 MiB after 2 MiB of control area.
+        let r = |lender, first, chunks| lent_range(2 * MIB, 340 * MIB, lender, first, chunks);
+        assert_eq!(r(0, 0, 1), Some((5 * MIB, MIB)));
+        assert_eq!(r(1, 39, 128), Some((384 * MIB, 128 * MIB)));
+        // The last chunk that fits node 1's partition, and one past it.
+        assert_eq!(r(1, 336, 1), Some((681 * MIB, MIB)));
+        assert_eq!(r(1, 337, 1), None);
+        assert_eq!(lent_range(u64::MAX, 1, 1, 0, 0), None);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use unimem_wire::kram::{CHUNK_SIZE, LENDABLE_OFFSET, MAX_CHUNKS};
+use unimem_wire::kram::{lent_range, CHUNK_SIZE, LENDABLE_OFFSET, MAX_CHUNKS};
 
 /// Default `--log-file` (seed 000 §2.5.5).
 pub const LOG_FILE: &str = "/var/log/kram-daemon.log";
@@ -109,10 +109,13 @@ fn run(cli: &Cli) -> Result<()> {
     let partition = read_sysfs(&cli.sysfs, "partition_size")?;
     let ctl = read_sysfs(&cli.sysfs, "ctl_size")?;
     let chunks = chunk_count(cli.chunks, partition, node)?;
+    let node = u32::try_from(node).context("node_id out of range")?;
+    let (gas_offset, _) = lent_range(ctl, partition, node, 0, chunks)
+        .context("the chunk table does not fit this node's partition")?;
     let config = daemon::Config {
-        node: u32::try_from(node).context("node_id out of range")?,
+        node,
         chunks,
-        gas_offset: ctl + node * partition + LENDABLE_OFFSET,
+        gas_offset,
         offer_timeout: Duration::from_secs_f64(cli.offer_timeout),
         socket: cli.socket.clone(),
         state_file: (!cli.no_state).then(|| cli.state_file.clone()),
