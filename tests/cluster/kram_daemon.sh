@@ -19,15 +19,8 @@ for b in kram-daemon kram-probe; do
   cp "$ROOT/target/release/$b" "$RUN/share/bin/$b"
 done
 
-# --- background processes on a node (files /tmp/kd-NAME.{log,pid} there), as in mailbox.sh
-bg() {
-  local n=$1 name=$2; shift 2
-  on "$n" "rm -f /tmp/kd-$name.log; ( $* & echo \$! > /tmp/kd-$name.pid; wait \$!; s=\$?; rm -f /tmp/kd-$name.pid; echo \"exit=\$s\" ) </dev/null >/tmp/kd-$name.log 2>&1 &"
-}
-wait_log() {
-  on "$1" "for i in \$(seq 150); do grep -qE '$3' /tmp/kd-$2.log 2>/dev/null && exit 0; sleep 0.2; done; echo 'log of $2:'; cat /tmp/kd-$2.log; exit 1" ||
-    fail "node $1: '$2' never printed /$3/"
-}
+# Background processes (lib.sh's bg, wait_log): /tmp/kd-NAME.{log,pid} on the node.
+BG=kd
 
 # status NODE: the daemon's status text.
 status() { on "$1" "kram-daemon --status"; }
@@ -53,15 +46,10 @@ stop_daemon() {
   [ "$s" = 0 ] || { on_may_fail "$1" "cat /tmp/kd-daemon.log /var/log/kram-daemon.log" >&2; fail "node $1: kram-daemon exited with $s"; }
 }
 
-cleanup() {
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 20 -- 'for f in /tmp/kd-*.pid; do [ -f "$f" ] && kill $(cat "$f") 2>/dev/null; rm -f "$f"; done; true' >/dev/null 2>&1 || true
-  done
-}
-trap cleanup EXIT
+trap bg_cleanup EXIT
 
 step "load unimem_eusrvmem and unimem_mailbox on every node; no daemon state left over"
-cleanup
+bg_cleanup
 for n in $(seq 0 $((NODES - 1))); do
   on "$n" "lsmod | grep -q '^unimem_eusrvmem' || insmod $EUSRVMEM
            lsmod | grep -q '^unimem_mailbox' || insmod $MAILBOX

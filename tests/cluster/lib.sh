@@ -12,3 +12,23 @@ on_may_fail() { local n=$1; shift; set +e; "$CLUSTER" exec "$n" --timeout "${TIM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
+
+# Background processes on a node, in /tmp/$BG-NAME.{log,pid} there ($BG: the test's prefix).
+# bg NODE NAME CMD: start CMD in the background; its output, then "exit=<status>", go to the
+# log. The exec agent returns once the shell exits, so the process outlives this call.
+bg() {
+  local n=$1 name=$2; shift 2
+  on "$n" "rm -f /tmp/$BG-$name.log; ( $* & echo \$! > /tmp/$BG-$name.pid; wait \$!; s=\$?; rm -f /tmp/$BG-$name.pid; echo \"exit=\$s\" ) </dev/null >/tmp/$BG-$name.log 2>&1 &"
+}
+# wait_log NODE NAME REGEX [SECONDS]: wait (default 30 s) until the log has a line matching REGEX.
+wait_log() {
+  local tries=$((${4:-30} * 5))
+  on "$1" "for i in \$(seq $tries); do grep -qE '$3' /tmp/$BG-$2.log 2>/dev/null && exit 0; sleep 0.2; done; echo 'log of $2:'; cat /tmp/$BG-$2.log; exit 1" ||
+    fail "node $1: '$2' never printed /$3/"
+}
+# bg_cleanup: kill what bg started on every node (the tests' EXIT trap).
+bg_cleanup() {
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout 20 -- "for f in /tmp/$BG-*.pid; do [ -f \"\$f\" ] && kill \$(cat \"\$f\") 2>/dev/null; rm -f \"\$f\"; done; true" >/dev/null 2>&1 || true
+  done
+}

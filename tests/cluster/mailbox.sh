@@ -10,19 +10,8 @@ KO=/opt/unimem/modules/unimem_mailbox.ko
 STATS=/sys/kernel/debug/unimem_mailbox/stats
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
-# --- helpers for background processes on a node (files /tmp/mbox-NAME.{log,pid} there)
-
-# bg NODE NAME CMD: start CMD in the background; its output, then "exit=<status>", go to the
-# log. The exec agent returns once the shell exits, so the process outlives this call.
-bg() {
-  local n=$1 name=$2; shift 2
-  on "$n" "rm -f /tmp/mbox-$name.log; ( $* & echo \$! > /tmp/mbox-$name.pid; wait \$!; s=\$?; rm -f /tmp/mbox-$name.pid; echo \"exit=\$s\" ) </dev/null >/tmp/mbox-$name.log 2>&1 &"
-}
-# wait_log NODE NAME REGEX: wait (up to ~30 s) until the log has a line matching REGEX.
-wait_log() {
-  on "$1" "for i in \$(seq 150); do grep -qE '$3' /tmp/mbox-$2.log 2>/dev/null && exit 0; sleep 0.2; done; echo 'log of $2:'; cat /tmp/mbox-$2.log; exit 1" ||
-    fail "node $1: '$2' never printed /$3/"
-}
+# Background processes (lib.sh's bg, wait_log): /tmp/mbox-NAME.{log,pid} on the node.
+BG=mbox
 # status NODE NAME: wait for the process to end and print its exit status.
 status() {
   wait_log "$1" "$2" '^exit='
@@ -66,15 +55,10 @@ rejected_sum() {
     END { print sum + 0 }'
 }
 
-cleanup() {
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 20 -- 'for f in /tmp/mbox-*.pid; do [ -f "$f" ] && kill $(cat "$f") 2>/dev/null; rm -f "$f"; done; true' >/dev/null 2>&1 || true
-  done
-}
-trap cleanup EXIT
+trap bg_cleanup EXIT
 
 step "load unimem_eusrvmem and a fresh unimem_mailbox on every node"
-cleanup
+bg_cleanup
 declare -A dmesg_lines
 for n in $(seq 0 $((NODES - 1))); do
   dmesg_lines[$n]=$(on "$n" "dmesg | wc -l")

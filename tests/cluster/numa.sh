@@ -16,18 +16,23 @@ pages_on() {
 }
 # lent NODE: chunks the daemon on NODE has lent.
 lent() { on "$1" "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*, lent \([0-9]*\)$/\1/p'"; }
-# hold NODE TAG CMD: start CMD (a unimem-memtest --hold-until /tmp/TAG.go) in the background and
-# print its pid (from its own output) once it has written its memory.
+# Background processes (lib.sh's bg, wait_log): /tmp/numa-TAG.{log,pid} on the node.
+BG=numa
+trap bg_cleanup EXIT
+# hold NODE TAG CMD: run CMD (a unimem-memtest) with --hold-until /tmp/TAG.go in the background
+# and print its pid once it has written its memory.
 hold() {
-  on "$1" "rm -f /tmp/$2.go /tmp/$2.log; ($3 --hold-until /tmp/$2.go > /tmp/$2.log 2>&1 &)
-           for i in \$(seq 600); do grep -q 'holding until' /tmp/$2.log && break; sleep 0.1; done
-           sed -n 's/.* written by pid \\([0-9]*\\), holding until .*/\\1/p' /tmp/$2.log | grep . || { cat /tmp/$2.log; exit 1; }"
+  on "$1" "rm -f /tmp/$2.go"
+  bg "$1" "$2" "$3 --hold-until /tmp/$2.go"
+  wait_log "$1" "$2" 'holding until' 60
+  on "$1" "cat /tmp/$BG-$2.pid"
 }
 # release NODE TAG: let the held program verify its memory; fails unless every byte verified.
 release() {
-  on "$1" "touch /tmp/$2.go; for i in \$(seq 600); do grep -q 'wrote and verified' /tmp/$2.log && exit 0
-             grep -q 'byte offset' /tmp/$2.log && break; sleep 0.1; done; cat /tmp/$2.log; exit 1" ||
-    fail "$2: the program's data did not verify"
+  on "$1" "touch /tmp/$2.go"
+  wait_log "$1" "$2" '^exit=' 60
+  on "$1" "grep -q '^exit=0' /tmp/$BG-$2.log && grep -q 'wrote and verified' /tmp/$BG-$2.log" ||
+    { on_may_fail "$1" "cat /tmp/$BG-$2.log" >&2; fail "$2: the program's data did not verify"; }
 }
 
 step "load unimem_eusrvmem and unimem_mailbox everywhere; kram-daemons on nodes 1 and 2"

@@ -54,8 +54,7 @@ fn main() -> Result<()> {
         let written = t.elapsed();
         if let Some(flag) = &args.hold_until {
             println!(
-                "pass {pass}: written by pid {}, holding until {} exists",
-                std::process::id(),
+                "pass {pass}: written, holding until {} exists",
                 flag.display()
             );
             std::io::Write::flush(&mut std::io::stdout())?;
