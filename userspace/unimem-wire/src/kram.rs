@@ -1,21 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The KRAM protocol (seed 000 sections 2.5.6-2.5.8): 64-bit mailbox messages between the
-//! `unimem_kram` block driver (service `KRAM_DRIVER`) and the `kram-daemon` of each lender
-//! (service `KRAM_DAEMON`).
+//! borrowers (`unimem_kram`, service `KRAM_DRIVER`; `unimem_numa`, `NUMA_DRIVER`) and the
+//! `kram-daemon` of each lender (service `KRAM_DAEMON`), with unimem's leases on top.
 //!
 //! The seed says both "the 4 most-significant bits" and "bits 0-3" for the opcode; unimem uses
-//! the most-significant bits, which is also what the mailbox dispatches on:
+//! the most-significant bits, which is also what the mailbox dispatches on. Two layouts, told
+//! apart by the version field (bits 56..60, reserved and so zero in the seed's messages):
 //!
 //! ```text
-//! bits 60..64  opcode
-//! bits 28..60  reserved, zero
-//! bits 24..28  REQUEST only: log2 of the alignment (in chunks) the first chunk's GAS address
-//!              needs; zero in every other message
-//! bits 16..24  number of chunks
-//! bits  8..16  first chunk index
-//! bits  4..8   swap instance id
-//! bits  0..4   node id: the requester (driver to daemon) or the lender (daemon to driver)
+//!              v1 (version 0, the seed's)     v2 (version 2, GiB-scale)
+//! bits 60..64  opcode                         opcode
+//! bits 56..60  0                              2
+//! tag          24..28                         40..44
+//! chunks       16..24 (1..=255)               24..40 (1..=65535)
+//! first chunk   8..16                          8..24
+//! instance      4..8                           4..8
+//! node          0..4                           0..4
+//! reserved     28..56, zero                   44..56, zero
 //! ```
+//! `node` is the requester (driver to daemon) or the lender (daemon to driver). The tag is the
+//! REQUEST's alignment (log2 chunks), or the sequence number of a CONFIRM / RENEW and of the
+//! ACK that answers it; zero in every other message. A v2 REQUEST's first-chunk field holds
+//! the smallest number of chunks the borrower accepts (a partial grant, for an instance
+//! striped over several lenders); a v1 REQUEST's is zero (exactly `chunks`).
+//!
+//! Leases: a borrower RENEWs each grant every [`RENEW_PERIOD_MS`]; the lender ACKs a grant it
+//! has lent to that (node, instance) and REVOKEs anything else. A lent range not renewed for
+//! [`LEASE_MS`] is wiped and free again. A borrower stops using a range [`BORROWER_LEASE_MS`]
+//! after it sent the last RENEW the lender acknowledged, so it stops before the lender can
+//! lend the range again. See docs/KRAM-DAEMON.md.
+//!
 //! A chunk is 1 MiB of the lender's partition, starting at [`LENDABLE_OFFSET`]. Swap instances
 //! 0..[`MAX_INSTANCES`] belong to `unimem_kram`; instance [`NUMA_INSTANCE`] is `unimem_numa`'s,
 //! which needs its range aligned to a memory block to hot-add it ([`reply_service`]).
@@ -27,14 +41,34 @@ use crate::mailbox::layout::RESERVED;
 pub const CHUNK_SIZE: u64 = 1 << 20;
 /// Where chunk 0 starts in a lender's partition: after the mailbox rings, chunk-aligned.
 pub const LENDABLE_OFFSET: u64 = (RESERVED as u64).div_ceil(CHUNK_SIZE) * CHUNK_SIZE;
-/// Chunk indices and counts are 8-bit.
-pub const MAX_CHUNKS: u32 = 256;
-/// Largest request: one message can ask for at most 255 chunks.
+/// v1 chunk indices and counts are 8-bit: a v1 grant lies within the first 256 chunks.
+pub const MAX_CHUNKS_V1: u32 = 256;
+/// Largest v1 request: one message can ask for at most 255 chunks.
 pub const MAX_REQUEST_CHUNKS: u32 = 255;
+/// v2 indices and counts are 16-bit.
+pub const MAX_CHUNKS: u32 = 1 << 16;
+/// Largest v2 grant.
+pub const MAX_REQUEST_CHUNKS_V2: u32 = MAX_CHUNKS - 1;
 /// Swap instances per node (4-bit instance id; the last id is [`NUMA_INSTANCE`]).
 pub const MAX_INSTANCES: u32 = 15;
 /// The instance id of a node's NUMA driver: its OFFERs go to service `NUMA_DRIVER`.
 pub const NUMA_INSTANCE: u8 = 15;
+
+/// How often a borrower renews each lease.
+pub const RENEW_PERIOD_MS: u64 = 1000;
+/// A lent range that has not been renewed for this long is wiped and free again; a lender that
+/// starts without a record of its grants answers no REQUEST for this long, so that every
+/// borrower still holding memory can claim it back by renewing.
+pub const LEASE_MS: u64 = 20_000;
+/// How long after sending an acknowledged RENEW a borrower may use the range: shorter than
+/// [`LEASE_MS`] by a margin for message delay and clock drift between nodes.
+pub const BORROWER_LEASE_MS: u64 = LEASE_MS - 4_000;
+/// Sequence numbers of CONFIRM / RENEW / ACK count modulo this.
+pub const SEQ_MOD: u8 = 16;
+
+/// Layout versions (the version field).
+pub const V1: u8 = 0;
+pub const V2: u8 = 2;
 
 /// Where `chunks` chunks from `first` of node `lender`'s partition lie in the GAS, as
 /// (offset, length), for the layout `ctl_size` + `partition_size` (see `gas`); `None` when
@@ -54,7 +88,7 @@ pub fn lent_range(
     (offset.checked_add(len)? <= part.checked_add(partition_size)?).then_some((offset, len))
 }
 
-/// The mailbox service a daemon sends an OFFER for `instance` to.
+/// The mailbox service a daemon sends an OFFER, ACK or REVOKE for `instance` to.
 pub const fn reply_service(instance: u8) -> u32 {
     if instance == NUMA_INSTANCE {
         crate::mailbox::service::NUMA_DRIVER
@@ -67,83 +101,183 @@ pub const fn reply_service(instance: u8) -> u32 {
 pub mod to_daemon {
     pub const REQUEST: u8 = 0x1;
     pub const CONFIRM: u8 = 0x2;
+    /// Keeps a lent range (or claims it back from a lender that restarted without a record).
+    pub const RENEW: u8 = 0x3;
     pub const DECLINE: u8 = 0x4;
     pub const FREE: u8 = 0x8;
 }
 /// Daemon to driver.
 pub mod to_driver {
     pub const OFFER: u8 = 0x1;
+    /// The CONFIRM or RENEW with this tag is accepted: the range is the borrower's.
+    pub const ACK: u8 = 0x2;
+    /// The range named is not (or no longer) lent to this borrower: stop using it, do not
+    /// touch or FREE it.
+    pub const REVOKE: u8 = 0x4;
 }
 
 /// A decoded KRAM message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KramMsg {
     pub opcode: u8,
+    /// [`V1`] or [`V2`].
+    pub version: u8,
     pub node: u8,
     pub instance: u8,
-    pub first_chunk: u8,
-    pub chunks: u8,
-    /// REQUEST: the first chunk's GAS offset must be a multiple of `2^align` chunks.
-    pub align: u8,
+    /// First chunk; in a v2 REQUEST the smallest acceptable number of chunks.
+    pub first_chunk: u32,
+    pub chunks: u32,
+    /// REQUEST: the first chunk's GAS offset must be a multiple of `2^tag` chunks;
+    /// CONFIRM / RENEW / ACK: sequence number modulo [`SEQ_MOD`]; otherwise zero.
+    pub tag: u8,
 }
 
 /// Why a word is not a KRAM message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KramError {
-    /// Reserved bits 28..60 are not zero, or an alignment outside a REQUEST.
+    /// Reserved bits are not zero, or a tag in a message that has none.
     Reserved,
+    /// A version other than v1 and v2, or v2 to a peer that speaks only v1.
+    Version(u8),
     /// Unknown opcode for this direction.
     Opcode(u8),
-    /// A range that is empty or runs past the 256-chunk table.
+    /// A range that is empty or runs past the layout's table, or a v2 REQUEST whose minimum is
+    /// 0 or above its size.
     Range,
 }
 
+struct Layout {
+    first_shift: u32,
+    count_shift: u32,
+    field_mask: u64,
+    tag_shift: u32,
+    reserved: u64,
+    table: u32,
+}
+
+const fn layout(version: u8) -> Layout {
+    if version == V2 {
+        Layout {
+            first_shift: 8,
+            count_shift: 24,
+            field_mask: 0xffff,
+            tag_shift: 40,
+            reserved: 0x00ff_f000_0000_0000,
+            table: MAX_CHUNKS,
+        }
+    } else {
+        Layout {
+            first_shift: 8,
+            count_shift: 16,
+            field_mask: 0xff,
+            tag_shift: 24,
+            reserved: 0x00ff_ffff_f000_0000,
+            table: MAX_CHUNKS_V1,
+        }
+    }
+}
+
 impl KramMsg {
+    /// The message with this opcode, for this (node, instance, range), in the smallest layout
+    /// that holds it.
+    pub fn new(opcode: u8, node: u8, instance: u8, first_chunk: u32, chunks: u32, tag: u8) -> Self {
+        let version = if Self::fits_v1(first_chunk, chunks) {
+            V1
+        } else {
+            V2
+        };
+        KramMsg {
+            opcode,
+            version,
+            node,
+            instance,
+            first_chunk,
+            chunks,
+            tag,
+        }
+    }
+
+    /// Whether a range can be said in the seed's 8-bit layout.
+    pub const fn fits_v1(first_chunk: u32, chunks: u32) -> bool {
+        first_chunk < MAX_CHUNKS_V1 && chunks <= MAX_REQUEST_CHUNKS
+    }
+
+    /// The same message with another opcode and tag, in the same layout (a reply naming the
+    /// same range).
+    pub const fn reply(&self, opcode: u8, node: u8, tag: u8) -> Self {
+        KramMsg {
+            opcode,
+            node,
+            tag,
+            ..*self
+        }
+    }
+
     pub fn encode(&self) -> u64 {
+        let l = layout(self.version);
         u64::from(self.opcode & 0xf) << 60
-            | u64::from(self.align & 0xf) << 24
-            | u64::from(self.chunks) << 16
-            | u64::from(self.first_chunk) << 8
+            | u64::from(self.version & 0xf) << 56
+            | u64::from(self.tag & 0xf) << l.tag_shift
+            | (u64::from(self.chunks) & l.field_mask) << l.count_shift
+            | (u64::from(self.first_chunk) & l.field_mask) << l.first_shift
             | u64::from(self.instance & 0xf) << 4
             | u64::from(self.node & 0xf)
     }
 
-    fn decode_raw(word: u64) -> Result<Self, KramError> {
-        if word & 0x0fff_ffff_f000_0000 != 0 {
+    fn decode_raw(word: u64, max_version: u8) -> Result<Self, KramError> {
+        let version = ((word >> 56) & 0xf) as u8;
+        if version != V1 && version != V2 || version > max_version {
+            return Err(KramError::Version(version));
+        }
+        let l = layout(version);
+        if word & l.reserved != 0 {
             return Err(KramError::Reserved);
         }
         Ok(KramMsg {
             opcode: (word >> 60) as u8,
+            version,
             node: (word & 0xf) as u8,
             instance: ((word >> 4) & 0xf) as u8,
-            first_chunk: (word >> 8) as u8,
-            chunks: (word >> 16) as u8,
-            align: ((word >> 24) & 0xf) as u8,
+            first_chunk: ((word >> l.first_shift) & l.field_mask) as u32,
+            chunks: ((word >> l.count_shift) & l.field_mask) as u32,
+            tag: ((word >> l.tag_shift) & 0xf) as u8,
         })
     }
 
-    /// A message that names a range (all but REQUEST): the range fits the table, and the
-    /// alignment field, which only a REQUEST uses, is zero.
+    /// A message that names a range: it is not empty and fits the layout's table.
     fn check_range(&self) -> Result<(), KramError> {
-        if self.align != 0 {
-            return Err(KramError::Reserved);
-        }
-        if self.chunks == 0 || u32::from(self.first_chunk) + u32::from(self.chunks) > MAX_CHUNKS {
+        if self.chunks == 0 || self.first_chunk + self.chunks > layout(self.version).table {
             return Err(KramError::Range);
         }
         Ok(())
     }
 
-    /// Decodes a message a daemon received from a driver.
-    pub fn decode_for_daemon(word: u64) -> Result<Self, KramError> {
-        let m = Self::decode_raw(word)?;
+    fn check_no_tag(&self) -> Result<(), KramError> {
+        if self.tag != 0 {
+            return Err(KramError::Reserved);
+        }
+        Ok(())
+    }
+
+    /// Decodes a message a daemon received from a driver; `max_version` is the newest layout
+    /// the daemon speaks ([`V2`], or [`V1`] for a peer that keeps to the seed's protocol).
+    pub fn decode_for_daemon(word: u64, max_version: u8) -> Result<Self, KramError> {
+        let m = Self::decode_raw(word, max_version)?;
         match m.opcode {
             to_daemon::REQUEST => {
-                if m.chunks == 0 {
+                let min_ok = match m.version {
+                    V2 => m.first_chunk >= 1 && m.first_chunk <= m.chunks,
+                    _ => m.first_chunk == 0,
+                };
+                if m.chunks == 0 || !min_ok {
                     return Err(KramError::Range);
                 }
             }
-            to_daemon::CONFIRM | to_daemon::DECLINE | to_daemon::FREE => m.check_range()?,
+            to_daemon::CONFIRM | to_daemon::RENEW => m.check_range()?,
+            to_daemon::DECLINE | to_daemon::FREE => {
+                m.check_no_tag()?;
+                m.check_range()?
+            }
             op => return Err(KramError::Opcode(op)),
         }
         Ok(m)
@@ -151,162 +285,25 @@ impl KramMsg {
 
     /// Decodes a message a driver received from a daemon.
     pub fn decode_for_driver(word: u64) -> Result<Self, KramError> {
-        let m = Self::decode_raw(word)?;
-        if m.opcode != to_driver::OFFER {
-            return Err(KramError::Opcode(m.opcode));
+        let m = Self::decode_raw(word, V2)?;
+        match m.opcode {
+            to_driver::OFFER | to_driver::REVOKE => m.check_no_tag()?,
+            to_driver::ACK => {}
+            op => return Err(KramError::Opcode(op)),
         }
         m.check_range()?;
         Ok(m)
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trip() {
-        let m = KramMsg {
-            opcode: to_daemon::FREE,
-            node: 15,
-            instance: 3,
-            first_chunk: 200,
-            chunks: 56,
-            align: 0,
-        };
-        let w = m.encode();
-        assert_eq!(w >> 60, 0x8);
-        assert_eq!(KramMsg::decode_for_daemon(w), Ok(m));
-        let offer = KramMsg {
-            opcode: to_driver::OFFER,
-            node: 2,
-            instance: 1,
-            first_chunk: 0,
-            chunks: 255,
-            align: 0,
-        };
-        assert_eq!(KramMsg::decode_for_driver(offer.encode()), Ok(offer));
-        assert_eq!(LENDABLE_OFFSET, 3 << 20);
-    }
-
-    #[test]
-    fn rejects_malformed() {
-        let req = KramMsg {
-            opcode: to_daemon::REQUEST,
-            node: 0,
-            instance: 0,
-            first_chunk: 0,
-            chunks: 32,
-            align: 0,
-        };
-        assert_eq!(
-            KramMsg::decode_for_daemon(req.encode() | 1 << 30),
-            Err(KramError::Reserved)
-        );
-        assert_eq!(
-            KramMsg::decode_for_daemon(req.encode() & !(0xff << 16)),
-            Err(KramError::Range)
-        );
-        let mut bad = req;
-        bad.opcode = 0x3;
-        assert_eq!(
-            KramMsg::decode_for_daemon(bad.encode()),
-            Err(KramError::Opcode(3))
-        );
-        // An offer is not something a daemon accepts, nor a request something a driver accepts.
-        assert_eq!(
-            KramMsg::decode_for_driver(KramMsg { opcode: 0x2, ..req }.encode()),
-            Err(KramError::Opcode(2))
-        );
-        let past_end = KramMsg {
-            opcode: to_driver::OFFER,
-            node: 1,
-            instance: 0,
-            first_chunk: 250,
-            chunks: 10,
-            align: 0,
-        };
-        assert_eq!(
-            KramMsg::decode_for_driver(past_end.encode()),
-            Err(KramError::Range)
-        );
-        let free_past_end = KramMsg {
-            opcode: to_daemon::FREE,
-            ..past_end
-        };
-        assert_eq!(
-            KramMsg::decode_for_daemon(free_past_end.encode()),
-            Err(KramError::Range)
-        );
-    }
-
-    #[test]
-    fn lent_ranges() {
-        const MIB: u64 = 1 << 20;
-        // 3 nodes in 1 GiB: partitions of 340 MiB after 2 MiB of control area.
-        let r = |lender, first, chunks| lent_range(2 * MIB, 340 * MIB, lender, first, chunks);
-        assert_eq!(r(0, 0, 1), Some((5 * MIB, MIB)));
-        assert_eq!(r(1, 39, 128), Some((384 * MIB, 128 * MIB)));
-        // The last chunk that fits node 1's partition, and one past it.
-        assert_eq!(r(1, 336, 1), Some((681 * MIB, MIB)));
-        assert_eq!(r(1, 337, 1), None);
-        assert_eq!(lent_range(u64::MAX, 1, 1, 0, 0), None);
-    }
-
-    #[test]
-    fn alignment_only_in_requests() {
-        let req = KramMsg {
-            opcode: to_daemon::REQUEST,
-            node: 2,
-            instance: NUMA_INSTANCE,
-            first_chunk: 0,
-            chunks: 128,
-            align: 7,
-        };
-        let w = req.encode();
-        assert_eq!((w >> 24) & 0xf, 7);
-        assert_eq!(KramMsg::decode_for_daemon(w), Ok(req));
-        let free = KramMsg {
-            opcode: to_daemon::FREE,
-            first_chunk: 1,
-            ..req
-        };
-        assert_eq!(
-            KramMsg::decode_for_daemon(free.encode()),
-            Err(KramError::Reserved)
-        );
-        let offer = KramMsg {
-            opcode: to_driver::OFFER,
-            ..free
-        };
-        assert_eq!(
-            KramMsg::decode_for_driver(offer.encode()),
-            Err(KramError::Reserved)
-        );
-        assert_eq!(
-            reply_service(NUMA_INSTANCE),
-            crate::mailbox::service::NUMA_DRIVER
-        );
-        assert_eq!(reply_service(0), crate::mailbox::service::KRAM_DRIVER);
-        assert!(u32::from(NUMA_INSTANCE) >= MAX_INSTANCES);
-    }
-
-    #[test]
-    fn every_word_decodes_or_errs() {
-        // A cheap sweep over structured garbage: no panics, and accepted words round-trip.
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for _ in 0..100_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            for w in [x, x & 0xf000_0000_00ff_ffff] {
-                if let Ok(m) = KramMsg::decode_for_daemon(w) {
-                    assert_eq!(m.encode(), w);
-                }
-                if let Ok(m) = KramMsg::decode_for_driver(w) {
-                    assert_eq!(m.encode(), w);
-                }
-            }
+    /// The smallest number of chunks a REQUEST accepts.
+    pub const fn min_chunks(&self) -> u32 {
+        if self.version == V2 {
+            self.first_chunk
+        } else {
+            self.chunks
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,5 +8,6 @@
 pub mod eusrvmem;
 pub mod gas;
 pub mod kram;
+pub mod lease_record;
 pub mod mailbox;
 pub mod packet;
