@@ -75,6 +75,16 @@ impl Device {
 }
 
 impl Mapping {
+    /// Length of the mapped range in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: `Device::map` refuses empty ranges).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The mapped bytes. Other nodes may write them concurrently; callers use volatile-free bulk
     /// copies, which is what a pattern check wants.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {

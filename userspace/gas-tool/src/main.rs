@@ -1,14 +1,11 @@
 //! `unimem-gas`: inspect this node's GAS view and read, write or ring any node through
 //! `/dev/eusrvmem`.
 
-mod device;
-mod pattern;
-mod sysfs;
-
 use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
-use device::Device;
-use sysfs::FabricView;
+use unimem_gas::device::{self, Device};
+use unimem_gas::pattern;
+use unimem_gas::sysfs::{self, FabricView};
 
 #[derive(Parser)]
 #[command(

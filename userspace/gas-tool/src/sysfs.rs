@@ -17,24 +17,35 @@ pub fn sysfs_dir() -> PathBuf {
 }
 
 pub fn read_attr(name: &str) -> Result<String> {
-    let path = sysfs_dir().join(name);
+    read_attr_in(&sysfs_dir(), name)
+}
+
+/// Reads attribute `name` of the sysfs directory `dir` (another directory than
+/// [`sysfs_dir`] in tests, or for a daemon told where to look).
+pub fn read_attr_in(dir: &Path, name: &str) -> Result<String> {
+    let path = dir.join(name);
     let s = std::fs::read_to_string(&path)
         .with_context(|| format!("reading {} (is unimem_eusrvmem loaded?)", path.display()))?;
     Ok(s.trim_end().to_string())
 }
 
-fn read_u64(name: &str) -> Result<u64> {
-    let s = read_attr(name)?;
+fn read_u64(dir: &Path, name: &str) -> Result<u64> {
+    let s = read_attr_in(dir, name)?;
     s.parse()
         .with_context(|| format!("sysfs attribute {name} is not a number: {s:?}"))
 }
 
 impl FabricView {
     pub fn load() -> Result<Self> {
+        Self::load_from(&sysfs_dir())
+    }
+
+    /// The view from the sysfs directory `dir`.
+    pub fn load_from(dir: &Path) -> Result<Self> {
         Ok(Self {
-            node_count: read_u64("node_count")? as u32,
-            ctl_size: read_u64("ctl_size")?,
-            partition_size: read_u64("partition_size")?,
+            node_count: read_u64(dir, "node_count")? as u32,
+            ctl_size: read_u64(dir, "ctl_size")?,
+            partition_size: read_u64(dir, "partition_size")?,
         })
     }
 
