@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `size=32,64`: one size in MiB per instance (a list parameter; kernel patch 0003).
 
-use crate::wire::kram::{MAX_INSTANCES, MAX_REQUEST_CHUNKS};
+use crate::wire::kram::{MAX_INSTANCES, MAX_REQUEST_CHUNKS_V2};
 use kernel::{module_param::ModuleParam, prelude::*, str::BStr};
 
 /// Sizes in MiB (1 MiB = one chunk of the protocol), at most one per possible instance.
@@ -20,12 +20,12 @@ impl SizeList {
 }
 
 fn parse_mib(word: &[u8]) -> Result<u32> {
-    if word.is_empty() || word.len() > 4 || !word.iter().all(u8::is_ascii_digit) {
+    if word.is_empty() || word.len() > 5 || !word.iter().all(u8::is_ascii_digit) {
         return Err(EINVAL);
     }
     let v = word.iter().fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'));
-    if v == 0 || v > MAX_REQUEST_CHUNKS {
-        pr_err!("size: {} MiB is outside 1-{} (what one request can address)\n", v, MAX_REQUEST_CHUNKS);
+    if v == 0 || v > MAX_REQUEST_CHUNKS_V2 {
+        pr_err!("size: {} MiB is outside 1-{}\n", v, MAX_REQUEST_CHUNKS_V2);
         return Err(EINVAL);
     }
     Ok(v)

@@ -10,13 +10,21 @@
 //! offlines and removes the range and sends FREE to the lender; unloading does it for every
 //! range. Reading the file shows the topology and the ranges.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
+    bindings, impl_has_hr_timer,
     mm::memory_hotplug::{self, OnlineType},
     new_condvar, new_mutex, numa, proc_fs,
     prelude::*,
-    sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex},
-    time::msecs_to_jiffies,
+    sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex, MutexGuard},
+    time::{
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle,
+            HrTimerPointer, HrTimerRestart, RelativeMode,
+        },
+        msecs_to_jiffies, Delta, Monotonic,
+    },
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
 mod procfs;
@@ -28,6 +36,8 @@ mod fabric_api;
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
 #[path = "../include/kram_client.rs"]
+// Shared with unimem_kram, which uses all of it.
+#[allow(dead_code)]
 mod kram_client;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
@@ -36,9 +46,9 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
-use kram_client::{send, set_offer_handler, try_send, OfferSink};
+use kram_client::{send, set_handler, try_send, Epoch, LeaseClock, LenderSink, LogLimit};
 use mailbox::service;
-use wire::kram::{lent_range, to_daemon, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS, NUMA_INSTANCE};
+use wire::kram::{lent_range, to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS_V2, NUMA_INSTANCE};
 
 module! {
     type: NumaModule,
@@ -59,12 +69,22 @@ module! {
 }
 
 /// One lent range, online on the remote node.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Region {
     lender: u32,
     first_chunk: u32,
     chunks: u32,
     phys: u64,
+    clock: Arc<LeaseClock>,
+}
+
+/// What the renewals and the lenders' ACKs and REVOKEs need of a region, apart from `regions`
+/// (whose lock `add` holds while it waits for messages).
+struct Held {
+    lender: u32,
+    first_chunk: u32,
+    chunks: u32,
+    clock: Arc<LeaseClock>,
 }
 
 impl Region {
@@ -78,6 +98,10 @@ struct Pending {
     lender: u32,
     chunks: u32,
     offered_first: Option<u32>,
+    /// After the CONFIRM: the lease, and what the lender answered.
+    clock: Option<Arc<LeaseClock>>,
+    acked: bool,
+    revoked: bool,
 }
 
 #[pin_data]
@@ -94,8 +118,54 @@ struct Numa {
     pending: Mutex<Option<Pending>>,
     #[pin]
     offered: CondVar,
+    #[pin]
+    held: Mutex<KVec<Held>>,
+    epoch: Epoch,
+    stopping: AtomicBool,
     malformed: AtomicU64,
     declined: AtomicU64,
+    acks: AtomicU64,
+    revokes: AtomicU64,
+    stray: AtomicU64,
+    noisy: LogLimit,
+    #[pin]
+    timer: HrTimer<Numa>,
+    #[pin]
+    tick: Work<Numa, 1>,
+}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for Numa {
+        mode: RelativeMode<Monotonic>, field: self.timer
+    }
+}
+
+impl_has_work! {
+    impl HasWork<Self, 1> for Numa { self.tick }
+}
+
+const PERIOD: Delta = Delta::from_millis(wire::kram::RENEW_PERIOD_MS as i64);
+
+impl HrTimerCallback for Numa {
+    type Pointer<'a> = Arc<Self>;
+
+    fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        if this.stopping.load(Ordering::Acquire) {
+            return HrTimerRestart::NoRestart;
+        }
+        // Sending may wait for a ring; do it in process context.
+        let _ = workqueue::system_percpu().enqueue::<Arc<Numa>, 1>(this.into());
+        ctx.forward_now(PERIOD);
+        HrTimerRestart::Restart
+    }
+}
+
+impl WorkItem<1> for Numa {
+    type Pointer = Arc<Numa>;
+
+    fn run(this: Arc<Numa>) {
+        this.renew();
+    }
 }
 
 // SAFETY: `info.gas_virt` is the fabric's mapping, valid while unimem_eusrvmem is loaded (a
@@ -110,18 +180,30 @@ impl Numa {
         self.info.node_id as u8
     }
 
-    fn msg(&self, opcode: u8, first_chunk: u32, chunks: u32, align: u8) -> KramMsg {
-        KramMsg {
-            opcode,
-            node: self.me(),
-            instance: NUMA_INSTANCE,
-            first_chunk: first_chunk as u8,
-            chunks: chunks as u8,
-            align,
+    fn msg(&self, opcode: u8, first_chunk: u32, chunks: u32, tag: u8) -> KramMsg {
+        KramMsg::new(opcode, self.me(), NUMA_INSTANCE, first_chunk, chunks, tag)
+    }
+
+    /// RENEW every lease that is not revoked.
+    fn renew(&self) {
+        let now = self.epoch.now();
+        let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(4, GFP_KERNEL) else { return };
+        for h in self.held.lock().iter().filter(|h| !h.clock.is_revoked()) {
+            let tag = h.clock.stamp(now);
+            let _ = out.push((h.lender, self.msg(to_daemon::RENEW, h.first_chunk, h.chunks, tag)), GFP_KERNEL);
+        }
+        for (node, m) in out.iter() {
+            send(*node, *m);
         }
     }
 
-    fn free_to_lender(&self, lender: u32, first_chunk: u32, chunks: u32) {
+    /// Gives back a lease this node never used or has wiped; a lease the lender revoked, or
+    /// that lapsed, may be someone else's by now and is left alone (the lender reclaims it).
+    fn free_to_lender(&self, lender: u32, first_chunk: u32, chunks: u32, clock: &LeaseClock) {
+        if !clock.usable(self.epoch.now()) {
+            pr_warn!("chunks {}+{} of node {} are not ours any more: not returned\n", first_chunk, chunks, lender);
+            return;
+        }
         if try_send(lender, self.msg(to_daemon::FREE, first_chunk, chunks, 0)).is_err() {
             pr_err!("FREE of chunks {}+{} to node {} was not sent: its daemon keeps them lent\n", first_chunk, chunks, lender);
         }
@@ -140,6 +222,9 @@ impl Numa {
     /// Zeroes a range that was offlined, so that the lender's next borrower cannot read what
     /// this node's programs left in it.
     fn wipe(&self, r: &Region) {
+        if !r.clock.usable(self.epoch.now()) {
+            return;
+        }
         let offset = (r.phys - self.info.gas_phys) as usize;
         // SAFETY: the range lies inside the GAS window (`chunk_phys` checked it at `add`),
         // which `gas_virt` maps; it is offline and removed, so nothing else uses it.
@@ -154,8 +239,8 @@ impl Numa {
             pr_err!("add {}: not another node of this cluster (nodes 0-{}, this is {})\n", lender, self.info.node_count.saturating_sub(1), self.info.node_id);
             return Err(EINVAL);
         }
-        if mib == 0 || !mib.is_multiple_of(block_mib) || mib > MAX_REQUEST_CHUNKS {
-            pr_err!("add {} {}: the size must be a multiple of the {} MiB memory block, at most {} MiB\n", lender, mib, block_mib, MAX_REQUEST_CHUNKS);
+        if mib == 0 || !mib.is_multiple_of(block_mib) || mib > MAX_REQUEST_CHUNKS_V2 {
+            pr_err!("add {} {}: the size must be a multiple of the {} MiB memory block, at most {} MiB\n", lender, mib, block_mib, MAX_REQUEST_CHUNKS_V2);
             return Err(EINVAL);
         }
         let mut regions = self.regions.lock();
@@ -163,17 +248,20 @@ impl Numa {
             pr_err!("add {}: node {} already lends {} MiB here (one range per lender; remove it first)\n", lender, lender, r.chunks);
             return Err(EEXIST);
         }
-        let first = self.lease(lender, mib)?;
+        let (first, clock) = self.lease(lender, mib)?;
+        let give_back = || self.free_to_lender(lender, first, mib, &clock);
         let phys = match self.chunk_phys(lender, first, mib) {
             Ok(p) if p.is_multiple_of(self.block_size) => p,
             _ => {
                 pr_err!("add {}: offered chunks {}+{} are not a memory-block aligned range of its partition\n", lender, first, mib);
-                self.free_to_lender(lender, first, mib);
+                give_back();
                 return Err(EINVAL);
             }
         };
-        let region = Region { lender, first_chunk: first, chunks: mib, phys };
-        regions.reserve(1, GFP_KERNEL).inspect_err(|_| self.free_to_lender(lender, first, mib))?;
+        let region = Region { lender, first_chunk: first, chunks: mib, phys, clock: clock.clone() };
+        let held = Held { lender, first_chunk: first, chunks: mib, clock: clock.clone() };
+        regions.reserve(1, GFP_KERNEL).inspect_err(|_| give_back())?;
+        self.held.lock().push(held, GFP_KERNEL).inspect_err(|_| give_back())?;
         // SAFETY: the range is memory-block aligned (checked above) memory of the fabric window,
         // which eusrvmem maps without claiming; the lease makes it ours until we send FREE, which
         // happens only after `offline_and_remove` (or if this add fails).
@@ -182,7 +270,8 @@ impl Numa {
         };
         if let Err(e) = added {
             pr_err!("add {}: hot-adding {:#x}+{} MiB to node {} failed: {:?}; memory returned\n", lender, phys, mib, self.nid, e);
-            self.free_to_lender(lender, first, mib);
+            self.forget(lender);
+            give_back();
             return Err(e);
         }
         regions.push(region, GFP_KERNEL)?;
@@ -190,65 +279,159 @@ impl Numa {
         Ok(())
     }
 
-    /// REQUEST, wait for the OFFER, CONFIRM; returns the first chunk.
-    fn lease(&self, lender: u32, chunks: u32) -> Result<u32> {
-        let align = (self.block_size / CHUNK_SIZE).trailing_zeros() as u8;
-        let mut pending = self.pending.lock();
-        *pending = Some(Pending { lender, chunks, offered_first: None });
-        if let Err(e) = try_send(lender, self.msg(to_daemon::REQUEST, 0, chunks, align)) {
-            *pending = None;
-            pr_err!("add {}: cannot send the request: {:?}\n", lender, e);
-            return Err(e);
-        }
+    /// Stops renewing the lease of `lender`.
+    fn forget(&self, lender: u32) {
+        self.held.lock().retain(|h| h.lender != lender);
+    }
+
+    /// Waits until `done(pending)` or the offer timeout; `what` names the wait in errors.
+    fn wait_pending(
+        &self,
+        pending: &mut MutexGuard<'_, Option<Pending>>,
+        what: &str,
+        done: impl Fn(&Pending) -> bool,
+    ) -> Result {
         let mut left = msecs_to_jiffies(self.offer_timeout_ms);
-        let first = loop {
-            if let Some(first) = pending.as_ref().and_then(|p| p.offered_first) {
-                break first;
+        loop {
+            if pending.as_ref().is_some_and(&done) {
+                return Ok(());
             }
-            match self.offered.wait_interruptible_timeout(&mut pending, left) {
+            match self.offered.wait_interruptible_timeout(pending, left) {
                 CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
                 CondVarTimeoutResult::Timeout => {
-                    *pending = None;
+                    let p = pending.as_ref();
                     pr_err!(
-                        "add {}: no offer of {} aligned MiB within {} ms: is kram-daemon running on node {}, with that much contiguous free memory?\n",
-                        lender, chunks, self.offer_timeout_ms, lender
+                        "add {}: no {} for {} aligned MiB within {} ms: is kram-daemon running on node {}, with that much contiguous free memory?\n",
+                        p.map_or(0, |p| p.lender), what, p.map_or(0, |p| p.chunks), self.offer_timeout_ms, p.map_or(0, |p| p.lender)
                     );
                     return Err(ETIMEDOUT);
                 }
-                CondVarTimeoutResult::Signal { .. } => {
-                    *pending = None;
-                    return Err(EINTR);
-                }
+                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
             }
-        };
-        *pending = None;
-        drop(pending);
-        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, 0))?;
-        Ok(first)
+        }
     }
 
-    /// OFFER from a daemon: taken if `add` waits for exactly this, declined otherwise.
-    fn offer(&self, from: u32, word: u64) {
+    /// REQUEST, wait for the OFFER, CONFIRM, wait for the ACK; returns the first chunk and the
+    /// lease.
+    fn lease(&self, lender: u32, chunks: u32) -> Result<(u32, Arc<LeaseClock>)> {
+        let align = (self.block_size / CHUNK_SIZE).trailing_zeros() as u8;
+        let mut pending = self.pending.lock();
+        *pending = Some(Pending { lender, chunks, offered_first: None, clock: None, acked: false, revoked: false });
+        let result = self.lease_steps(&mut pending, lender, chunks, align);
+        *pending = None;
+        result
+    }
+
+    fn lease_steps(
+        &self,
+        pending: &mut MutexGuard<'_, Option<Pending>>,
+        lender: u32,
+        chunks: u32,
+        align: u8,
+    ) -> Result<(u32, Arc<LeaseClock>)> {
+        try_send(lender, KramMsg::request(self.me(), NUMA_INSTANCE, chunks, chunks, align))
+            .inspect_err(|e| pr_err!("add {}: cannot send the request: {:?}\n", lender, e))?;
+        self.wait_pending(pending, "offer", |p| p.offered_first.is_some())?;
+        let first = pending.as_ref().and_then(|p| p.offered_first).ok_or(EINVAL)?;
+        let clock = Arc::new(LeaseClock::new(), GFP_KERNEL)?;
+        let tag = clock.stamp(self.epoch.now());
+        if let Some(p) = (**pending).as_mut() {
+            p.clock = Some(clock.clone());
+        }
+        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag))?;
+        self.wait_pending(pending, "acknowledgement", |p| p.acked || p.revoked)?;
+        if pending.as_ref().is_some_and(|p| p.revoked) {
+            pr_err!("add {}: node {} revoked chunks {}+{} instead of acknowledging them\n", lender, lender, first, chunks);
+            return Err(EAGAIN);
+        }
+        Ok((first, clock))
+    }
+
+    /// A message from a lender's daemon: OFFER, ACK or REVOKE.
+    fn message(&self, from: u32, word: u64) {
         let m = match KramMsg::decode_for_driver(word) {
             Ok(m) if u32::from(m.node) == from && m.instance == NUMA_INSTANCE => m,
             _ => {
                 self.malformed.fetch_add(1, Ordering::Relaxed);
-                pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
+                if self.noisy.allow(self.epoch.now()) {
+                    pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
+                }
                 return;
             }
         };
+        let found = match m.opcode {
+            to_driver::OFFER => return self.offer(from, m),
+            to_driver::ACK => self.ack(from, &m),
+            _ => self.revoke(from, &m),
+        };
+        let counter = match (found, m.opcode) {
+            (false, _) => &self.stray,
+            (true, to_driver::ACK) => &self.acks,
+            (true, _) => &self.revokes,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Calls `f` with the pending lease or the held one that `m` names.
+    fn with_clock(&self, from: u32, m: &KramMsg, f: impl Fn(&LeaseClock, Option<&mut Pending>)) -> bool {
         {
             let mut pending = self.pending.lock();
             if let Some(p) = (*pending).as_mut() {
-                if p.lender == from && p.offered_first.is_none() && u32::from(m.chunks) == p.chunks {
-                    p.offered_first = Some(u32::from(m.first_chunk));
+                if (p.lender, p.offered_first, p.chunks) == (from, Some(m.first_chunk), m.chunks) {
+                    if let Some(c) = p.clock.clone() {
+                        f(&c, Some(p));
+                        self.offered.notify_all();
+                        return true;
+                    }
+                }
+            }
+        }
+        let held = self.held.lock();
+        let Some(h) = held.iter().find(|h| (h.lender, h.first_chunk, h.chunks) == (from, m.first_chunk, m.chunks)) else {
+            return false;
+        };
+        f(&h.clock, None);
+        true
+    }
+
+    fn ack(&self, from: u32, m: &KramMsg) -> bool {
+        let now = self.epoch.now();
+        self.with_clock(from, m, |c, p| {
+            if c.ack(m.tag, now) {
+                if let Some(p) = p {
+                    p.acked = true;
+                }
+            }
+        })
+    }
+
+    fn revoke(&self, from: u32, m: &KramMsg) -> bool {
+        self.with_clock(from, m, |c, p| {
+            c.revoke();
+            match p {
+                Some(p) => p.revoked = true,
+                None => pr_crit!(
+                    "node {} revoked chunks {}+{} (lease lapsed) while they are online on NUMA node {}: remove them now\n",
+                    from, m.first_chunk, m.chunks, self.nid
+                ),
+            }
+        })
+    }
+
+    /// OFFER from a daemon: taken if `add` waits for exactly this, declined otherwise.
+    fn offer(&self, from: u32, m: KramMsg) {
+        {
+            let mut pending = self.pending.lock();
+            if let Some(p) = (*pending).as_mut() {
+                if p.lender == from && p.offered_first.is_none() && m.chunks == p.chunks {
+                    p.offered_first = Some(m.first_chunk);
                     self.offered.notify_all();
                     return;
                 }
             }
         }
         self.declined.fetch_add(1, Ordering::Relaxed);
-        send(from, KramMsg { opcode: to_daemon::DECLINE, node: self.me(), ..m });
+        send(from, m.reply(to_daemon::DECLINE, self.me(), 0));
     }
 
     /// `remove <lender>`: migrate back, offline, remove, FREE.
@@ -258,7 +441,7 @@ impl Numa {
             pr_err!("remove {}: node {} lends no memory to NUMA node {}\n", lender, lender, self.nid);
             return Err(ENOENT);
         };
-        self.remove_region(regions[idx])?;
+        self.remove_region(regions[idx].clone())?;
         regions.remove(idx)?;
         Ok(())
     }
@@ -280,7 +463,8 @@ impl Numa {
             return Err(e);
         }
         self.wipe(&r);
-        self.free_to_lender(r.lender, r.first_chunk, r.chunks);
+        self.forget(r.lender);
+        self.free_to_lender(r.lender, r.first_chunk, r.chunks, &r.clock);
         pr_info!("NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n", self.nid, r.chunks, r.lender);
         Ok(())
     }
@@ -290,7 +474,7 @@ impl Numa {
         let mut regions = self.regions.lock();
         let mut result = Ok(());
         for i in (0..regions.len()).rev() {
-            match self.remove_region(regions[i]) {
+            match self.remove_region(regions[i].clone()) {
                 Ok(()) => drop(regions.remove(i)?),
                 Err(e) => result = Err(e),
             }
@@ -299,9 +483,9 @@ impl Numa {
     }
 }
 
-impl OfferSink for Numa {
-    fn offer(this: ArcBorrow<'_, Self>, from: u32, word: u64) {
-        this.offer(from, word);
+impl LenderSink for Numa {
+    fn message(this: ArcBorrow<'_, Self>, from: u32, word: u64) {
+        this.message(from, word);
     }
 }
 
@@ -329,6 +513,7 @@ fn target_node() -> Result<i32> {
 struct NumaModule {
     numa: Arc<Numa>,
     proc: Option<proc_fs::Entry<procfs::NumaProc>>,
+    timer: ArcHrTimerHandle<Numa>,
 }
 
 impl kernel::Module for NumaModule {
@@ -361,17 +546,27 @@ impl kernel::Module for NumaModule {
                 regions <- new_mutex!(KVec::new(), "unimem_numa::regions"),
                 pending <- new_mutex!(None, "unimem_numa::pending"),
                 offered <- new_condvar!("unimem_numa::offered"),
+                held <- new_mutex!(KVec::new(), "unimem_numa::held"),
+                epoch: Epoch::new(),
+                stopping: AtomicBool::new(false),
                 malformed: AtomicU64::new(0),
                 declined: AtomicU64::new(0),
+                acks: AtomicU64::new(0),
+                revokes: AtomicU64::new(0),
+                stray: AtomicU64::new(0),
+                noisy: LogLimit::new(),
+                timer <- HrTimer::new(),
+                tick <- new_work!("unimem_numa::tick"),
             }),
             GFP_KERNEL,
         )?;
         let proc = proc_fs::Entry::new(c"unimem_numa", 0o644, numa.clone()).inspect_err(|_| {
             pr_err!("cannot create /proc/unimem_numa (another unimem_numa?)\n");
         })?;
-        set_offer_handler(service::NUMA_DRIVER, Some(&numa)).inspect_err(|e| {
+        set_handler(service::NUMA_DRIVER, Some(&numa)).inspect_err(|e| {
             pr_err!("cannot take the NUMA_DRIVER service: {:?}\n", e);
         })?;
+        let timer = numa.clone().start(PERIOD);
         pr_info!(
             "node {}: remote memory goes to NUMA node {} (distance {}); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
             info.node_id,
@@ -379,7 +574,7 @@ impl kernel::Module for NumaModule {
             numa::distance(0, nid).unwrap_or(0),
             block_size >> 20
         );
-        Ok(Self { numa, proc: Some(proc) })
+        Ok(Self { numa, proc: Some(proc), timer })
     }
 }
 
@@ -388,7 +583,7 @@ impl Drop for NumaModule {
         // No new commands (waits for a running one, which may still need offers), then no
         // more offers (waits for a running callback): the list of ranges is final.
         drop(self.proc.take());
-        let _ = set_offer_handler::<Numa>(service::NUMA_DRIVER, None);
+        let _ = set_handler::<Numa>(service::NUMA_DRIVER, None);
         if self.numa.remove_all().is_err() {
             let regions = self.numa.regions.lock();
             for r in regions.iter() {
@@ -398,5 +593,11 @@ impl Drop for NumaModule {
                 );
             }
         }
+        // Renewals go on while ranges are removed (migration can take long); now stop them.
+        // A range that stays online is then reclaimed by its lender after the lease time.
+        self.numa.stopping.store(true, Ordering::Release);
+        self.timer.cancel();
+        // SAFETY: the work item is initialized and lives as long as `numa`.
+        unsafe { bindings::flush_work(Work::<Numa, 1>::raw_get(&self.numa.tick)) };
     }
 }

@@ -65,23 +65,27 @@ impl ProcFile for NumaProc {
         }
         seq_print!(
             m,
-            "this_node {} block_mib {} offers_declined {} malformed {}\n",
+            "this_node {} block_mib {} offers_declined {} malformed {} acks {} revokes {} stray {}\n",
             this.info.node_id,
             this.block_size >> 20,
             this.declined.load(Ordering::Relaxed),
-            this.malformed.load(Ordering::Relaxed)
+            this.malformed.load(Ordering::Relaxed),
+            this.acks.load(Ordering::Relaxed),
+            this.revokes.load(Ordering::Relaxed),
+            this.stray.load(Ordering::Relaxed)
         );
         for r in this.regions.lock().iter() {
             seq_print!(
                 m,
-                "range lender {} mib {} chunks {}+{} phys {:#x}-{:#x} node {}\n",
+                "range lender {} mib {} chunks {}+{} phys {:#x}-{:#x} node {} lease {}\n",
                 r.lender,
                 r.chunks,
                 r.first_chunk,
                 r.chunks,
                 r.phys,
                 r.phys + r.size() - 1,
-                this.nid
+                this.nid,
+                if r.clock.is_revoked() { "revoked" } else if r.clock.usable(this.epoch.now()) { "valid" } else { "lapsed" }
             );
         }
         Ok(())

@@ -80,7 +80,7 @@ on 1 "kram-daemon --status | grep -q '^chunks [0-9]*-[0-9]* lent to node 0 insta
 ! on_may_fail 0 "echo add 1 > /proc/unimem_numa" 2>/dev/null || fail "a second range from node 1 was accepted"
 
 step "a malformed OFFER to the NUMA driver is counted and dropped"
-malformed() { on 0 "sed -n 's/.* malformed \([0-9]*\)$/\1/p' /proc/unimem_numa"; }
+malformed() { on 0 "sed -n 's/.* malformed \([0-9]*\) .*/\1/p' /proc/unimem_numa"; }
 m0=$(malformed)
 on 1 "unimem-mbox kping --node 0 --service 3 --opcode 1 --no-echo --count 1" >/dev/null
 m1=$m0

@@ -197,6 +197,22 @@ impl KramMsg {
         }
     }
 
+    /// A REQUEST for `chunks` chunks, accepting no fewer than `min`, with the first chunk's GAS
+    /// offset a multiple of `2^align` chunks: the seed's layout when it can say it (exact size,
+    /// at most 255), v2 otherwise.
+    pub fn request(node: u8, instance: u8, chunks: u32, min: u32, align: u8) -> Self {
+        let m = Self::new(to_daemon::REQUEST, node, instance, 0, chunks, align);
+        if min == chunks && m.version == V1 {
+            m
+        } else {
+            KramMsg {
+                version: V2,
+                first_chunk: min,
+                ..m
+            }
+        }
+    }
+
     /// Whether a range can be said in the seed's 8-bit layout.
     pub const fn fits_v1(first_chunk: u32, chunks: u32) -> bool {
         first_chunk < MAX_CHUNKS_V1 && chunks <= MAX_REQUEST_CHUNKS

@@ -36,6 +36,11 @@ fn round_trip_v2() {
     assert_eq!(KramMsg::decode_for_daemon(w, V2), Ok(m));
     let big = msg(to_driver::ACK, 2, 0, 65535 - 40000, 40000, 15);
     assert_eq!(KramMsg::decode_for_driver(big.encode()), Ok(big));
+    assert_eq!(KramMsg::request(0, 1, 32, 32, 0).version, V1);
+    assert_eq!(KramMsg::request(0, 1, 32, 16, 0).version, V2);
+    let r = KramMsg::request(0, 1, 300, 300, 7);
+    assert_eq!((r.version, r.min_chunks(), r.tag), (V2, 300, 7));
+    assert_eq!(KramMsg::decode_for_daemon(r.encode(), V2), Ok(r));
     // A v2 REQUEST carries its minimum in the first-chunk field.
     let req = KramMsg {
         first_chunk: 100,
