@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# KRAM leases (issue 9): lent memory is never handed out twice, whatever restarts, and a dead
+# borrower's memory comes back wiped.
+#  1. The issue's sequence: node 0 borrows 96 MiB of node 1; node 1's kram-daemon is killed (-9)
+#     and restarted without its state file (as after a reboot: /run is a tmpfs); node 2 then
+#     borrows 64 MiB of node 1 and overwrites all of it. Node 0's data must be unchanged: the
+#     restarted daemon knows the loans from its record in its own partition.
+#  2. The same with the state file kept, and with the record destroyed (the daemon then waits a
+#     lease time for the borrowers' renewals to claim their ranges back before lending anything).
+#  3. Node 1's VM killed and booted again: the loans survive (record in the GAS), data intact.
+#  4. Node 2's VM killed: its chunks are free again and read as zero on node 1 within the lease
+#     time (LEASE_MS = 20 s) plus slack.
+#  5. Node 0 frozen past its lease: node 1 reclaims and wipes its ranges; once node 0 runs again
+#     its devices fail I/O rather than touch memory that is not its own any more.
+source "$(dirname "$0")/lib.sh"
+MODS=/opt/unimem/modules
+BG=lease
+LEASE_S=20
+[ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
+trap bg_cleanup EXIT
+
+load_base() {
+  on "$1" "lsmod | grep -q '^unimem_eusrvmem' || insmod $MODS/unimem_eusrvmem.ko
+           lsmod | grep -q '^unimem_mailbox' || insmod $MODS/unimem_mailbox.ko"
+}
+# daemon NODE [ARGS]: (re)start node's kram-daemon lending 200 MiB, wait until it answers.
+daemon() {
+  local n=$1; shift
+  bg "$n" daemon "kram-daemon --lend 200M --log-file /tmp/kram-daemon.log $*"
+  on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; cat /tmp/$BG-daemon.log; exit 1" ||
+    fail "kram-daemon did not start on node $n"
+}
+kill9() { on "$1" "killall -9 kram-daemon; for i in \$(seq 50); do pidof kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1"; }
+lent() { on 1 "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*, lent \([0-9]*\)$/\1/p'"; }
+# range NODE INSTANCE: "FIRST LAST" of what node 1 lends to that borrower instance.
+range() { on 1 "kram-daemon --status | sed -n 's/^chunks \([0-9]*\)-\([0-9]*\) lent to node $1 instance $2\b.*/\1 \2/p'"; }
+wait_lent() {
+  local want=$1 secs=$2 got
+  for _ in $(seq $((secs * 2))); do got=$(lent); [ "$got" = "$want" ] && return 0; sleep 0.5; done
+  on 1 "kram-daemon --status"; fail "node 1 lends $got chunks, expected $want (waited ${secs}s)"
+}
+wait_dev() {
+  on "$1" "for i in \$(seq 100); do test -b /dev/$2 && exit 0; sleep 0.2; done; dmesg | tail -5; exit 1" ||
+    fail "/dev/$2 did not appear on node $1"
+}
+sums() { on 0 "md5sum /dev/kram0 /dev/kram1 | cut -d' ' -f1 | tr '\n' ' '"; }
+overlap() {
+  local a b c d; read -r a b <<<"$1"; read -r c d <<<"$2"
+  [ -n "$a" ] && [ -n "$c" ] || fail "missing range: '$1' / '$2'"
+  [ "$b" -lt "$c" ] || [ "$d" -lt "$a" ]
+}
+check_disjoint() {
+  local r00 r01 r20; r00=$(range 0 0); r01=$(range 0 1); r20=$(range 2 0)
+  echo "node 1 lends: node 0 kram0 [$r00], kram1 [$r01]; node 2 kram0 [$r20]"
+  overlap "$r00" "$r20" && overlap "$r01" "$r20" || fail "node 1 lent one range to two borrowers"
+}
+
+for n in $(seq 0 $((NODES - 1))); do load_base "$n"; on "$n" "killall kram-daemon 2>/dev/null; rm -f /run/kram-daemon.state; true"; done
+
+step "node 0 borrows 32 + 64 MiB of node 1 (the seed's insmod line) and fills them"
+daemon 1
+on 0 "insmod $MODS/unimem_kram.ko ninstances=2 size=32,64 transfermode=1"
+wait_dev 0 kram0; wait_dev 0 kram1
+wait_lent 96 10
+on 0 "head -c 32M /dev/urandom > /dev/kram0 && head -c 64M /dev/urandom > /dev/kram1 && sync"
+before=$(sums)
+echo "node 0 checksums: $before"
+
+step "node 1's daemon killed -9 and restarted WITHOUT its state file: the loans are still there"
+kill9 1
+on 1 "rm -f /run/kram-daemon.state"
+daemon 1 --no-state
+wait_lent 96 5
+on 1 "kram-daemon --status | head -3"
+
+step "node 2 borrows 64 MiB of node 1 and overwrites all of it: node 0's data is unchanged"
+on 2 "insmod $MODS/unimem_kram.ko ninstances=1 size=64"
+wait_dev 2 kram0
+wait_lent 160 10
+check_disjoint
+on 2 "head -c 64M /dev/urandom > /dev/kram0 && sync"
+expect_eq "$(sums)" "$before" "node 0's devices after node 2 wrote its own"
+n2=$(on 2 "md5sum /dev/kram0 | cut -d' ' -f1")
+
+step "killed -9 and restarted WITH its state file: nothing changes"
+kill9 1
+daemon 1
+wait_lent 160 5
+check_disjoint
+
+step "record destroyed (garbage over it), no state file: grace period, the borrowers claim their ranges back"
+kill9 1
+on 1 "rm -f /run/kram-daemon.state"
+# The record lies 64 KiB below chunk 0 (unimem_wire::lease_record::RECORD_OFFSET).
+on 1 "unimem-gas write --node 1 --offset $(( (3 << 20) - 65536 )) --len 65536 --seed 7" >/dev/null
+daemon 1 --no-state
+on 1 "kram-daemon --status | grep -i grace" || fail "the daemon did not enter its grace period"
+wait_lent 160 10
+check_disjoint
+# Leave the grace period before anything else asks node 1 for memory.
+sleep $((LEASE_S + 2))
+on 1 "! kram-daemon --status | grep -qi 'grace'" || fail "still in grace after the lease time"
+expect_eq "$(sums)" "$before" "node 0's devices after the grace period"
+expect_eq "$(on 2 "md5sum /dev/kram0 | cut -d' ' -f1")" "$n2" "node 2's device after the grace period"
+
+step "node 1's VM killed and booted again: the loans survive in its partition"
+"$CLUSTER" kill 1
+"$CLUSTER" start 1
+load_base 1
+on 1 "test ! -e /run/kram-daemon.state"
+daemon 1
+wait_lent 160 5
+check_disjoint
+expect_eq "$(sums)" "$before" "node 0's devices after node 1 rebooted"
+on 0 "grep -q '^  node 1 chunks .*: valid' /sys/kernel/debug/unimem_kram/stats" ||
+  { on 0 "cat /sys/kernel/debug/unimem_kram/stats"; fail "node 0's leases are not valid after node 1 came back"; }
+
+step "node 2's VM killed: within the lease time its chunks are free again, and zero"
+read -r f2 l2 <<<"$(range 2 0)"
+"$CLUSTER" kill 2
+t0=$SECONDS
+wait_lent 96 $((LEASE_S + 15))
+echo "node 2's chunks $f2-$l2 came back after $((SECONDS - t0)) s"
+on 1 "unimem-gas zeroed --node 1 --offset $(( (3 + f2) << 20 )) --len $(( (l2 - f2 + 1) << 20 ))" >/dev/null ||
+  fail "node 2's chunks were not wiped when its lease expired"
+on 1 "grep -i 'expired' /tmp/kram-daemon.log | tail -2"
+"$CLUSTER" start 2
+load_base 2
+expect_eq "$(sums)" "$before" "node 0's devices after node 2 died"
+
+step "node 0 frozen past its lease: node 1 reclaims and wipes its ranges; node 0 then fails I/O"
+read -r f0 l0 <<<"$(range 0 1)"
+"$CLUSTER" pause 0
+sleep $((LEASE_S + 5))
+"$CLUSTER" resume 0
+wait_lent 0 15
+on 1 "unimem-gas zeroed --node 1 --offset $(( (3 + f0) << 20 )) --len $(( (l0 - f0 + 1) << 20 ))" >/dev/null ||
+  fail "node 0's reclaimed chunks were not wiped"
+! on_may_fail 0 "dd if=/dev/kram1 of=/dev/null bs=1M count=1 iflag=direct" 2>/dev/null ||
+  fail "node 0 read a lease that had lapsed"
+on 0 "cat /sys/kernel/debug/unimem_kram/stats"
+on 0 "grep -Eq 'node 1 chunks .*: (revoked|lapsed)' /sys/kernel/debug/unimem_kram/stats" || fail "node 0 does not show the lapsed lease"
+
+step "unload: node 0 returns nothing it no longer owns"
+on 0 "rmmod unimem_kram"
+sleep 2
+expect_eq "$(lent)" 0 "chunks lent by node 1 after node 0 unloaded"
+on 1 "kram-daemon --status | tail -2"
+on 0 "dmesg | grep -c 'BUG\|Oops\|WARNING' || true" | grep -qx 0 || fail "kernel warnings on node 0"
+on 1 "killall -TERM kram-daemon"
+echo "kram_lease: all checks passed"
