@@ -1,10 +1,12 @@
 //! `kram-daemon`: the lender side of KRAM remote swap (seed 000 §2.5.5-2.5.8, §3).
 //!
 //! The protocol logic is in [`table`] (pure, no I/O, unit-tested and fuzzed through [`sim`]);
-//! [`status`] renders what `kram-daemon --status` prints and [`state`] the file that survives
-//! a daemon restart. The binaries are `kram-daemon` (mailbox event loop) and `kram-probe`
+//! [`status`] renders what `kram-daemon --status` prints, [`state`] the file that survives
+//! a daemon restart and [`lease`] the lease record in this node's partition, which survives
+//! a reboot of the node. The binaries are `kram-daemon` (mailbox event loop) and `kram-probe`
 //! (plays the `unimem_kram` driver from user space, for tests).
 
+pub mod lease;
 pub mod sim;
 pub mod state;
 pub mod status;

@@ -1,36 +1,47 @@
-//! The chunk table: the daemon's whole protocol logic, without I/O (seed 000 §2.5.5-2.5.8).
+//! The chunk table: the daemon's whole protocol logic, without I/O (seed 000 §2.5.5-2.5.8,
+//! plus unimem's v2 layout and leases, docs/KRAM-DAEMON.md).
 //!
-//! A static array with one entry per 1 MiB chunk of the lendable part of this node's
-//! partition. Each chunk is free, offered to a (node, instance) until a deadline, or lent to a
-//! (node, instance). The chunks of one offer or loan (a [`Grant`]) are contiguous and carry
-//! the same state; a (node, instance) holds at most one grant.
+//! The table covers the lendable part of this node's partition, 1 MiB chunks (at most
+//! [`MAX_CHUNKS`]). A chunk is free, offered to a (node, instance) until a deadline, lent to a
+//! (node, instance) until its lease expires, or being wiped. The chunks of one offer or loan
+//! (a [`Grant`]) are contiguous; a (node, instance) holds at most one grant. The table keeps
+//! its ranges in a map ordered by first chunk, so a message costs O(grants), not O(chunks).
 //!
 //! [`Table::handle`] takes one received word and the node the mailbox says sent it, and
-//! returns what happened ([`Outcome`]), including the OFFER to send back, if any. Nothing a
-//! message says is trusted: a word that does not decode, whose node field is not the sender,
-//! or that refers to a range not offered/lent to that (node, instance) is counted and changes
-//! nothing.
+//! returns what happened ([`Outcome`]), including the reply to send (OFFER, ACK or REVOKE), if
+//! any. Nothing a message says is trusted: a word that does not decode, or whose node field is
+//! not the sender, gets no reply and changes nothing; a CONFIRM or RENEW of a range that is
+//! not offered / lent to that (node, instance) gets a REVOKE and changes nothing.
+//!
+//! Time is passed in. [`Table::expire`] releases offers whose deadline passed, turns lent
+//! grants whose lease passed into *wiping* ranges, and ends the grace period (every free chunk
+//! is then wiped too); the caller wipes each range of [`Table::wiping`] and then calls
+//! [`Table::wiped`], which makes it free.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::{
-    to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, MAX_CHUNKS, NUMA_INSTANCE,
+    to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, LEASE_MS, MAX_CHUNKS, MAX_CHUNKS_V1,
+    NUMA_INSTANCE, V1, V2,
 };
 
 /// How many expired offers are remembered for late confirmations.
 const EXPIRED_MEMORY: usize = 64;
 
-/// A contiguous range of chunks offered or lent to one swap instance of one node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The default lease: [`LEASE_MS`].
+pub const LEASE: Duration = Duration::from_millis(LEASE_MS);
+
+/// A contiguous range of chunks offered or lent to one instance of one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Grant {
     /// The borrowing node.
     pub node: u8,
-    /// Its swap instance.
+    /// Its instance (swap instances 0..15, the NUMA driver 15).
     pub instance: u8,
     /// First chunk index.
     pub first: u32,
-    /// Number of chunks (1..=255).
+    /// Number of chunks (at least 1).
     pub chunks: u32,
 }
 
@@ -40,20 +51,21 @@ impl Grant {
         self.first + self.chunks - 1
     }
 
-    fn owner(&self) -> (u8, u8) {
-        (self.node, self.instance)
+    /// One past the last chunk.
+    pub fn end(&self) -> u32 {
+        self.first + self.chunks
     }
 
-    fn range(&self) -> std::ops::Range<usize> {
-        self.first as usize..(self.first + self.chunks) as usize
+    fn owner(&self) -> (u8, u8) {
+        (self.node, self.instance)
     }
 
     fn from_msg(m: &KramMsg) -> Self {
         Grant {
             node: m.node,
             instance: m.instance,
-            first: u32::from(m.first_chunk),
-            chunks: u32::from(m.chunks),
+            first: m.first_chunk,
+            chunks: m.chunks,
         }
     }
 }
@@ -83,67 +95,89 @@ pub fn role(instance: u8) -> &'static str {
     }
 }
 
-/// The state of one chunk.
+/// One range of the table that is not free.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chunk {
-    Free,
+pub enum Entry {
     /// Reserved for `grant` until `deadline`, waiting for CONFIRM or DECLINE.
-    Offered {
-        grant: Grant,
-        deadline: Instant,
-    },
-    /// In use by `grant`'s node and instance until it sends FREE.
-    Lent {
-        grant: Grant,
-    },
+    Offered { grant: Grant, deadline: Instant },
+    /// In use by `grant`'s node and instance; wiped and freed at `expiry` unless renewed.
+    Lent { grant: Grant, expiry: Instant },
+    /// Contents to be wiped before the chunks are free: a lease expired, or the grace period
+    /// ended with chunks of unknown contents.
+    Wiping { first: u32, chunks: u32 },
 }
 
-impl Chunk {
-    fn grant(&self) -> Option<&Grant> {
+impl Entry {
+    pub fn first(&self) -> u32 {
         match self {
-            Chunk::Free => None,
-            Chunk::Offered { grant, .. } | Chunk::Lent { grant } => Some(grant),
+            Entry::Offered { grant, .. } | Entry::Lent { grant, .. } => grant.first,
+            Entry::Wiping { first, .. } => *first,
+        }
+    }
+
+    pub fn chunks(&self) -> u32 {
+        match self {
+            Entry::Offered { grant, .. } | Entry::Lent { grant, .. } => grant.chunks,
+            Entry::Wiping { chunks, .. } => *chunks,
+        }
+    }
+
+    pub fn end(&self) -> u32 {
+        self.first() + self.chunks()
+    }
+
+    pub fn grant(&self) -> Option<&Grant> {
+        match self {
+            Entry::Offered { grant, .. } | Entry::Lent { grant, .. } => Some(grant),
+            Entry::Wiping { .. } => None,
         }
     }
 }
 
-/// Why a word was dropped before looking at the table.
+/// The state of one chunk (for tests and the simulation; the table stores ranges).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk {
+    Free,
+    Offered { grant: Grant, deadline: Instant },
+    Lent { grant: Grant, expiry: Instant },
+    Wiping,
+}
+
+/// Why a word was dropped before looking at the table (no reply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Malformed {
-    /// `KramMsg::decode_for_daemon` refused it (reserved bits, opcode, range).
+    /// `KramMsg::decode_for_daemon` refused it (version, reserved bits, opcode, range).
     Decode(KramError),
     /// The node field is not the node the mailbox reports as the sender.
     NodeMismatch { field: u8, sender: u32 },
-    /// A REQUEST with a nonzero first-chunk field (requests name no chunk).
-    RequestFirstChunk(u8),
 }
 
 impl fmt::Display for Malformed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Malformed::Decode(KramError::Reserved) => f.write_str("reserved bits 24..60 set"),
-            Malformed::Decode(KramError::Opcode(op)) => write!(f, "unknown opcode {op:#x}"),
-            Malformed::Decode(KramError::Range) => {
-                f.write_str("empty range or range past chunk 255")
+            Malformed::Decode(KramError::Reserved) => {
+                f.write_str("reserved bits set (or a tag in a message that has none)")
             }
+            Malformed::Decode(KramError::Version(v)) => {
+                write!(f, "layout version {v} is not spoken here")
+            }
+            Malformed::Decode(KramError::Opcode(op)) => write!(f, "unknown opcode {op:#x}"),
+            Malformed::Decode(KramError::Range) => f.write_str(
+                "empty range, range past the layout's table, or a REQUEST with a bad minimum",
+            ),
             Malformed::NodeMismatch { field, sender } => {
                 write!(f, "node field {field} but sent by node {sender}")
             }
-            Malformed::RequestFirstChunk(c) => write!(f, "REQUEST with first-chunk field {c}"),
         }
     }
 }
 
-/// Why a well-formed message does not fit the table.
+/// Why a well-formed REQUEST, DECLINE or FREE does not fit the table (no reply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Inconsistent {
-    /// A REQUEST from a (node, instance) that already has `held` lent with another size.
+    /// A REQUEST from a (node, instance) that already has `held` lent, of a size the request
+    /// does not accept (or, for a v1 REQUEST, beyond chunk 255).
     RequestWhileLent { held: Grant },
-    /// A CONFIRM of a range that is not offered (or lent) to that (node, instance).
-    ConfirmNotOffered,
-    /// A CONFIRM of an offer that expired and whose chunks were given to someone else since:
-    /// the driver believes it has memory it has not. Logged as an error.
-    LateConfirmTaken,
     /// A DECLINE of a range that is not offered (or lent) to that (node, instance).
     DeclineNotOffered,
     /// A FREE of a range that is not lent to that (node, instance).
@@ -156,23 +190,67 @@ impl fmt::Display for Inconsistent {
             Inconsistent::RequestWhileLent { held } => {
                 write!(f, "REQUEST of another size while {held} is lent")
             }
-            Inconsistent::ConfirmNotOffered => f.write_str("CONFIRM of a range not offered"),
-            Inconsistent::LateConfirmTaken => f.write_str(
-                "late CONFIRM of an expired offer whose chunks are no longer free: \
-                 the driver now uses memory it does not own",
-            ),
             Inconsistent::DeclineNotOffered => f.write_str("DECLINE of a range not offered"),
             Inconsistent::FreeNotLent => f.write_str("FREE of a range not lent"),
         }
     }
 }
 
+/// Why a CONFIRM or RENEW is answered with REVOKE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revoke {
+    /// A CONFIRM of a range that is not offered to that (node, instance).
+    NotOffered,
+    /// A RENEW of a range that is not lent to that (node, instance).
+    NotLent,
+    /// A (late) CONFIRM of an offer that expired and whose chunks were given to someone else
+    /// since: the driver must not use them. Logged as an error.
+    LateConfirmTaken,
+    /// The (node, instance) holds `held`, another range.
+    OwnerHoldsOther { held: Grant },
+    /// During grace: a claim of chunks that are not all free (claimed by someone else).
+    ClaimTaken,
+    /// The range runs past this table.
+    OutsideTable,
+}
+
+impl fmt::Display for Revoke {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Revoke::NotOffered => f.write_str("CONFIRM of a range not offered to it"),
+            Revoke::NotLent => f.write_str("RENEW of a range not lent to it"),
+            Revoke::LateConfirmTaken => {
+                f.write_str("late CONFIRM of an expired offer whose chunks are no longer free")
+            }
+            Revoke::OwnerHoldsOther { held } => write!(f, "it holds {held}"),
+            Revoke::ClaimTaken => f.write_str("claim of chunks that are not free"),
+            Revoke::OutsideTable => f.write_str("range past the end of the table"),
+        }
+    }
+}
+
+/// What an ACK answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckKind {
+    /// A CONFIRM of the current offer: offered → lent.
+    Confirmed,
+    /// A CONFIRM of a range already lent to that (node, instance): lease refreshed.
+    Reconfirmed,
+    /// A CONFIRM of an offer that had expired, whose chunks were still free: lent.
+    LateConfirmed,
+    /// A RENEW of the range lent to that (node, instance): lease refreshed.
+    Renewed,
+    /// During grace: a CONFIRM or RENEW of free chunks: lent (claimed back).
+    Claimed,
+}
+
 /// What one received word did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// Send `msg` (an OFFER) to node `to`, service `kram::reply_service(msg.instance)`. `repeat`: the same range
-    /// was offered (or lent) to that (node, instance) already. `superseded`: an offer of
-    /// another size to the same (node, instance) was released first.
+    /// Send `msg` (an OFFER, in the REQUEST's layout) to node `to`, service
+    /// `kram::reply_service(msg.instance)`. `repeat`: the range was offered (or lent) to that
+    /// (node, instance) already. `superseded`: an offer of another size to the same (node,
+    /// instance) was released first.
     Offer {
         to: u32,
         msg: KramMsg,
@@ -180,24 +258,35 @@ pub enum Outcome {
         repeat: bool,
         superseded: Option<Grant>,
     },
-    /// A valid REQUEST that cannot be met: no `chunks` contiguous free chunks. Stay silent.
+    /// A valid REQUEST that cannot be met: no free run of at least `min` chunks (with the
+    /// alignment asked). Stay silent.
     Unanswered {
         node: u8,
         instance: u8,
         chunks: u32,
+        min: u32,
         superseded: Option<Grant>,
     },
-    /// Offered → lent. `duplicate`: it was lent to that (node, instance) already;
-    /// `late`: the offer had expired but its chunks were still free.
-    Confirmed {
+    /// A valid REQUEST during the grace period: not answered.
+    Deferred { node: u8, instance: u8, chunks: u32 },
+    /// Send `msg` (an ACK with the CONFIRM's / RENEW's tag) to `to`; `grant` is lent to it.
+    Ack {
+        to: u32,
+        msg: KramMsg,
         grant: Grant,
-        duplicate: bool,
-        late: bool,
+        kind: AckKind,
+    },
+    /// Send `msg` (a REVOKE naming the range `asked` named) to `to`; nothing changed.
+    Revoke {
+        to: u32,
+        msg: KramMsg,
+        asked: KramMsg,
+        why: Revoke,
     },
     /// Offered → free; `kept_lent`: the range is lent to that (node, instance) (a repeated
     /// offer crossed the CONFIRM), so nothing changes.
     Declined { grant: Grant, kept_lent: bool },
-    /// Lent → free.
+    /// Lent → free (the borrower wiped it).
     Freed { grant: Grant },
     /// Dropped: not a valid message from its sender.
     Malformed {
@@ -213,11 +302,26 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// The message to send back, if any: (node, message). The service is
+    /// `kram::reply_service(msg.instance)`.
+    pub fn reply(&self) -> Option<(u32, KramMsg)> {
+        match *self {
+            Outcome::Offer { to, msg, .. }
+            | Outcome::Ack { to, msg, .. }
+            | Outcome::Revoke { to, msg, .. } => Some((to, msg)),
+            _ => None,
+        }
+    }
+}
+
 /// Event counters, shown by `kram-daemon --status`.
 ///
 /// Every received word is counted in `received` and in exactly one of `requests`,
-/// `confirms`, `declines`, `frees`, `malformed`, `inconsistent`; every request in exactly one
-/// of `offers` and `unanswered`.
+/// `deferred`, `confirms`, `renews`, `revokes`, `declines`, `frees`, `malformed`,
+/// `inconsistent`. Every counted request in exactly one of `offers` and `unanswered`; `acks` =
+/// `confirms` + `renews`; `claims` ⊂ those, `late_confirms` ⊂ `confirms`, `repeats` ⊂
+/// `offers`, `version_refused` ⊂ `malformed`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counters {
     pub received: u64,
@@ -228,34 +332,60 @@ pub struct Counters {
     pub repeats: u64,
     /// Requests left unanswered (no room).
     pub unanswered: u64,
+    /// Requests not answered because of the grace period.
+    pub deferred: u64,
+    /// CONFIRMs accepted (ACKed).
     pub confirms: u64,
     /// Confirms honoured after the offer had expired (its chunks were still free).
     pub late_confirms: u64,
+    /// RENEWs accepted (ACKed).
+    pub renews: u64,
+    /// ACKs sent: confirms + renews.
+    pub acks: u64,
+    /// CONFIRMs and RENEWs that claimed free chunks during the grace period.
+    pub claims: u64,
+    /// CONFIRMs and RENEWs answered with REVOKE.
+    pub revokes: u64,
     pub declines: u64,
     pub frees: u64,
     /// Offers released because nobody confirmed them in time.
     pub timeouts: u64,
+    /// Lent grants whose lease passed without RENEW (wiped, then free).
+    pub lease_expiries: u64,
+    /// Chunks the daemon wiped (expired leases, and free chunks at the end of grace).
+    pub wiped_chunks: u64,
     pub malformed: u64,
+    /// Malformed words in a layout version this daemon does not speak (v2 with
+    /// `--max-version 1`, or an unknown version).
+    pub version_refused: u64,
     pub inconsistent: u64,
-    /// OFFERs the mailbox refused (the event loop counts these).
+    /// Replies the mailbox refused (the event loop counts these).
     pub send_errors: u64,
 }
 
 impl Counters {
     /// `name value` pairs in display order.
-    pub fn pairs(&self) -> [(&'static str, u64); 13] {
+    pub fn pairs(&self) -> [(&'static str, u64); 21] {
         [
             ("received", self.received),
             ("requests", self.requests),
             ("offers", self.offers),
             ("repeats", self.repeats),
             ("unanswered", self.unanswered),
+            ("deferred", self.deferred),
             ("confirms", self.confirms),
             ("late_confirms", self.late_confirms),
+            ("renews", self.renews),
+            ("acks", self.acks),
+            ("claims", self.claims),
+            ("revokes", self.revokes),
             ("declines", self.declines),
             ("frees", self.frees),
             ("timeouts", self.timeouts),
+            ("lease_expiries", self.lease_expiries),
+            ("wiped_chunks", self.wiped_chunks),
             ("malformed", self.malformed),
+            ("version_refused", self.version_refused),
             ("inconsistent", self.inconsistent),
             ("send_errors", self.send_errors),
         ]
@@ -267,10 +397,11 @@ impl Counters {
 pub enum RunState {
     Free,
     Offered { grant: Grant, deadline: Instant },
-    Lent { grant: Grant },
+    Lent { grant: Grant, expiry: Instant },
+    Wiping,
 }
 
-/// Consecutive chunks in the same state (free, or one grant).
+/// Consecutive chunks in the same state (free, one grant, or one range being wiped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Run {
     pub first: u32,
@@ -284,6 +415,7 @@ pub struct Totals {
     pub free: u32,
     pub offered: u32,
     pub lent: u32,
+    pub wiping: u32,
 }
 
 /// Whether a grant is still an offer or already a loan (state file, restore).
@@ -291,6 +423,23 @@ pub struct Totals {
 pub enum GrantKind {
     Offered,
     Lent,
+}
+
+/// What [`Table::expire`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Offers released (free again).
+    pub offers: Vec<Grant>,
+    /// Lent grants whose lease passed: now wiping.
+    pub leases: Vec<Grant>,
+    /// The grace period ended: these (first, chunks) free runs are now wiping.
+    pub grace_ended: Option<Vec<(u32, u32)>>,
+}
+
+impl Expired {
+    pub fn is_empty(&self) -> bool {
+        self.offers.is_empty() && self.leases.is_empty() && self.grace_ended.is_none()
+    }
 }
 
 /// Errors of [`Table::new`] and [`Table::restore`].
@@ -312,8 +461,16 @@ pub enum TableError {
 #[derive(Debug, Clone)]
 pub struct Table {
     node: u8,
-    chunks: Vec<Chunk>,
+    len: u32,
+    /// Every range that is not free, by first chunk; they do not overlap.
+    entries: BTreeMap<u32, Entry>,
+    /// The first chunk of the grant of each (node, instance).
+    owners: HashMap<(u8, u8), u32>,
     offer_timeout: Duration,
+    lease: Duration,
+    max_version: u8,
+    /// While `Some`, REQUESTs are deferred and CONFIRM / RENEW of free chunks claim them.
+    grace_until: Option<Instant>,
     counters: Counters,
     /// Recently expired offers and their deadlines: a CONFIRM that crossed the expiry (within
     /// one more timeout) is honoured if the chunks are still free.
@@ -324,7 +481,8 @@ pub struct Table {
 }
 
 impl Table {
-    /// A table of `chunks` free chunks for lender `node`; offers expire after `offer_timeout`.
+    /// A table of `chunks` free chunks for lender `node`; offers expire after `offer_timeout`,
+    /// leases after [`LEASE`]; speaks v1 and v2.
     pub fn new(node: u32, chunks: u32, offer_timeout: Duration) -> Result<Self, TableError> {
         if chunks == 0 || chunks > MAX_CHUNKS {
             return Err(TableError::Size(chunks));
@@ -334,12 +492,32 @@ impl Table {
         }
         Ok(Table {
             node: node as u8,
-            chunks: vec![Chunk::Free; chunks as usize],
+            len: chunks,
+            entries: BTreeMap::new(),
+            owners: HashMap::new(),
             offer_timeout,
+            lease: LEASE,
+            max_version: V2,
+            grace_until: None,
             counters: Counters::default(),
             expired: VecDeque::new(),
             base_chunk: Some(0),
         })
+    }
+
+    /// Another lease length (tests; the daemon uses [`LEASE`], the borrowers' contract).
+    pub fn set_lease(&mut self, lease: Duration) {
+        self.lease = lease;
+    }
+
+    /// The newest layout accepted: [`V2`], or [`V1`] to behave like a seed-protocol peer
+    /// (every v2 word is malformed).
+    pub fn set_max_version(&mut self, version: u8) {
+        self.max_version = version;
+    }
+
+    pub fn max_version(&self) -> u8 {
+        self.max_version
     }
 
     /// Tells the table where chunk 0 lies in the GAS, so that a REQUEST with an alignment
@@ -349,6 +527,17 @@ impl Table {
         self.base_chunk = (offset % CHUNK_SIZE == 0).then_some(offset / CHUNK_SIZE);
     }
 
+    /// Starts the grace period of a lender that does not know what it lent: for one lease,
+    /// REQUESTs are deferred and CONFIRM / RENEW of free chunks claim them.
+    pub fn start_grace(&mut self, now: Instant) {
+        self.grace_until = Some(now + self.lease);
+    }
+
+    /// When the grace period ends, if one is running.
+    pub fn grace_until(&self) -> Option<Instant> {
+        self.grace_until
+    }
+
     /// This lender's node id.
     pub fn node(&self) -> u32 {
         u32::from(self.node)
@@ -356,35 +545,53 @@ impl Table {
 
     /// Number of chunks in the table.
     pub fn len(&self) -> u32 {
-        self.chunks.len() as u32
+        self.len
     }
 
     /// Always false: a table has at least one chunk.
     pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
+        self.len == 0
     }
 
     pub fn offer_timeout(&self) -> Duration {
         self.offer_timeout
     }
 
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
     pub fn counters(&self) -> &Counters {
         &self.counters
     }
 
-    /// Counts an OFFER the mailbox refused (the reservation stays; a repeated REQUEST gets it
-    /// again).
+    /// Counts a reply the mailbox refused (the table stays as it is: the driver repeats its
+    /// REQUEST, CONFIRM or RENEW).
     pub fn count_send_error(&mut self) {
         self.counters.send_errors += 1;
     }
 
-    /// The per-chunk states.
-    pub fn chunks(&self) -> &[Chunk] {
-        &self.chunks
+    /// The ranges that are not free, by first chunk.
+    pub fn entries(&self) -> &BTreeMap<u32, Entry> {
+        &self.entries
+    }
+
+    /// The per-chunk states (O(chunks): for tests and the simulation).
+    pub fn chunks(&self) -> Vec<Chunk> {
+        let mut v = vec![Chunk::Free; self.len as usize];
+        for e in self.entries.values() {
+            let c = match *e {
+                Entry::Offered { grant, deadline } => Chunk::Offered { grant, deadline },
+                Entry::Lent { grant, expiry } => Chunk::Lent { grant, expiry },
+                Entry::Wiping { .. } => Chunk::Wiping,
+            };
+            v[e.first() as usize..e.end() as usize].fill(c);
+        }
+        v
     }
 
     /// Handles one word received from node `sender` (as reported by the mailbox) at `now`.
-    /// Expired offers are released first.
+    /// Expired offers and leases are dealt with first (see [`Table::expire`]).
     pub fn handle(&mut self, sender: u32, word: u64, now: Instant) -> Outcome {
         self.expire(now);
         self.counters.received += 1;
@@ -392,68 +599,118 @@ impl Table {
             Ok(m) => m,
             Err(why) => {
                 self.counters.malformed += 1;
+                if matches!(why, Malformed::Decode(KramError::Version(_))) {
+                    self.counters.version_refused += 1;
+                }
                 return Outcome::Malformed { word, sender, why };
             }
         };
         let result = match msg.opcode {
             to_daemon::REQUEST => self.request(&msg, now),
-            to_daemon::CONFIRM => self.confirm(&msg, now),
+            to_daemon::CONFIRM => Ok(self.confirm(&msg, now)),
+            to_daemon::RENEW => Ok(self.renew(&msg, now)),
             to_daemon::DECLINE => self.decline(&msg),
             to_daemon::FREE => self.free(&msg),
-            _ => unreachable!("decode_for_daemon accepts only the four driver opcodes"),
+            _ => unreachable!("decode_for_daemon accepts only the five driver opcodes"),
         };
-        result.unwrap_or_else(|why| {
-            self.counters.inconsistent += 1;
-            Outcome::Inconsistent { msg, sender, why }
-        })
+        let out = result.unwrap_or_else(|why| Outcome::Inconsistent { msg, sender, why });
+        let k = &mut self.counters;
+        match out {
+            Outcome::Ack { kind, .. } => {
+                k.acks += 1;
+                match kind {
+                    AckKind::Renewed => k.renews += 1,
+                    AckKind::Claimed if msg.opcode == to_daemon::RENEW => {
+                        k.renews += 1;
+                        k.claims += 1;
+                    }
+                    AckKind::Claimed => {
+                        k.confirms += 1;
+                        k.claims += 1;
+                    }
+                    AckKind::LateConfirmed => {
+                        k.confirms += 1;
+                        k.late_confirms += 1;
+                    }
+                    AckKind::Confirmed | AckKind::Reconfirmed => k.confirms += 1,
+                }
+            }
+            Outcome::Revoke { .. } => k.revokes += 1,
+            Outcome::Inconsistent { .. } => k.inconsistent += 1,
+            _ => {}
+        }
+        out
     }
 
     fn validate(&self, sender: u32, word: u64) -> Result<KramMsg, Malformed> {
-        let m = KramMsg::decode_for_daemon(word).map_err(Malformed::Decode)?;
+        let m = KramMsg::decode_for_daemon(word, self.max_version).map_err(Malformed::Decode)?;
         if u32::from(m.node) != sender {
             return Err(Malformed::NodeMismatch {
                 field: m.node,
                 sender,
             });
         }
-        if m.opcode == to_daemon::REQUEST && m.first_chunk != 0 {
-            return Err(Malformed::RequestFirstChunk(m.first_chunk));
-        }
         Ok(m)
     }
 
+    fn in_grace(&self, now: Instant) -> bool {
+        self.grace_until.is_some_and(|t| now < t)
+    }
+
     fn request(&mut self, m: &KramMsg, now: Instant) -> Result<Outcome, Inconsistent> {
-        let wanted = u32::from(m.chunks);
+        if self.in_grace(now) {
+            self.counters.deferred += 1;
+            return Ok(Outcome::Deferred {
+                node: m.node,
+                instance: m.instance,
+                chunks: m.chunks,
+            });
+        }
+        let (wanted, min) = (m.chunks, m.min_chunks());
+        let v1 = m.version == V1;
         let mut superseded = None;
-        if let Some((held, kind)) = self.grant_of(m.node, m.instance) {
-            if held.chunks == wanted {
+        if let Some(entry) = self.entry_of(m.node, m.instance) {
+            let held = *entry.grant().expect("owners index grants");
+            let sayable = !v1 || held.end() <= MAX_CHUNKS_V1;
+            if (min..=wanted).contains(&held.chunks) && sayable {
                 // Idempotent: the driver asks again (lost offer, restarted driver, timer
                 // fired before our answer arrived). Same range, fresh deadline.
-                if kind == GrantKind::Offered {
-                    self.set(&held, self.offered(held, now));
+                if let Entry::Offered { .. } = entry {
+                    self.insert(Entry::Offered {
+                        grant: held,
+                        deadline: now + self.offer_timeout,
+                    });
                 }
                 self.counters.requests += 1;
-                return Ok(self.offer(held, true, None));
+                return Ok(self.offer(m, held, true, None));
             }
-            if kind == GrantKind::Lent {
+            if let Entry::Lent { .. } = entry {
                 return Err(Inconsistent::RequestWhileLent { held });
             }
             // The instance changed size (driver reloaded with other parameters): the old
             // offer will never be confirmed.
-            self.set(&held, Chunk::Free);
+            self.remove(held.first);
             superseded = Some(held);
         }
         self.counters.requests += 1;
-        match self.first_fit(wanted, m.align) {
-            Some(first) => {
+        let limit = if v1 {
+            self.len.min(MAX_CHUNKS_V1)
+        } else {
+            self.len
+        };
+        match self.find(wanted, min, m.tag, limit) {
+            Some((first, chunks)) => {
                 let grant = Grant {
                     node: m.node,
                     instance: m.instance,
                     first,
-                    chunks: wanted,
+                    chunks,
                 };
-                self.set(&grant, self.offered(grant, now));
-                Ok(self.offer(grant, false, superseded))
+                self.insert(Entry::Offered {
+                    grant,
+                    deadline: now + self.offer_timeout,
+                });
+                Ok(self.offer(m, grant, false, superseded))
             }
             None => {
                 self.counters.unanswered += 1;
@@ -461,13 +718,20 @@ impl Table {
                     node: m.node,
                     instance: m.instance,
                     chunks: wanted,
+                    min,
                     superseded,
                 })
             }
         }
     }
 
-    fn offer(&mut self, grant: Grant, repeat: bool, superseded: Option<Grant>) -> Outcome {
+    fn offer(
+        &mut self,
+        m: &KramMsg,
+        grant: Grant,
+        repeat: bool,
+        superseded: Option<Grant>,
+    ) -> Outcome {
         self.counters.offers += 1;
         if repeat {
             self.counters.repeats += 1;
@@ -475,12 +739,9 @@ impl Table {
         Outcome::Offer {
             to: u32::from(grant.node),
             msg: KramMsg {
-                opcode: to_driver::OFFER,
-                node: self.node,
-                instance: grant.instance,
-                first_chunk: grant.first as u8,
-                chunks: grant.chunks as u8,
-                align: 0,
+                first_chunk: grant.first,
+                chunks: grant.chunks,
+                ..m.reply(to_driver::OFFER, self.node, 0)
             },
             grant,
             repeat,
@@ -488,20 +749,50 @@ impl Table {
         }
     }
 
-    fn confirm(&mut self, m: &KramMsg, now: Instant) -> Result<Outcome, Inconsistent> {
+    fn ack(&mut self, m: &KramMsg, grant: Grant, kind: AckKind) -> Outcome {
+        Outcome::Ack {
+            to: u32::from(m.node),
+            msg: m.reply(to_driver::ACK, self.node, m.tag),
+            grant,
+            kind,
+        }
+    }
+
+    fn revoke(&self, m: &KramMsg, why: Revoke) -> Outcome {
+        Outcome::Revoke {
+            to: u32::from(m.node),
+            msg: m.reply(to_driver::REVOKE, self.node, 0),
+            asked: *m,
+            why,
+        }
+    }
+
+    /// Lends `grant` until now + lease.
+    fn lend(&mut self, grant: Grant, now: Instant) {
+        self.insert(Entry::Lent {
+            grant,
+            expiry: now + self.lease,
+        });
+    }
+
+    fn confirm(&mut self, m: &KramMsg, now: Instant) -> Outcome {
         let asked = Grant::from_msg(m);
-        match self.grant_of(m.node, m.instance) {
-            Some((held, kind)) if held == asked => {
-                self.set(&held, Chunk::Lent { grant: held });
-                self.counters.confirms += 1;
-                return Ok(Outcome::Confirmed {
-                    grant: held,
-                    duplicate: kind == GrantKind::Lent,
-                    late: false,
-                });
+        match self.entry_of(m.node, m.instance) {
+            Some(Entry::Offered { grant, .. }) if grant == asked => {
+                self.lend(asked, now);
+                return self.ack(m, asked, AckKind::Confirmed);
             }
-            Some((_, GrantKind::Lent)) => return Err(Inconsistent::ConfirmNotOffered),
+            Some(Entry::Lent { grant, .. }) if grant == asked => {
+                self.lend(asked, now);
+                return self.ack(m, asked, AckKind::Reconfirmed);
+            }
+            Some(Entry::Lent { grant, .. }) => {
+                return self.revoke(m, Revoke::OwnerHoldsOther { held: grant })
+            }
             _ => {}
+        }
+        if self.in_grace(now) {
+            return self.claim(m, asked, now);
         }
         // Not the current offer: maybe one that expired while the CONFIRM was on its way.
         let grace = self.offer_timeout;
@@ -510,46 +801,76 @@ impl Table {
             .iter()
             .position(|(g, at)| *g == asked && now.saturating_duration_since(*at) <= grace)
         else {
-            return Err(Inconsistent::ConfirmNotOffered);
+            return self.revoke(m, Revoke::NotOffered);
         };
-        self.expired.remove(pos);
         // The driver now counts on `asked`; a newer offer to the same instance is moot.
-        let newer = match self.grant_of(m.node, m.instance) {
-            Some((g, GrantKind::Offered)) => Some(g),
+        let newer = match self.entry_of(m.node, m.instance) {
+            Some(Entry::Offered { grant, .. }) => Some(grant),
             _ => None,
         };
-        if !self.chunks[asked.range()]
-            .iter()
-            .all(|c| *c == Chunk::Free || c.grant() == newer.as_ref())
-        {
-            return Err(Inconsistent::LateConfirmTaken);
+        let taken = self
+            .overlapping(asked.first, asked.end())
+            .any(|e| e.grant() != newer.as_ref() || e.grant().is_none());
+        if taken {
+            return self.revoke(m, Revoke::LateConfirmTaken);
         }
+        self.expired.remove(pos);
         if let Some(newer) = newer {
-            self.set(&newer, Chunk::Free);
+            self.remove(newer.first);
         }
-        self.set(&asked, Chunk::Lent { grant: asked });
-        self.counters.confirms += 1;
-        self.counters.late_confirms += 1;
-        Ok(Outcome::Confirmed {
-            grant: asked,
-            duplicate: false,
-            late: true,
-        })
+        self.lend(asked, now);
+        self.ack(m, asked, AckKind::LateConfirmed)
+    }
+
+    fn renew(&mut self, m: &KramMsg, now: Instant) -> Outcome {
+        let asked = Grant::from_msg(m);
+        match self.entry_of(m.node, m.instance) {
+            Some(Entry::Lent { grant, .. }) if grant == asked => {
+                self.lend(asked, now);
+                self.ack(m, asked, AckKind::Renewed)
+            }
+            Some(Entry::Lent { grant, .. }) => {
+                self.revoke(m, Revoke::OwnerHoldsOther { held: grant })
+            }
+            None if self.in_grace(now) => self.claim(m, asked, now),
+            _ => self.revoke(m, Revoke::NotLent),
+        }
+    }
+
+    /// During grace: a CONFIRM or RENEW of chunks that are all free makes them the sender's.
+    fn claim(&mut self, m: &KramMsg, asked: Grant, now: Instant) -> Outcome {
+        if let Some(e) = self.entry_of(m.node, m.instance) {
+            let held = *e.grant().expect("owners index grants");
+            return self.revoke(m, Revoke::OwnerHoldsOther { held });
+        }
+        if asked.end() > self.len {
+            return self.revoke(m, Revoke::OutsideTable);
+        }
+        if self.overlapping(asked.first, asked.end()).next().is_some() {
+            return self.revoke(m, Revoke::ClaimTaken);
+        }
+        self.lend(asked, now);
+        self.ack(m, asked, AckKind::Claimed)
     }
 
     fn decline(&mut self, m: &KramMsg) -> Result<Outcome, Inconsistent> {
         let asked = Grant::from_msg(m);
-        match self.grant_of(m.node, m.instance) {
-            Some((held, kind)) if held == asked => {
-                // A DECLINE of a lent range: a repeated offer crossed the CONFIRM and the
-                // driver, already complete, declined the repeat. It still uses the chunks.
-                if kind == GrantKind::Offered {
-                    self.set(&held, Chunk::Free);
-                }
+        match self.entry_of(m.node, m.instance) {
+            Some(Entry::Offered { grant, .. }) if grant == asked => {
+                self.remove(asked.first);
                 self.counters.declines += 1;
                 Ok(Outcome::Declined {
-                    grant: held,
-                    kept_lent: kind == GrantKind::Lent,
+                    grant,
+                    kept_lent: false,
+                })
+            }
+            // A DECLINE of a lent range: a repeated offer crossed the CONFIRM and the
+            // driver, already complete, declined the repeat. It still uses the chunks.
+            Some(Entry::Lent { grant, .. }) if grant == asked => {
+                self.counters.declines += 1;
+                Ok(Outcome::Declined {
+                    grant,
+                    kept_lent: true,
                 })
             }
             _ => Err(Inconsistent::DeclineNotOffered),
@@ -558,18 +879,21 @@ impl Table {
 
     fn free(&mut self, m: &KramMsg) -> Result<Outcome, Inconsistent> {
         let asked = Grant::from_msg(m);
-        match self.grant_of(m.node, m.instance) {
-            Some((held, GrantKind::Lent)) if held == asked => {
-                self.set(&held, Chunk::Free);
+        match self.entry_of(m.node, m.instance) {
+            Some(Entry::Lent { grant, .. }) if grant == asked => {
+                self.remove(asked.first);
                 self.counters.frees += 1;
-                Ok(Outcome::Freed { grant: held })
+                Ok(Outcome::Freed { grant })
             }
             _ => Err(Inconsistent::FreeNotLent),
         }
     }
 
-    /// Releases every offer whose deadline is `<= now`; returns them.
-    pub fn expire(&mut self, now: Instant) -> Vec<Grant> {
+    /// Releases every offer whose deadline is `<= now`, turns every lent grant whose lease
+    /// expired (`<= now`) into a wiping range, and ends the grace period if it is over (every
+    /// free run becomes a wiping range: its contents are unknown). Returns what it did; the
+    /// caller wipes [`Table::wiping`] and calls [`Table::wiped`].
+    pub fn expire(&mut self, now: Instant) -> Expired {
         let grace = self.offer_timeout;
         while self
             .expired
@@ -578,40 +902,95 @@ impl Table {
         {
             self.expired.pop_front();
         }
-        let mut released = Vec::new();
-        let mut i = 0;
-        while i < self.chunks.len() {
-            if let Chunk::Offered { grant, deadline } = self.chunks[i] {
-                if deadline <= now {
-                    self.set(&grant, Chunk::Free);
+        let mut out = Expired::default();
+        let due: Vec<Entry> = self
+            .entries
+            .values()
+            .filter(|e| match e {
+                Entry::Offered { deadline, .. } => *deadline <= now,
+                Entry::Lent { expiry, .. } => *expiry <= now,
+                Entry::Wiping { .. } => false,
+            })
+            .copied()
+            .collect();
+        for e in due {
+            match e {
+                Entry::Offered { grant, deadline } => {
+                    self.remove(grant.first);
                     self.counters.timeouts += 1;
                     if self.expired.len() == EXPIRED_MEMORY {
                         self.expired.pop_front();
                     }
                     // Remembered from its deadline, however late this runs.
                     self.expired.push_back((grant, deadline));
-                    released.push(grant);
+                    out.offers.push(grant);
                 }
-                i = grant.range().end;
-            } else {
-                i += 1;
+                Entry::Lent { grant, .. } => {
+                    self.remove(grant.first);
+                    self.insert(Entry::Wiping {
+                        first: grant.first,
+                        chunks: grant.chunks,
+                    });
+                    self.counters.lease_expiries += 1;
+                    out.leases.push(grant);
+                }
+                Entry::Wiping { .. } => {}
             }
         }
-        released
+        if self.grace_until.is_some_and(|t| t <= now) {
+            self.grace_until = None;
+            let free: Vec<(u32, u32)> = self
+                .runs()
+                .iter()
+                .filter(|r| r.state == RunState::Free)
+                .map(|r| (r.first, r.last - r.first + 1))
+                .collect();
+            for &(first, chunks) in &free {
+                self.insert(Entry::Wiping { first, chunks });
+            }
+            out.grace_ended = Some(free);
+        }
+        out
     }
 
-    /// The earliest offer deadline, if any offer is pending.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.chunks
-            .iter()
-            .filter_map(|c| match c {
-                Chunk::Offered { deadline, .. } => Some(*deadline),
+    /// The ranges waiting to be wiped, as (first, chunks).
+    pub fn wiping(&self) -> Vec<(u32, u32)> {
+        self.entries
+            .values()
+            .filter_map(|e| match e {
+                Entry::Wiping { first, chunks } => Some((*first, *chunks)),
                 _ => None,
             })
+            .collect()
+    }
+
+    /// The range starting at `first` has been wiped: free. Returns whether there was one.
+    pub fn wiped(&mut self, first: u32) -> bool {
+        match self.entries.get(&first) {
+            Some(Entry::Wiping { chunks, .. }) => {
+                self.counters.wiped_chunks += u64::from(*chunks);
+                self.entries.remove(&first);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The earliest time something expires: an offer's deadline, a lease, the grace period.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.entries
+            .values()
+            .filter_map(|e| match e {
+                Entry::Offered { deadline, .. } => Some(*deadline),
+                Entry::Lent { expiry, .. } => Some(*expiry),
+                Entry::Wiping { .. } => None,
+            })
+            .chain(self.grace_until)
             .min()
     }
 
-    /// Puts back a grant from the state file of a previous run. Offers get a fresh deadline.
+    /// Puts back a grant of a previous run (state file or lease record). Offers get a fresh
+    /// deadline, loans a fresh lease (a borrower that died meanwhile is reclaimed).
     pub fn restore(
         &mut self,
         grant: Grant,
@@ -619,68 +998,99 @@ impl Table {
         now: Instant,
     ) -> Result<(), TableError> {
         if grant.chunks == 0
-            || grant.chunks > 255
             || grant.node > 0xf
             || grant.instance > 0xf
-            || grant.first + grant.chunks > self.len()
+            || grant
+                .first
+                .checked_add(grant.chunks)
+                .is_none_or(|e| e > self.len)
         {
-            return Err(TableError::OutOfRange(grant, self.len()));
+            return Err(TableError::OutOfRange(grant, self.len));
         }
-        if self.grant_of(grant.node, grant.instance).is_some() {
+        if self.owners.contains_key(&grant.owner()) {
             return Err(TableError::DuplicateOwner(grant));
         }
-        if self.chunks[grant.range()].iter().any(|c| *c != Chunk::Free) {
+        if self.overlapping(grant.first, grant.end()).next().is_some() {
             return Err(TableError::Overlap(grant));
         }
-        let state = match kind {
-            GrantKind::Offered => self.offered(grant, now),
-            GrantKind::Lent => Chunk::Lent { grant },
-        };
-        self.set(&grant, state);
+        match kind {
+            GrantKind::Offered => self.insert(Entry::Offered {
+                grant,
+                deadline: now + self.offer_timeout,
+            }),
+            GrantKind::Lent => self.lend(grant, now),
+        }
         Ok(())
     }
 
     /// Every grant, in chunk order.
     pub fn grants(&self) -> Vec<(Grant, GrantKind)> {
-        self.runs()
-            .into_iter()
-            .filter_map(|r| match r.state {
-                RunState::Free => None,
-                RunState::Offered { grant, .. } => Some((grant, GrantKind::Offered)),
-                RunState::Lent { grant } => Some((grant, GrantKind::Lent)),
+        self.entries
+            .values()
+            .filter_map(|e| match e {
+                Entry::Offered { grant, .. } => Some((*grant, GrantKind::Offered)),
+                Entry::Lent { grant, .. } => Some((*grant, GrantKind::Lent)),
+                Entry::Wiping { .. } => None,
             })
             .collect()
     }
 
-    /// The table as runs: free chunks merged, one run per grant.
+    /// The lent grants, in chunk order (what the lease record holds).
+    pub fn lent(&self) -> Vec<Grant> {
+        self.entries
+            .values()
+            .filter_map(|e| match e {
+                Entry::Lent { grant, .. } => Some(*grant),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The table as runs: free chunks merged, one run per entry.
     pub fn runs(&self) -> Vec<Run> {
-        let mut runs: Vec<Run> = Vec::new();
-        for (i, c) in self.chunks.iter().enumerate() {
-            let i = i as u32;
-            let state = match *c {
-                Chunk::Free => RunState::Free,
-                Chunk::Offered { grant, deadline } => RunState::Offered { grant, deadline },
-                Chunk::Lent { grant } => RunState::Lent { grant },
-            };
-            match runs.last_mut() {
-                Some(r) if r.state == state => r.last = i,
-                _ => runs.push(Run {
-                    first: i,
-                    last: i,
-                    state,
-                }),
+        let mut runs = Vec::new();
+        let mut at = 0;
+        for e in self.entries.values() {
+            if e.first() > at {
+                runs.push(Run {
+                    first: at,
+                    last: e.first() - 1,
+                    state: RunState::Free,
+                });
             }
+            let state = match *e {
+                Entry::Offered { grant, deadline } => RunState::Offered { grant, deadline },
+                Entry::Lent { grant, expiry } => RunState::Lent { grant, expiry },
+                Entry::Wiping { .. } => RunState::Wiping,
+            };
+            runs.push(Run {
+                first: e.first(),
+                last: e.end() - 1,
+                state,
+            });
+            at = e.end();
+        }
+        if at < self.len {
+            runs.push(Run {
+                first: at,
+                last: self.len - 1,
+                state: RunState::Free,
+            });
         }
         runs
     }
 
     pub fn totals(&self) -> Totals {
-        let mut t = Totals::default();
-        for c in &self.chunks {
-            match c {
-                Chunk::Free => t.free += 1,
-                Chunk::Offered { .. } => t.offered += 1,
-                Chunk::Lent { .. } => t.lent += 1,
+        let mut t = Totals {
+            free: self.len,
+            ..Totals::default()
+        };
+        for e in self.entries.values() {
+            t.free -= e.chunks();
+            match e {
+                Entry::Offered { .. } => t.offered += e.chunks(),
+                Entry::Lent { .. } => t.lent += e.chunks(),
+                Entry::Wiping { .. } => t.wiping += e.chunks(),
             }
         }
         t
@@ -688,52 +1098,57 @@ impl Table {
 
     /// Checks the table's invariants; `Err` describes the first violation.
     ///
-    /// Every non-free chunk belongs to a grant that covers it, lies inside the table, and all
-    /// of whose chunks are in the same state with the same grant (and deadline); a (node,
-    /// instance) holds at most one grant; totals add up to the table size; the counters
-    /// partition the received words as documented on [`Counters`].
+    /// Every range lies inside the table, is not empty and does not overlap the next; every
+    /// grant has a valid owner, a (node, instance) holds at most one grant and the owner
+    /// index agrees; no offer exists during grace; the counters partition the received words
+    /// as documented on [`Counters`].
     pub fn check_invariants(&self) -> Result<(), String> {
-        let n = self.chunks.len();
-        let mut owners = std::collections::HashSet::new();
-        let mut i = 0;
-        while i < n {
-            let c = self.chunks[i];
-            let Some(g) = c.grant() else {
-                i += 1;
-                continue;
-            };
-            if g.first as usize != i {
-                return Err(format!("chunk {i}: {c:?} does not start at its grant"));
+        let mut at = 0;
+        let mut grants = 0;
+        for (&first, e) in &self.entries {
+            if first != e.first() {
+                return Err(format!("entry {e:?} filed under chunk {first}"));
             }
-            if g.chunks == 0 || g.chunks > 255 || g.range().end > n {
-                return Err(format!("chunk {i}: grant {g} out of range"));
+            if e.chunks() == 0 || e.end() > self.len {
+                return Err(format!("entry {e:?} out of range (table {})", self.len));
             }
-            if g.node > 0xf || g.instance > 0xf {
-                return Err(format!("chunk {i}: grant {g} has a bad owner"));
+            if first < at {
+                return Err(format!("entry {e:?} overlaps the previous one (ends {at})"));
             }
-            for j in g.range() {
-                if self.chunks[j] != c {
-                    return Err(format!(
-                        "chunk {j}: {:?} differs from its grant's first chunk {c:?}",
-                        self.chunks[j]
-                    ));
+            at = e.end();
+            if let Some(g) = e.grant() {
+                grants += 1;
+                if g.node > 0xf || g.instance > 0xf {
+                    return Err(format!("grant {g} has a bad owner"));
+                }
+                if self.owners.get(&g.owner()) != Some(&first) {
+                    return Err(format!("owner index does not point at {g}"));
                 }
             }
-            if !owners.insert(g.owner()) {
-                return Err(format!(
-                    "node {} instance {} holds two grants",
-                    g.node, g.instance
-                ));
+            if self.grace_until.is_some() && matches!(e, Entry::Offered { .. }) {
+                return Err(format!("offer {e:?} during grace"));
             }
-            i = g.range().end;
+        }
+        if self.owners.len() != grants {
+            return Err(format!(
+                "{} owners indexed for {grants} grants",
+                self.owners.len()
+            ));
         }
         let t = self.totals();
-        if (t.free + t.offered + t.lent) as usize != n {
-            return Err(format!("totals {t:?} do not add up to {n}"));
+        if t.free + t.offered + t.lent + t.wiping != self.len {
+            return Err(format!("totals {t:?} do not add up to {}", self.len));
         }
         let k = &self.counters;
-        let classified =
-            k.requests + k.confirms + k.declines + k.frees + k.malformed + k.inconsistent;
+        let classified = k.requests
+            + k.deferred
+            + k.confirms
+            + k.renews
+            + k.revokes
+            + k.declines
+            + k.frees
+            + k.malformed
+            + k.inconsistent;
         if k.received != classified {
             return Err(format!(
                 "received {} != sum of outcomes {classified}: {k:?}",
@@ -743,63 +1158,99 @@ impl Table {
         if k.requests != k.offers + k.unanswered {
             return Err(format!("requests != offers + unanswered: {k:?}"));
         }
-        if k.repeats > k.offers || k.late_confirms > k.confirms {
+        if k.acks != k.confirms + k.renews {
+            return Err(format!("acks != confirms + renews: {k:?}"));
+        }
+        if k.repeats > k.offers
+            || k.late_confirms > k.confirms
+            || k.claims > k.acks
+            || k.version_refused > k.malformed
+        {
             return Err(format!("sub-counter larger than its counter: {k:?}"));
         }
         Ok(())
     }
 
-    fn offered(&self, grant: Grant, now: Instant) -> Chunk {
-        Chunk::Offered {
-            grant,
-            deadline: now + self.offer_timeout,
+    fn insert(&mut self, e: Entry) {
+        if let Some(g) = e.grant() {
+            self.owners.insert(g.owner(), g.first);
+        }
+        self.entries.insert(e.first(), e);
+    }
+
+    fn remove(&mut self, first: u32) {
+        if let Some(e) = self.entries.remove(&first) {
+            if let Some(g) = e.grant() {
+                self.owners.remove(&g.owner());
+            }
         }
     }
 
-    fn set(&mut self, grant: &Grant, state: Chunk) {
-        for c in &mut self.chunks[grant.range()] {
-            *c = state;
-        }
+    /// The entry of (node, instance)'s grant, if any.
+    fn entry_of(&self, node: u8, instance: u8) -> Option<Entry> {
+        let first = self.owners.get(&(node, instance))?;
+        self.entries.get(first).copied()
     }
 
-    /// The grant of (node, instance), if any.
-    fn grant_of(&self, node: u8, instance: u8) -> Option<(Grant, GrantKind)> {
-        self.chunks.iter().find_map(|c| match c {
-            Chunk::Offered { grant, .. } if grant.owner() == (node, instance) => {
-                Some((*grant, GrantKind::Offered))
-            }
-            Chunk::Lent { grant } if grant.owner() == (node, instance) => {
-                Some((*grant, GrantKind::Lent))
-            }
-            _ => None,
-        })
+    /// The entries that overlap chunks `start..end`.
+    fn overlapping(&self, start: u32, end: u32) -> impl Iterator<Item = &Entry> {
+        // The entry starting before `start` may reach into the range.
+        let before = self
+            .entries
+            .range(..start)
+            .next_back()
+            .map(|(_, e)| e)
+            .filter(move |e| e.end() > start);
+        before
+            .into_iter()
+            .chain(self.entries.range(start..end.max(start)).map(|(_, e)| e))
     }
 
-    /// The lowest index starting `wanted` contiguous free chunks whose GAS offset is a
-    /// multiple of `2^align` chunks.
-    fn first_fit(&self, wanted: u32, align: u8) -> Option<u32> {
-        let wanted = wanted as usize;
+    /// Where to offer: `wanted` contiguous free chunks below `limit` (first fit) starting at a
+    /// GAS offset that is a multiple of `2^align` chunks; else the largest such free run if it
+    /// has at least `min` chunks (the first of equal ones). Returns (first, chunks).
+    fn find(&self, wanted: u32, min: u32, align: u8, limit: u32) -> Option<(u32, u32)> {
         let step = 1u64 << align;
         let base = match self.base_chunk {
             Some(b) => b,
             None if align == 0 => 0,
             None => return None,
         };
-        // First index whose absolute chunk number is a multiple of `step`.
-        let mut start = ((step - base % step) % step) as usize;
-        while start + wanted <= self.chunks.len() {
-            match self.chunks[start..start + wanted]
-                .iter()
-                .rposition(|c| *c != Chunk::Free)
-            {
-                None => return Some(start as u32),
-                // Skip past the busy chunk, to the next aligned index.
-                Some(busy) => {
-                    let next = (base + (start + busy + 1) as u64).div_ceil(step) * step;
-                    start = (next - base) as usize;
+        let aligned = |s: u32| -> u64 { (base + u64::from(s)).div_ceil(step) * step - base };
+        let mut best: Option<(u32, u32)> = None;
+        let mut consider = |s: u32, e: u32| -> Option<(u32, u32)> {
+            let e = e.min(limit);
+            let a = aligned(s);
+            if a >= u64::from(e) {
+                return None;
+            }
+            let a = a as u32;
+            let avail = e - a;
+            if avail >= wanted {
+                return Some((a, wanted));
+            }
+            if best.is_none_or(|(_, n)| avail > n) {
+                best = Some((a, avail));
+            }
+            None
+        };
+        let mut at = 0;
+        for e in self.entries.values() {
+            if at >= limit {
+                break;
+            }
+            if e.first() > at {
+                if let Some(hit) = consider(at, e.first()) {
+                    return Some(hit);
                 }
             }
+            at = e.end();
         }
-        None
+        if at < limit {
+            if let Some(hit) = consider(at, self.len) {
+                return Some(hit);
+            }
+        }
+        best.filter(|&(_, n)| n >= min)
     }
 }

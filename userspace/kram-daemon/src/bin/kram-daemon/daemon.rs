@@ -1,12 +1,16 @@
 //! The event loop: the mailbox file (bound to service KRAM_DAEMON), the signal pipe
-//! (SIGTERM, SIGINT, SIGHUP), the status socket, and the earliest offer deadline as the poll
-//! timeout.
+//! (SIGTERM, SIGINT, SIGHUP), the status socket, and the earliest deadline (offer, lease,
+//! grace) as the poll timeout. The lease record in this node's partition is rewritten before
+//! any reply goes out whenever the set of lent grants changed; expired leases are wiped
+//! before their chunks are free.
 
 use crate::logging::{self, RateLimit};
+use crate::partition::Partition;
 use anyhow::{bail, Context, Result};
+use kram_daemon::lease::{self, RecordStart, StartMode};
 use kram_daemon::state;
 use kram_daemon::status;
-use kram_daemon::table::{Grant, GrantKind, Inconsistent, Outcome, Table};
+use kram_daemon::table::{AckKind, Expired, Grant, GrantKind, Outcome, Revoke, Table};
 use log::{debug, error, info, warn};
 use mio::net::UnixListener;
 use mio::unix::SourceFd;
@@ -34,6 +38,11 @@ pub struct Config {
     pub chunks: u32,
     /// GAS offset of chunk 0 (for aligned requests).
     pub gas_offset: u64,
+    /// eusrvmem's layout, to map this node's partition.
+    pub ctl_size: u64,
+    pub partition_size: u64,
+    /// V2, or V1 for a seed-protocol peer.
+    pub max_version: u8,
     pub offer_timeout: Duration,
     pub socket: PathBuf,
     pub state_file: Option<PathBuf>,
@@ -49,21 +58,79 @@ pub struct Daemon {
     started: Instant,
     /// The grants as last written to the state file.
     saved: Vec<(Grant, GrantKind)>,
-    /// (node, instance, chunks) of requests already logged as unanswered since the table
-    /// last changed: a driver asks every second, the log says it once.
+    /// The record area and the chunks, mapped.
+    partition: Partition,
+    start_mode: StartMode,
+    /// The generation of the lease record last written (or found).
+    generation: Option<u64>,
+    /// The lent grants as the record in the partition says them (`None`: unknown, write it).
+    recorded: Option<Vec<Grant>>,
+    /// (node, instance, chunks) of requests already logged as unanswered (or deferred) since
+    /// the table last changed: a driver asks every second, the log says it once.
     quiet: HashSet<(u8, u8, u32)>,
     noisy: RateLimit,
 }
 
 impl Daemon {
-    /// Loads the state file, binds the service, opens the status socket.
+    /// Loads the state file or the lease record, binds the service, opens the status socket.
     pub fn start(config: Config) -> Result<Self> {
         logging::set_node(config.node);
         let mut table = Table::new(config.node, config.chunks, config.offer_timeout)?;
         table.set_gas_offset(config.gas_offset);
-        let saved = match &config.state_file {
+        table.set_max_version(config.max_version);
+        let mut partition = Partition::open(
+            config.ctl_size,
+            config.partition_size,
+            config.node,
+            config.chunks,
+        )?;
+        let record = partition.read_record();
+        let now = Instant::now();
+        let from_file = match &config.state_file {
             Some(path) => restore(&mut table, path)?,
-            None => Vec::new(),
+            None => None,
+        };
+        let (start_mode, generation, recorded, saved) = match from_file {
+            Some(saved) => {
+                // The state file wins; the record only tells its generation.
+                let mut scratch = Table::new(config.node, config.chunks, config.offer_timeout)?;
+                let gen = lease::restore(&mut scratch, &record, now).generation();
+                let mode = StartMode::StateFile {
+                    grants: saved.len(),
+                };
+                (mode, gen, None, saved)
+            }
+            None => {
+                match lease::restore(&mut table, &record, now) {
+                    RecordStart::Fresh => {
+                        info!("the lease record in this partition is empty: nothing was lent from here");
+                        (StartMode::Fresh, None, Some(Vec::new()), Vec::new())
+                    }
+                    RecordStart::Restored { generation, grants } => {
+                        for g in &grants {
+                            info!(
+                            "restored from the lease record (generation {generation}): lent {g}, lease renewed for {:?}",
+                            table.lease()
+                        );
+                        }
+                        let mode = StartMode::Record {
+                            generation,
+                            grants: grants.len(),
+                        };
+                        (mode, Some(generation), Some(grants), Vec::new())
+                    }
+                    RecordStart::Invalid { why, generation } => {
+                        table.start_grace(now);
+                        warn!(
+                        "no state file and no usable lease record ({why}): grace period of {:?}: \
+                         REQUESTs deferred, borrowers claim their ranges back with RENEW / CONFIRM; \
+                         then every unclaimed chunk is wiped",
+                        table.lease()
+                    );
+                        (StartMode::Grace { why }, generation, None, Vec::new())
+                    }
+                }
+            }
         };
 
         let mailbox = Mailbox::open_nonblocking().context("opening /dev/unimem_mailbox")?;
@@ -109,20 +176,22 @@ impl Daemon {
 
         info!(
             "started (pid {}): lending {} chunks of 1 MiB (partition offset {:#x}..{:#x}), \
-             offers expire after {:?}, status on {}, state file {}",
+             offers expire after {:?}, leases after {:?}, protocol {}, status on {}, state file {}, start: {start_mode}",
             std::process::id(),
             config.chunks,
             unimem_wire::kram::LENDABLE_OFFSET,
             unimem_wire::kram::LENDABLE_OFFSET
                 + u64::from(config.chunks) * unimem_wire::kram::CHUNK_SIZE,
             config.offer_timeout,
+            table.lease(),
+            if config.max_version == unimem_wire::kram::V1 { "v1 only" } else { "v1+v2" },
             config.socket.display(),
             config
                 .state_file
                 .as_ref()
                 .map_or("none".into(), |p| p.display().to_string())
         );
-        Ok(Daemon {
+        let mut daemon = Daemon {
             config,
             table,
             mailbox,
@@ -131,9 +200,15 @@ impl Daemon {
             listener,
             started: Instant::now(),
             saved,
+            partition,
+            start_mode,
+            generation,
+            recorded,
             quiet: HashSet::new(),
             noisy: RateLimit::new(20, Duration::from_secs(10)),
-        })
+        };
+        daemon.persist();
+        Ok(daemon)
     }
 
     /// Serves until SIGTERM or SIGINT.
@@ -162,7 +237,7 @@ impl Daemon {
                 break Err(e);
             }
             self.expire();
-            self.save_state();
+            self.persist();
             if let Some(sig) = stop {
                 info!("{sig} received, stopping");
                 break Ok(());
@@ -211,10 +286,29 @@ impl Daemon {
     }
 
     fn handle(&mut self, sender: u32, word: u64) {
-        let now = Instant::now();
         self.expire();
+        self.persist();
+        let now = Instant::now();
         debug!("received {word:#018x} from node {sender}");
-        match self.table.handle(sender, word, now) {
+        let out = self.table.handle(sender, word, now);
+        // The record says what is lent before any ACK says it to a borrower.
+        self.persist();
+        if let Some((to, msg)) = out.reply() {
+            if let Err(e) = self
+                .mailbox
+                .ksend(to, reply_service(msg.instance), msg.encode())
+            {
+                self.table.count_send_error();
+                warn!(
+                    "sending {} {}+{} instance {} to node {to} failed: {e} (the driver repeats its message)",
+                    reply_name(msg.opcode),
+                    msg.first_chunk,
+                    msg.chunks,
+                    msg.instance
+                );
+            }
+        }
+        match out {
             Outcome::Offer {
                 to,
                 msg,
@@ -228,23 +322,27 @@ impl Daemon {
                         grant.chunks
                     );
                 }
-                info!(
-                    "{} {grant} (REQUEST from node {to})",
-                    if repeat { "offer again" } else { "offer" }
+                let line = format!(
+                    "{} {grant} (REQUEST v{} from node {to})",
+                    if repeat { "offer again" } else { "offer" },
+                    if msg.version == unimem_wire::kram::V2 {
+                        2
+                    } else {
+                        1
+                    }
                 );
-                if let Err(e) = self
-                    .mailbox
-                    .ksend(to, reply_service(msg.instance), msg.encode())
-                {
-                    self.table.count_send_error();
-                    warn!("sending the OFFER of {grant} to node {to} failed: {e} (kept reserved; a repeated REQUEST gets it again)");
+                if repeat {
+                    debug!("{line}");
+                } else {
+                    info!("{line}");
+                    self.quiet.clear();
                 }
-                self.quiet.clear();
             }
             Outcome::Unanswered {
                 node,
                 instance,
                 chunks,
+                min,
                 superseded,
             } => {
                 if let Some(old) = superseded {
@@ -254,7 +352,7 @@ impl Daemon {
                 let t = self.table.totals();
                 let line = format!(
                     "no answer to node {node} instance {instance}: {chunks} contiguous chunks \
-                     wanted, {} free",
+                     wanted (at least {min}), {} free",
                     t.free
                 );
                 if self.quiet.insert((node, instance, chunks)) {
@@ -263,17 +361,54 @@ impl Daemon {
                     debug!("{line}");
                 }
             }
-            Outcome::Confirmed {
-                grant,
-                duplicate,
-                late,
+            Outcome::Deferred {
+                node,
+                instance,
+                chunks,
             } => {
-                let how = match (duplicate, late) {
-                    (true, _) => " (already lent: repeated CONFIRM)",
-                    (_, true) => " (after the offer had expired; chunks were still free)",
-                    _ => "",
-                };
-                info!("lent {grant}{how}");
+                let line = format!(
+                    "REQUEST of node {node} instance {instance} for {chunks} chunks deferred: grace period"
+                );
+                if self.quiet.insert((node, instance, chunks)) {
+                    info!("{line}");
+                } else {
+                    debug!("{line}");
+                }
+            }
+            Outcome::Ack {
+                msg, grant, kind, ..
+            } => match kind {
+                AckKind::Confirmed => info!("lent {grant} (ACK tag {})", msg.tag),
+                AckKind::Reconfirmed => {
+                    info!("CONFIRM of {grant} again: already lent, lease renewed")
+                }
+                AckKind::LateConfirmed => info!(
+                    "lent {grant} (CONFIRM after the offer had expired; chunks were still free)"
+                ),
+                AckKind::Claimed => info!(
+                    "claimed back during grace: {grant} ({} accepted)",
+                    if msg.version == unimem_wire::kram::V2 {
+                        "v2"
+                    } else {
+                        "v1"
+                    }
+                ),
+                AckKind::Renewed => debug!("renewed {grant} (tag {})", msg.tag),
+            },
+            Outcome::Revoke { asked, why, .. } => {
+                let line = format!(
+                    "REVOKE {} from node {} for instance {} chunks {}+{}: {why}",
+                    opcode_name(asked.opcode),
+                    asked.node,
+                    asked.instance,
+                    asked.first_chunk,
+                    asked.chunks
+                );
+                if why == Revoke::LateConfirmTaken {
+                    error!("{line} (the driver must not use them)");
+                } else {
+                    self.noisy(now, || line);
+                }
             }
             Outcome::Declined { grant, kept_lent } => {
                 if kept_lent {
@@ -298,11 +433,7 @@ impl Daemon {
                     msg.first_chunk,
                     msg.chunks
                 );
-                if why == Inconsistent::LateConfirmTaken {
-                    error!("{line}");
-                } else {
-                    self.noisy(now, || line);
-                }
+                self.noisy(now, || line);
             }
         }
     }
@@ -322,23 +453,62 @@ impl Daemon {
         }
     }
 
+    /// Releases expired offers, wipes expired leases (then they are free) and, at the end of
+    /// the grace period, every chunk nobody claimed.
     fn expire(&mut self) {
-        for g in self.table.expire(Instant::now()) {
+        let Expired {
+            offers,
+            leases,
+            grace_ended,
+        } = self.table.expire(Instant::now());
+        for g in offers {
             info!(
                 "offer of {g} timed out after {:?} without CONFIRM: free again",
                 self.config.offer_timeout
             );
             self.quiet.clear();
         }
+        for g in leases {
+            warn!(
+                "lease of {g} expired: no RENEW for {:?} (the borrower died or lost touch): wiping",
+                self.table.lease()
+            );
+        }
+        if let Some(runs) = &grace_ended {
+            let n: u32 = runs.iter().map(|r| r.1).sum();
+            info!(
+                "grace period over: wiping the {n} unclaimed chunks (their contents are unknown), \
+                 then serving REQUESTs"
+            );
+        }
+        let wiping = self.table.wiping();
+        for &(first, chunks) in &wiping {
+            let t = Instant::now();
+            self.partition.wipe(first, chunks);
+            self.table.wiped(first);
+            info!(
+                "wiped chunks {first}-{} ({chunks} MiB) in {:?}: free again",
+                first + chunks - 1,
+                t.elapsed()
+            );
+            self.quiet.clear();
+        }
+        if !wiping.is_empty() {
+            self.persist();
+        }
+    }
+
+    fn status_info(&self) -> status::Info<'_> {
+        status::Info {
+            pid: std::process::id(),
+            uptime: self.started.elapsed(),
+            start: &self.start_mode,
+            generation: self.generation,
+        }
     }
 
     fn status(&self) -> String {
-        status::render(
-            &self.table,
-            Instant::now(),
-            std::process::id(),
-            self.started.elapsed(),
-        )
+        status::render(&self.table, Instant::now(), &self.status_info())
     }
 
     /// Writes the status to every waiting client of the socket and closes it.
@@ -346,7 +516,8 @@ impl Daemon {
         loop {
             match self.listener.accept() {
                 Ok((mut stream, _)) => {
-                    let text = self.status();
+                    let text =
+                        status::socket_text(&self.table, Instant::now(), &self.status_info());
                     // Far below a socket buffer; a client that does not read gets less.
                     if let Err(e) = stream.write_all(text.as_bytes()) {
                         debug!("status client: {e}");
@@ -360,6 +531,29 @@ impl Daemon {
                 }
             }
         }
+    }
+
+    /// Rewrites the lease record if the lent grants changed, and the state file if the
+    /// grants changed. Neither during the grace period: a restart then must run grace again
+    /// (a record or state file holding only the claims so far would hide the ranges of the
+    /// borrowers that have not claimed yet).
+    fn persist(&mut self) {
+        if self.table.grace_until().is_some() {
+            return;
+        }
+        let lent = self.table.lent();
+        if self.recorded.as_ref() != Some(&lent) {
+            let generation = self.generation.map_or(1, |g| g + 1);
+            let bytes = lease::encode(&self.table, generation);
+            self.partition.write_record(&bytes);
+            debug!(
+                "lease record generation {generation}: {} lent ranges",
+                lent.len()
+            );
+            self.generation = Some(generation);
+            self.recorded = Some(lent);
+        }
+        self.save_state();
     }
 
     /// Rewrites the state file if the grants changed.
@@ -381,11 +575,16 @@ impl Daemon {
         if let Err(e) = std::fs::remove_file(&self.config.socket) {
             warn!("removing {}: {e}", self.config.socket.display());
         }
-        if let Some(path) = self.config.state_file.clone() {
+        if self.table.grace_until().is_some() {
+            info!(
+                "stopping during the grace period: no state file written, the next start runs \
+                 grace again"
+            );
+        } else if let Some(path) = self.config.state_file.clone() {
             if self.table.grants().is_empty() {
                 let _ = std::fs::remove_file(&path);
             } else {
-                self.save_state();
+                self.persist();
                 info!(
                     "{} keeps the offered/lent ranges for the next start",
                     path.display()
@@ -401,17 +600,29 @@ fn opcode_name(op: u8) -> &'static str {
     match op {
         REQUEST => "REQUEST",
         CONFIRM => "CONFIRM",
+        RENEW => "RENEW",
         DECLINE => "DECLINE",
         FREE => "FREE",
         _ => "message",
     }
 }
 
-/// Loads the state file of a previous run into `table`; returns the restored grants.
-fn restore(table: &mut Table, path: &PathBuf) -> Result<Vec<(Grant, GrantKind)>> {
+fn reply_name(op: u8) -> &'static str {
+    use unimem_wire::kram::to_driver::*;
+    match op {
+        OFFER => "OFFER",
+        ACK => "ACK",
+        REVOKE => "REVOKE",
+        _ => "message",
+    }
+}
+
+/// Loads the state file of a previous run into `table`; returns the restored grants, or
+/// `None` when there is no state file.
+fn restore(table: &mut Table, path: &PathBuf) -> Result<Option<Vec<(Grant, GrantKind)>>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
     let advice = "remove it (or use --no-state) only if no node uses this node's memory";
@@ -438,11 +649,11 @@ fn restore(table: &mut Table, path: &PathBuf) -> Result<Vec<(Grant, GrantKind)>>
         })?;
         let kind = match kind {
             GrantKind::Offered => "offered (fresh deadline)",
-            GrantKind::Lent => "lent",
+            GrantKind::Lent => "lent (lease renewed)",
         };
         info!("restored from {}: {kind} {g}", path.display());
     }
-    Ok(table.grants())
+    Ok(Some(table.grants()))
 }
 
 fn write_atomically(path: &PathBuf, text: &str) -> Result<()> {

@@ -1,0 +1,58 @@
+//! This node's partition as the daemon touches it, through its own mapping of
+//! `/dev/eusrvmem`: the lease record at `RECORD_OFFSET` and the chunks after it, which it wipes
+//! when a lease expires or a grace period ends (their contents are then unknown).
+
+use anyhow::{ensure, Context, Result};
+use unimem_gas::device::{Device, Mapping};
+use unimem_wire::kram::{lent_range, CHUNK_SIZE, LENDABLE_OFFSET};
+use unimem_wire::lease_record::{RECORD_OFFSET, RECORD_SIZE};
+
+pub struct Partition {
+    /// From the record's first byte to the table's last chunk.
+    map: Mapping,
+    chunks: u32,
+}
+
+impl Partition {
+    /// Maps the record and the `chunks` chunks of node `node`'s partition, for the GAS layout
+    /// `ctl_size` + `partition_size` (eusrvmem's sysfs).
+    pub fn open(ctl_size: u64, partition_size: u64, node: u32, chunks: u32) -> Result<Self> {
+        let (chunk0, len) = lent_range(ctl_size, partition_size, node, 0, chunks)
+            .context("the chunk table does not fit this node's partition")?;
+        let part = ctl_size + u64::from(node) * partition_size;
+        ensure!(
+            chunk0 == part + LENDABLE_OFFSET
+                && RECORD_OFFSET + RECORD_SIZE as u64 == LENDABLE_OFFSET,
+            "unexpected partition layout"
+        );
+        let device = Device::open()?;
+        let map = device
+            .map(part + RECORD_OFFSET, RECORD_SIZE + usize::try_from(len)?)
+            .with_context(|| {
+                format!(
+                    "mapping this node's lease record and {chunks} chunks (GAS offset {:#x})",
+                    part + RECORD_OFFSET
+                )
+            })?;
+        Ok(Partition { map, chunks })
+    }
+
+    /// A copy of the record area (a peer could write it meanwhile: decode only the copy).
+    pub fn read_record(&mut self) -> Vec<u8> {
+        self.map.as_mut_slice()[..RECORD_SIZE].to_vec()
+    }
+
+    /// Writes `bytes` (an encoded record) at the start of the record area.
+    pub fn write_record(&mut self, bytes: &[u8]) {
+        assert!(bytes.len() <= RECORD_SIZE);
+        self.map.as_mut_slice()[..bytes.len()].copy_from_slice(bytes);
+    }
+
+    /// Zeroes chunks `first..first + chunks`.
+    pub fn wipe(&mut self, first: u32, chunks: u32) {
+        assert!(first + chunks <= self.chunks);
+        let start = RECORD_SIZE + first as usize * CHUNK_SIZE as usize;
+        let len = chunks as usize * CHUNK_SIZE as usize;
+        self.map.as_mut_slice()[start..start + len].fill(0);
+    }
+}
