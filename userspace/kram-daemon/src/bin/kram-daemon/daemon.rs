@@ -286,9 +286,10 @@ impl Daemon {
     }
 
     fn handle(&mut self, sender: u32, word: u64) {
-        self.expire();
-        self.persist();
+        // One `now` for both: what expires is wiped here, never inside `Table::handle`.
         let now = Instant::now();
+        self.expire_at(now);
+        self.persist();
         debug!("received {word:#018x} from node {sender}");
         let out = self.table.handle(sender, word, now);
         // The record says what is lent before any ACK says it to a borrower.
@@ -456,11 +457,15 @@ impl Daemon {
     /// Releases expired offers, wipes expired leases (then they are free) and, at the end of
     /// the grace period, every chunk nobody claimed.
     fn expire(&mut self) {
+        self.expire_at(Instant::now());
+    }
+
+    fn expire_at(&mut self, now: Instant) {
         let Expired {
             offers,
             leases,
             grace_ended,
-        } = self.table.expire(Instant::now());
+        } = self.table.expire(now);
         for g in offers {
             info!(
                 "offer of {g} timed out after {:?} without CONFIRM: free again",
