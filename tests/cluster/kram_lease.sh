@@ -62,7 +62,7 @@ daemon 1
 on 0 "insmod $MODS/unimem_kram.ko ninstances=2 size=32,64 transfermode=1"
 wait_dev 0 kram0; wait_dev 0 kram1
 wait_lent 96 10
-on 0 "head -c 32M /dev/urandom > /dev/kram0 && head -c 64M /dev/urandom > /dev/kram1 && sync"
+on 0 "dd if=/dev/urandom of=/dev/kram0 bs=1M count=32 2>/dev/null && dd if=/dev/urandom of=/dev/kram1 bs=1M count=64 2>/dev/null && sync"
 before=$(sums)
 echo "node 0 checksums: $before"
 
@@ -78,7 +78,7 @@ on 2 "insmod $MODS/unimem_kram.ko ninstances=1 size=64"
 wait_dev 2 kram0
 wait_lent 160 10
 check_disjoint
-on 2 "head -c 64M /dev/urandom > /dev/kram0 && sync"
+on 2 "dd if=/dev/urandom of=/dev/kram0 bs=1M count=64 2>/dev/null && sync"
 expect_eq "$(sums)" "$before" "node 0's devices after node 2 wrote its own"
 n2=$(on 2 "md5sum /dev/kram0 | cut -d' ' -f1")
 
@@ -99,7 +99,7 @@ wait_lent 160 10
 check_disjoint
 # Leave the grace period before anything else asks node 1 for memory.
 sleep $((LEASE_S + 2))
-on 1 "! kram-daemon --status | grep -qi 'grace'" || fail "still in grace after the lease time"
+on 1 "! kram-daemon --status | grep -q '^grace:'" || fail "still in grace after the lease time"
 expect_eq "$(sums)" "$before" "node 0's devices after the grace period"
 expect_eq "$(on 2 "md5sum /dev/kram0 | cut -d' ' -f1")" "$n2" "node 2's device after the grace period"
 
