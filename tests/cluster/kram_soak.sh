@@ -2,11 +2,11 @@
 # KRAM soak (issue 9): node 0 swaps to memory lent by nodes 1 and 2 and runs a workload larger
 # than its RAM that verifies every byte, while the lenders' daemons are killed and restarted
 # (with and without state) and their VMs are killed or rebooted, in a loop. Zero verification
-# errors, no kernel warning, no lease lost. SOAK_ROUNDS (default 4) chaos rounds.
+# errors, no kernel warning, no lease lost. SOAK_ROUNDS (default 8) chaos rounds.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 BG=soak
-ROUNDS=${SOAK_ROUNDS:-4}
+ROUNDS=${SOAK_ROUNDS:-8}
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 trap bg_cleanup EXIT
 
