@@ -492,7 +492,7 @@ impl Daemon {
             self.partition.wipe(first, chunks);
             self.table.wiped(first);
             info!(
-                "wiped chunks {first}-{} ({chunks} MiB) in {:?}: free again",
+                "wiped chunks {first}-{} ({chunks} MiB) in {:.1?}: free again",
                 first + chunks - 1,
                 t.elapsed()
             );
