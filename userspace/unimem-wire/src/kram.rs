@@ -66,6 +66,11 @@ pub const BORROWER_LEASE_MS: u64 = LEASE_MS - 4_000;
 /// Sequence numbers of CONFIRM / RENEW / ACK count modulo this.
 pub const SEQ_MOD: u8 = 16;
 
+// A borrower stops before its lender reclaims, with room for a missed renewal; the NUMA
+// driver's instance id is not a swap instance.
+const _: () = assert!(BORROWER_LEASE_MS + 2 * RENEW_PERIOD_MS < LEASE_MS);
+const _: () = assert!(NUMA_INSTANCE as u32 >= MAX_INSTANCES);
+
 /// Layout versions (the version field).
 pub const V1: u8 = 0;
 pub const V2: u8 = 2;
@@ -215,7 +220,7 @@ impl KramMsg {
 
     /// Whether a range can be said in the seed's 8-bit layout.
     pub const fn fits_v1(first_chunk: u32, chunks: u32) -> bool {
-        first_chunk < MAX_CHUNKS_V1 && chunks <= MAX_REQUEST_CHUNKS
+        chunks <= MAX_REQUEST_CHUNKS && first_chunk + chunks <= MAX_CHUNKS_V1
     }
 
     /// The same message with another opcode and tag, in the same layout (a reply naming the

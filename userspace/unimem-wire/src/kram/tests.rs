@@ -134,7 +134,10 @@ fn rejects_malformed() {
         KramMsg::decode_for_driver(KramMsg { opcode: 0x3, ..req }.encode()),
         Err(KramError::Opcode(3))
     );
-    let past_end = msg(to_driver::OFFER, 1, 0, 250, 10, 0);
+    let past_end = KramMsg {
+        version: V1,
+        ..msg(to_driver::OFFER, 1, 0, 250, 10, 0)
+    };
     assert_eq!(
         KramMsg::decode_for_driver(past_end.encode()),
         Err(KramError::Range)
@@ -204,8 +207,11 @@ fn tags() {
         crate::mailbox::service::NUMA_DRIVER
     );
     assert_eq!(reply_service(0), crate::mailbox::service::KRAM_DRIVER);
-    assert!(u32::from(NUMA_INSTANCE) >= MAX_INSTANCES);
-    assert!(BORROWER_LEASE_MS + 2 * RENEW_PERIOD_MS < LEASE_MS);
+    // A range that ends past chunk 256 needs v2, wherever it starts.
+    assert!(KramMsg::fits_v1(250, 6) && !KramMsg::fits_v1(250, 10));
+    let m = msg(to_driver::OFFER, 1, 0, 250, 10, 0);
+    assert_eq!(m.version, V2);
+    assert_eq!(KramMsg::decode_for_driver(m.encode()), Ok(m));
 }
 
 #[test]
