@@ -23,6 +23,42 @@ pub const PAGE_SIZE: u64 = 4096;
 /// NUMA hot-add (the window itself is a naturally aligned PCI BAR).
 pub const PARTITION_ALIGN: u64 = 1 << 20;
 
+/// The fabric's liveness word of each node, in the control area: one little-endian `u64` per
+/// node at `NODE_STATE_OFFSET + 8 * node`, written only by the fabric server (bits 0..8 a
+/// [`node_state`] value, bits 8..64 how many times the node connected). A borrower checks it
+/// around every copy from a lender's partition: a lender whose memory went away
+/// ([`node_state::LOST`], the fabric poisoned the partition) must not be read. Any node can
+/// write the control area, so a hostile peer can mark another node lost: that costs a
+/// failover, never wrong data. Control areas smaller than [`NODE_STATE_END`] carry no states.
+pub const NODE_STATE_OFFSET: u64 = PAGE_SIZE;
+/// End of the node state table.
+pub const NODE_STATE_END: u64 = NODE_STATE_OFFSET + 8 * MAX_NODES as u64;
+
+pub mod node_state {
+    /// Never connected since the region was created.
+    pub const NEVER: u64 = 0;
+    /// Connected.
+    pub const UP: u64 = 1;
+    /// Disconnected; its memory is still there.
+    pub const GONE: u64 = 2;
+    /// Its memory went away: the partition was poisoned (all bytes 0xff, as reads from a dead
+    /// link return).
+    pub const LOST: u64 = 3;
+
+    /// The word for `state` after `connects` connections.
+    pub const fn encode(state: u64, connects: u64) -> u64 {
+        connects << 8 | (state & 0xff)
+    }
+
+    pub const fn state(word: u64) -> u64 {
+        word & 0xff
+    }
+
+    pub const fn connects(word: u64) -> u64 {
+        word >> 8
+    }
+}
+
 /// Why a descriptor was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DescriptorError {
@@ -235,6 +271,16 @@ mod tests {
             GasDescriptor::decode(&d.encode()),
             Err(DescriptorError::BadNodeCount(17))
         );
+    }
+
+    #[test]
+    fn node_states() {
+        use node_state::*;
+        let w = encode(LOST, 3);
+        assert_eq!((state(w), connects(w)), (LOST, 3));
+        assert_eq!(state(encode(UP, u64::MAX >> 8)), UP);
+        assert!(NODE_STATE_END <= 2 << 20, "fits the default control area");
+        assert!(NODE_STATE_OFFSET >= DESCRIPTOR_LEN as u64);
     }
 
     #[test]
