@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The block device of one instance: requests copied to and from the lent memory in the GAS,
-//! only while the leases are valid.
+//! only while the leases are valid; with `mirror=1` every write goes to both copies and a read
+//! is served by whichever copy is intact.
 
 use crate::kram_client::{Epoch, LeaseClock};
-use crate::wire::kram::CHUNK_SIZE;
+use crate::wire::{
+    gas::{node_state, MAX_NODES, NODE_STATE_END, NODE_STATE_OFFSET},
+    kram::CHUNK_SIZE,
+};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     block::mq::{self, Command, Operations, Request, Segment},
+    new_spinlock,
     prelude::*,
-    sync::{aref::ARef, Arc},
+    sync::{aref::ARef, Arc, SpinLock},
 };
 
 /// How data moves between bio pages and the GAS (`transfermode`).
@@ -19,6 +25,40 @@ pub(crate) enum Transfer {
     /// asynchronous completion path (softirq or IPI), the way an engine's completion interrupt
     /// would. No x86 QEMU machine offers a dmaengine `DMA_MEMCPY` channel to use instead.
     Cdma,
+}
+
+/// The fabric's liveness words (`gas::node_state`), read from the control area.
+///
+/// # Invariants
+///
+/// `states` is null or points to `MAX_NODES` `u64`s of the mapped control area.
+#[derive(Clone, Copy)]
+pub(crate) struct Fabric {
+    states: *const u64,
+}
+
+impl Fabric {
+    /// `gas_virt` maps the GAS window whose control area is `ctl_size` bytes.
+    pub(crate) fn new(gas_virt: *mut u8, ctl_size: u64) -> Self {
+        let states = if ctl_size >= NODE_STATE_END {
+            // SAFETY: the table lies inside the mapped control area (checked above).
+            unsafe { gas_virt.add(NODE_STATE_OFFSET as usize) }.cast::<u64>().cast_const()
+        } else {
+            core::ptr::null()
+        };
+        Self { states }
+    }
+
+    /// Whether `node`'s memory went away (the fabric poisoned its partition).
+    pub(crate) fn lost(&self, node: u32) -> bool {
+        if self.states.is_null() || node >= MAX_NODES {
+            return false;
+        }
+        // SAFETY: `node < MAX_NODES` words of the table are mapped (invariant); the fabric
+        // writes them concurrently, hence a volatile read of an aligned word.
+        let word = unsafe { core::ptr::read_volatile(self.states.add(node as usize)) };
+        node_state::state(u64::from_le(word)) == node_state::LOST
+    }
 }
 
 /// One lender's part of an instance: its chunks `first_chunk..first_chunk + chunks`, mapped
@@ -33,6 +73,8 @@ pub(crate) struct Lease {
     pub(crate) chunks: u32,
     pub(crate) base: *mut u8,
     pub(crate) clock: LeaseClock,
+    /// Missed a write its mirror took, or its lender's memory went away: never read again.
+    lost: AtomicBool,
 }
 
 // SAFETY: `base` is plain shared memory valid while the module is loaded (type invariant); the
@@ -42,127 +84,266 @@ unsafe impl Send for Lease {}
 unsafe impl Sync for Lease {}
 
 impl Lease {
+    /// # Safety
+    ///
+    /// `base` points to `chunks` MiB of the mapped GAS window, inside `node`'s partition.
+    pub(crate) unsafe fn new(node: u32, first_chunk: u32, chunks: u32, base: *mut u8) -> Self {
+        Self { node, first_chunk, chunks, base, clock: LeaseClock::new(), lost: AtomicBool::new(false) }
+    }
+
     pub(crate) fn len(&self) -> u64 {
         u64::from(self.chunks) * CHUNK_SIZE
     }
+
+    pub(crate) fn lose(&self) {
+        self.lost.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Whether this node may touch the chunks at `now`.
+    pub(crate) fn ok(&self, now: i64, fabric: &Fabric) -> bool {
+        !self.is_lost() && self.clock.usable(now) && !fabric.lost(self.node)
+    }
 }
 
-/// The lent memory an instance's disk reads and writes: its leases one after the other
-/// (striped over lenders, as Infiniswap spreads its slabs).
-///
-/// # Invariants
-///
-/// The parts' `(offset, lease)` are in order of `offset`, contiguous from 0, and add up to
-/// `len`; the leases outlive the disk (it is deleted before they are freed).
+/// A lease placed at `offset` of the disk in one copy. A `syncing` part (a replacement for a
+/// lost one) takes writes but serves no read until the mirror has been copied into it.
+pub(crate) struct Part {
+    pub(crate) offset: u64,
+    pub(crate) lease: Arc<Lease>,
+    pub(crate) syncing: bool,
+}
+
+impl Part {
+    fn end(&self) -> u64 {
+        self.offset + self.lease.len()
+    }
+
+    fn holds(&self, at: u64) -> bool {
+        self.offset <= at && at < self.end()
+    }
+
+    /// The GAS address of disk byte `at`, which the part holds.
+    fn ptr(&self, at: u64) -> *mut u8 {
+        // SAFETY: `at - offset` is inside the lease's mapped chunks (`holds`).
+        unsafe { self.lease.base.add((at - self.offset) as usize) }
+    }
+}
+
+/// Where an instance's bytes are: one copy, or two with `mirror=1`; each copy its parts in
+/// disk order, with holes where a part was lost and not replaced yet.
+pub(crate) struct Layout {
+    pub(crate) copies: [KVec<Part>; 2],
+    pub(crate) ncopies: usize,
+}
+
+impl Layout {
+    fn part(&self, copy: usize, at: u64) -> Option<&Part> {
+        self.copies[copy].iter().find(|p| p.holds(at))
+    }
+
+    /// Every part of every copy.
+    pub(crate) fn parts(&self) -> impl Iterator<Item = &Part> {
+        self.copies.iter().flat_map(|c| c.iter())
+    }
+
+    /// Bytes of copy `c` that have a part.
+    pub(crate) fn covered(&self, c: usize) -> u64 {
+        self.copies[c].iter().map(|p| p.lease.len()).sum()
+    }
+
+    /// Inserts `part` into copy `c` in disk order.
+    pub(crate) fn insert(&mut self, c: usize, part: Part) -> Result {
+        let at = self.copies[c].iter().position(|p| p.offset > part.offset).unwrap_or(self.copies[c].len());
+        // Under the layout's spinlock: no sleeping allocation.
+        self.copies[c].reserve(1, GFP_ATOMIC)?;
+        self.copies[c].insert_within_capacity(at, part).map_err(|_| EINVAL)
+    }
+}
+
+/// The layout shared by the driver (which replaces lost parts) and the disk (which reads and
+/// writes through it); the lock also orders writes against the copying of a mirror.
+#[pin_data]
+pub(crate) struct Shared {
+    #[pin]
+    pub(crate) layout: SpinLock<Layout>,
+    /// Reads served by the second copy because the first could not serve them.
+    pub(crate) failovers: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(ncopies: usize) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Shared {
+                layout <- new_spinlock!(Layout { copies: [KVec::new(), KVec::new()], ncopies }, "unimem_kram::layout"),
+                failovers: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+/// What the disk's requests need.
 pub(crate) struct Backing {
-    pub(crate) parts: KVec<(u64, Arc<Lease>)>,
+    pub(crate) shared: Arc<Shared>,
     pub(crate) len: u64,
     pub(crate) transfer: Transfer,
     pub(crate) epoch: Epoch,
+    pub(crate) fabric: Fabric,
 }
+
+// SAFETY: the raw pointers in `fabric` and the parts are to the GAS window, mapped while the
+// module is loaded; everything mutable is behind the layout's lock or atomic.
+unsafe impl Send for Backing {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Backing {}
 
 pub(crate) struct KramDisk;
 
-/// Where device bytes `[at, at + len)` lie, if one usable lease holds them all.
-fn locate(b: &Backing, at: u64, len: usize, now: i64) -> Result<Option<*mut u8>> {
-    let Some((offset, lease)) = b.parts.iter().rev().find(|(o, _)| *o <= at) else {
-        return Err(EIO);
-    };
-    if !lease.clock.usable(now) {
-        // Not renewed in time or revoked: the lender may have given it to someone else.
-        return Err(EIO);
-    }
-    let within = at - offset;
-    if within + len as u64 > lease.len() {
-        return Ok(None);
-    }
-    // SAFETY: `within + len` is inside the lease's mapped chunks (checked above, invariant).
-    Ok(Some(unsafe { lease.base.add(within as usize) }))
+/// One request's view of the layout, with its lock held.
+struct Io<'a> {
+    l: &'a Layout,
+    shared: &'a Shared,
+    fabric: &'a Fabric,
+    now: i64,
 }
 
-/// Copies `len` bytes between device offset `at` and `buf` one lease at a time: a segment of a
-/// request whose buffer is not page aligned can straddle two leases.
-fn copy_split(b: &Backing, mut at: u64, buf: &mut [u8], write: bool, now: i64) -> Result {
-    let mut done = 0;
-    while done < buf.len() {
-        let (offset, lease) = b.parts.iter().rev().find(|(o, _)| *o <= at).ok_or(EIO)?;
-        if !lease.clock.usable(now) {
-            return Err(EIO);
-        }
-        let within = at - offset;
-        let n = ((lease.len() - within) as usize).min(buf.len() - done);
-        // SAFETY: `[within, within + n)` lies inside the lease's mapped chunks.
-        let gas = unsafe { lease.base.add(within as usize) };
-        // SAFETY: `gas` is valid for `n` bytes (above) and does not overlap the local buffer.
-        unsafe {
-            if write {
-                core::ptr::copy_nonoverlapping(buf.as_ptr().add(done), gas, n)
-            } else {
-                core::ptr::copy_nonoverlapping(gas, buf.as_mut_ptr().add(done), n)
-            }
-        };
-        done += n;
-        at += n as u64;
+impl Io<'_> {
+    fn readable(&self, p: &Part) -> bool {
+        !p.syncing && p.lease.ok(self.now, self.fabric)
     }
-    Ok(())
+
+    /// Copies `n` bytes at disk offset `at` into `dst` from the first copy that can serve
+    /// them, one part at a time. A copy whose lender is found lost after the copy does not
+    /// count (the bytes may be poison); its part is marked lost.
+    fn read(&self, at: u64, dst: *mut u8, n: usize) -> Result {
+        let mut done = 0usize;
+        while done < n {
+            let pos = at + done as u64;
+            let mut served = false;
+            for c in 0..self.l.ncopies {
+                let Some(p) = self.l.part(c, pos).filter(|p| self.readable(p)) else { continue };
+                let k = ((p.end() - pos) as usize).min(n - done);
+                // SAFETY: `p` holds `[pos, pos + k)` (`part`, `end`); `dst` has `n - done`
+                // bytes left (caller) and is not GAS memory of this part.
+                unsafe { core::ptr::copy_nonoverlapping(p.ptr(pos), dst.add(done), k) };
+                if self.fabric.lost(p.lease.node) {
+                    p.lease.lose();
+                    continue;
+                }
+                if c > 0 {
+                    self.shared.failovers.fetch_add(1, Ordering::Relaxed);
+                }
+                done += k;
+                served = true;
+                break;
+            }
+            if !served {
+                return Err(EIO);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies `n` bytes from `src` to disk offset `at` in every copy; each byte must reach at
+    /// least one intact part. A part that was usable once and misses the write is stale: it is
+    /// marked lost (the driver replaces it from the mirror).
+    fn write(&self, at: u64, src: *const u8, n: usize) -> Result {
+        let mut done = 0usize;
+        while done < n {
+            let pos = at + done as u64;
+            // The piece ends where the first part of any copy ends.
+            let mut k = n - done;
+            for c in 0..self.l.ncopies {
+                if let Some(p) = self.l.part(c, pos) {
+                    k = k.min((p.end() - pos) as usize);
+                }
+            }
+            let mut stored = false;
+            for c in 0..self.l.ncopies {
+                let Some(p) = self.l.part(c, pos) else { continue };
+                if p.lease.ok(self.now, self.fabric) {
+                    // SAFETY: `p` holds `[pos, pos + k)`; `src` has `n - done` bytes left.
+                    unsafe { core::ptr::copy_nonoverlapping(src.add(done), p.ptr(pos), k) };
+                    stored |= !p.syncing;
+                } else if self.l.ncopies > 1 && p.lease.clock.acked() {
+                    p.lease.lose();
+                }
+            }
+            if !stored {
+                return Err(EIO);
+            }
+            done += k;
+        }
+        Ok(())
+    }
+
+    /// Zeroes `[start, end)` in every copy.
+    fn zero(&self, start: u64, end: u64) -> Result {
+        let zeros = [0u8; 512];
+        let mut at = start;
+        while at < end {
+            let n = ((end - at) as usize).min(zeros.len());
+            self.write(at, zeros.as_ptr(), n)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// One segment. Whole pages of one part (the common case) are copied straight between the
+    /// page and the GAS; anything else goes through a bounce buffer.
+    fn segment(&self, seg: &Segment<'_>, at: u64, write: bool) -> Result {
+        let n = seg.len();
+        let single = self.l.ncopies == 1;
+        if single {
+            if let Some(p) = self.l.part(0, at).filter(|p| at + n as u64 <= p.end()) {
+                if !p.lease.ok(self.now, self.fabric) {
+                    return Err(EIO);
+                }
+                // SAFETY: `p` holds `[at, at + n)`, which is not the segment's page.
+                unsafe {
+                    if write {
+                        seg.copy_to(p.ptr(at))
+                    } else {
+                        seg.copy_from(p.ptr(at))
+                    }
+                };
+                if !write && self.fabric.lost(p.lease.node) {
+                    return Err(EIO);
+                }
+                return Ok(());
+            }
+        }
+        let mut bounce = KVec::from_elem(0u8, n, GFP_ATOMIC)?;
+        if write {
+            // SAFETY: `bounce` has `n` bytes.
+            unsafe { seg.copy_to(bounce.as_mut_ptr()) };
+            self.write(at, bounce.as_ptr(), n)
+        } else {
+            self.read(at, bounce.as_mut_ptr(), n)?;
+            // SAFETY: as above.
+            unsafe { seg.copy_from(bounce.as_ptr()) };
+            Ok(())
+        }
+    }
 }
 
 impl Backing {
-    fn segment(&self, seg: &Segment<'_>, at: u64, write: bool, now: i64) -> Result {
-        match locate(self, at, seg.len(), now)? {
-            // SAFETY: `gas` is valid for `seg.len()` bytes of the lease (`locate`), which is
-            // not the segment's page.
-            Some(gas) => unsafe {
-                if write {
-                    seg.copy_to(gas)
-                } else {
-                    seg.copy_from(gas)
-                }
-            },
-            None => {
-                // Rare (misaligned direct I/O across a lease boundary): bounce.
-                let mut bounce = KVec::from_elem(0u8, seg.len(), GFP_ATOMIC)?;
-                if write {
-                    // SAFETY: `bounce` has `seg.len()` bytes.
-                    unsafe { seg.copy_to(bounce.as_mut_ptr()) };
-                    copy_split(self, at, &mut bounce, true, now)?;
-                } else {
-                    copy_split(self, at, &mut bounce, false, now)?;
-                    // SAFETY: as above.
-                    unsafe { seg.copy_from(bounce.as_ptr()) };
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn zero(&self, start: u64, end: u64, now: i64) -> Result {
-        let mut at = start;
-        while at < end {
-            let (offset, lease) = self.parts.iter().rev().find(|(o, _)| *o <= at).ok_or(EIO)?;
-            if !lease.clock.usable(now) {
-                return Err(EIO);
-            }
-            let within = at - offset;
-            let n = (lease.len() - within).min(end - at);
-            // SAFETY: `[within, within + n)` lies inside the lease's mapped chunks.
-            unsafe { core::ptr::write_bytes(lease.base.add(within as usize), 0, n as usize) };
-            at += n;
-        }
-        Ok(())
-    }
-
     fn serve(&self, rq: &Request<KramDisk>) -> Result {
         let start = rq.sector().checked_mul(512).ok_or(EIO)?;
         let end = start.checked_add(u64::from(rq.bytes())).ok_or(EIO)?;
         if end > self.len {
             return Err(EIO);
         }
-        let now = self.epoch.now();
+        let layout = self.shared.layout.lock();
+        let io = Io { l: &layout, shared: &self.shared, fabric: &self.fabric, now: self.epoch.now() };
         let mut at = start;
         let mut each = |write| {
             rq.for_each_segment(|seg| {
-                self.segment(seg, at, write, now)?;
+                io.segment(seg, at, write)?;
                 at += seg.len() as u64;
                 Ok(())
             })
@@ -172,9 +353,37 @@ impl Backing {
             Command::Write => each(true),
             // Lent memory has no volatile cache of ours to write back.
             Command::Flush => Ok(()),
-            Command::Discard | Command::WriteZeroes => self.zero(start, end, now),
+            Command::Discard | Command::WriteZeroes => io.zero(start, end),
             Command::Other(_) => Err(EOPNOTSUPP),
         }
+    }
+}
+
+/// Copies the intact copy into the part of copy `copy` at `offset` (a replacement, still
+/// `syncing`) a block at a time under the layout lock, so that writes and the copy never
+/// interleave within a block; then the part serves reads. Returns false if the part went away
+/// or no copy could serve a block.
+pub(crate) fn resync(shared: &Shared, fabric: &Fabric, epoch: &Epoch, copy: usize, offset: u64) -> bool {
+    const BLOCK: u64 = 256 << 10;
+    let mut at = offset;
+    loop {
+        let mut layout = shared.layout.lock();
+        let Some(i) = layout.copies[copy].iter().position(|p| p.offset == offset && p.syncing) else { return false };
+        let p = &layout.copies[copy][i];
+        if at >= p.end() {
+            layout.copies[copy][i].syncing = false;
+            return true;
+        }
+        let io = Io { l: &layout, shared, fabric, now: epoch.now() };
+        if !p.lease.ok(io.now, fabric) {
+            return false;
+        }
+        let n = (p.end() - at).min(BLOCK) as usize;
+        // `read` skips syncing parts, so the bytes come from the other copy.
+        if io.read(at, p.ptr(at), n).is_err() {
+            return false;
+        }
+        at += n as u64;
     }
 }
 

@@ -30,6 +30,7 @@ use kernel::{
 };
 
 mod disk;
+mod lending;
 mod params;
 
 #[path = "../include/unimem_fabric.rs"]
@@ -47,10 +48,10 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
-use disk::{Backing, KramDisk, Lease, Transfer};
-use kram_client::{send, set_handler, Epoch, LeaseClock, LenderSink, LogLimit};
+use disk::{Backing, Fabric, KramDisk, Shared, Transfer};
+use kram_client::{set_handler, Epoch, LenderSink, LogLimit};
 use mailbox::service;
-use wire::kram::{lent_range, to_daemon, to_driver, KramMsg, MAX_INSTANCES, MAX_REQUEST_CHUNKS, V2};
+use wire::kram::MAX_INSTANCES;
 
 module! {
     type: KramModule,
@@ -67,6 +68,10 @@ module! {
             default: SizeList::EMPTY,
             description: "Size in MiB of each device, comma separated, one per instance (1-65535 each; above 255 MiB protocol v2, possibly striped over several lenders)",
         },
+        mirror: bool {
+            default: false,
+            description: "Keep every instance on two disjoint sets of lenders: reads fail over when a lender is lost, and the lost part is mirrored again onto another lender",
+        },
         transfermode: u32 {
             default: 1,
             description: "How data is copied: 1 = CDMA engine (emulated, asynchronous completion), 0 = memcpy",
@@ -76,24 +81,18 @@ module! {
 
 use params::SizeList;
 
-/// The smallest part of an instance a v2 REQUEST accepts from one lender.
-const MIN_STRIPE_MIB: u32 = 64;
-
 struct InstanceState {
-    /// The parts, in the order they were accepted (the disk's order).
-    leases: KVec<Arc<Lease>>,
+    /// Where the instance's bytes are; shared with its disk.
+    shared: Arc<Shared>,
     disk: Option<GenDisk<KramDisk>>,
-    /// A part of the disk was revoked or lapsed: its data is gone, its I/O fails.
+    /// A part of the disk (without a mirror) was revoked: its data is gone, its I/O fails.
     lost: bool,
 }
 
 impl InstanceState {
-    fn have(&self) -> u32 {
-        self.leases.iter().map(|l| l.chunks).sum()
-    }
-
-    fn find(&self, node: u32, first: u32, chunks: u32) -> Option<usize> {
-        self.leases.iter().position(|l| (l.node, l.first_chunk, l.chunks) == (node, first, chunks))
+    /// Whether any lender lends this instance a part yet.
+    fn uses_any(&self) -> bool {
+        self.shared.layout.lock().parts().next().is_some()
     }
 }
 
@@ -108,7 +107,9 @@ struct Instance {
 #[pin_data]
 struct Kram {
     info: fabric_api::FabricInfo,
+    fabric: Fabric,
     transfer: Transfer,
+    mirror: bool,
     epoch: Epoch,
     instances: KVec<Pin<KBox<Instance>>>,
     /// Set at unload: no new requests, no new disks.
@@ -129,6 +130,8 @@ struct Kram {
     tick: Work<Kram, 1>,
     #[pin]
     attach: Work<Kram, 2>,
+    #[pin]
+    resync: Work<Kram, 3>,
 }
 
 // SAFETY: `info.gas_virt` is the fabric's mapping, valid while unimem_eusrvmem is loaded (a
@@ -146,6 +149,7 @@ impl_has_hr_timer! {
 impl_has_work! {
     impl HasWork<Self, 1> for Kram { self.tick }
     impl HasWork<Self, 2> for Kram { self.attach }
+    impl HasWork<Self, 3> for Kram { self.resync }
 }
 
 const PERIOD: Delta = Delta::from_secs(1);
@@ -180,229 +184,29 @@ impl WorkItem<2> for Kram {
     }
 }
 
+impl WorkItem<3> for Kram {
+    type Pointer = Arc<Kram>;
+
+    fn run(this: Arc<Kram>) {
+        this.resync_all();
+    }
+}
+
 impl Kram {
     fn me(&self) -> u8 {
         self.info.node_id as u8
     }
 
-    /// Every tick: RENEW every lease, and REQUEST what each incomplete instance lacks from
-    /// every other node that does not lend it a part yet.
-    fn tick(&self) {
-        let now = self.epoch.now();
-        let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(16, GFP_KERNEL) else { return };
-        for inst in self.instances.iter() {
-            let state = inst.state.lock();
-            for l in state.leases.iter().filter(|l| !l.clock.is_revoked()) {
-                let tag = l.clock.stamp(now);
-                let m = KramMsg::new(to_daemon::RENEW, self.me(), inst.id as u8, l.first_chunk, l.chunks, tag);
-                let _ = out.push((l.node, m), GFP_KERNEL);
-            }
-            let need = inst.size_mib - state.have();
-            if need == 0 || state.disk.is_some() || self.stopping.load(Ordering::Acquire) {
-                continue;
-            }
-            // The seed's message (exactly `size` MiB from one lender) while it can say it.
-            let min = if state.leases.is_empty() && need <= MAX_REQUEST_CHUNKS { need } else { need.min(MIN_STRIPE_MIB) };
-            let request = KramMsg::request(self.me(), inst.id as u8, need, min, 0);
-            for node in (0..self.info.node_count).filter(|&n| n != self.info.node_id) {
-                if !state.leases.iter().any(|l| l.node == node) {
-                    let _ = out.push((node, request), GFP_KERNEL);
-                }
-            }
-        }
-        for (node, m) in out.iter() {
-            send(*node, *m);
-        }
-    }
-
-    /// A message from a lender's daemon: OFFER, ACK or REVOKE.
-    fn message(self: &Arc<Self>, from: u32, word: u64) {
-        let m = match KramMsg::decode_for_driver(word) {
-            Ok(m) if u32::from(m.node) == from => m,
-            _ => {
-                self.malformed.fetch_add(1, Ordering::Relaxed);
-                if self.noisy.allow(self.epoch.now()) {
-                    pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
-                }
-                return;
-            }
-        };
-        match m.opcode {
-            to_driver::OFFER => self.offer(from, m),
-            to_driver::ACK => self.ack(from, m),
-            _ => self.revoke(from, m),
-        }
-    }
-
-    /// The lease of `inst` that `m` names, if any.
-    fn with_lease(&self, from: u32, m: &KramMsg, f: impl FnOnce(&Instance, &mut InstanceState, usize)) -> bool {
-        let Some(inst) = self.instances.get(usize::from(m.instance)) else { return false };
-        let mut state = inst.state.lock();
-        let Some(i) = state.find(from, m.first_chunk, m.chunks) else { return false };
-        f(inst, &mut state, i);
-        true
-    }
-
-    fn ack(self: &Arc<Self>, from: u32, m: KramMsg) {
-        let now = self.epoch.now();
-        let mut complete = false;
-        let found = self.with_lease(from, &m, |inst, state, i| {
-            let first = !state.leases[i].clock.acked();
-            if state.leases[i].clock.ack(m.tag, now) && first {
-                pr_info!("kram{}: node {} confirmed chunks {}+{}\n", inst.id, from, m.first_chunk, m.chunks);
-                complete = state.disk.is_none()
-                    && state.have() == inst.size_mib
-                    && state.leases.iter().all(|l| l.clock.acked());
-            }
-        });
-        let counter = if found { &self.acks } else { &self.stray };
-        counter.fetch_add(1, Ordering::Relaxed);
-        if complete {
-            let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 2>(self.clone());
-        }
-    }
-
-    /// The lender says a range is not ours: never touch it again, nor FREE it.
-    fn revoke(&self, from: u32, m: KramMsg) {
-        let found = self.with_lease(from, &m, |inst, state, i| {
-            state.leases[i].clock.revoke();
-            if state.disk.is_some() {
-                state.lost = true;
-                pr_crit!(
-                    "kram{}: node {} revoked chunks {}+{} (lease lapsed): what /dev/kram{} kept there is lost, its I/O fails\n",
-                    inst.id, from, m.first_chunk, m.chunks, inst.id
-                );
-            } else {
-                // Not in use yet: forget it, ask again.
-                pr_warn!("kram{}: node {} revoked chunks {}+{} before use; asking again\n", inst.id, from, m.first_chunk, m.chunks);
-                state.leases.remove(i).ok();
-            }
-        });
-        let counter = if found { &self.revokes } else { &self.stray };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// OFFER: taken if the instance still needs that much and has no part on that lender.
-    fn offer(&self, from: u32, m: KramMsg) {
-        let decline = || {
-            self.declined.fetch_add(1, Ordering::Relaxed);
-            send(from, m.reply(to_daemon::DECLINE, self.me(), 0));
-        };
-        let Some(inst) = self.instances.get(usize::from(m.instance)) else {
-            if self.noisy.allow(self.epoch.now()) {
-                pr_warn!("offer from node {} for unknown instance {}\n", from, m.instance);
-            }
-            return decline();
-        };
-        let base = match self.lease_base(from, m.first_chunk, m.chunks) {
-            Ok(b) => b,
-            Err(_) => {
-                self.malformed.fetch_add(1, Ordering::Relaxed);
-                if self.noisy.allow(self.epoch.now()) {
-                    pr_warn!("offer from node {} of chunks {}+{} lies outside its partition\n", from, m.first_chunk, m.chunks);
-                }
-                return;
-            }
-        };
-        let tag = {
-            let mut state = inst.state.lock();
-            let need = inst.size_mib - state.have();
-            let exact = m.version != V2 && state.leases.is_empty();
-            if self.stopping.load(Ordering::Acquire)
-                || state.disk.is_some()
-                || m.chunks > need
-                || (exact && m.chunks != need)
-                || state.leases.iter().any(|l| l.node == from)
-            {
-                drop(state);
-                return decline();
-            }
-            let lease = Lease { node: from, first_chunk: m.first_chunk, chunks: m.chunks, base, clock: LeaseClock::new() };
-            let tag = lease.clock.stamp(self.epoch.now());
-            let Ok(lease) = Arc::new(lease, GFP_KERNEL) else {
-                drop(state);
-                return decline();
-            };
-            if state.leases.push(lease, GFP_KERNEL).is_err() {
-                drop(state);
-                return decline();
-            }
-            tag
-        };
-        self.confirmed.fetch_add(1, Ordering::Relaxed);
-        send(from, m.reply(to_daemon::CONFIRM, self.me(), tag));
-        pr_info!("kram{}: node {} offers chunks {}+{}; confirmed\n", inst.id, from, m.first_chunk, m.chunks);
-    }
-
-    /// GAS offset and length of a lender's chunks, checked to lie in its partition.
-    fn lease_range(&self, node: u32, first: u32, chunks: u32) -> Result<(usize, usize)> {
-        let info = &self.info;
-        let (offset, len) = lent_range(info.ctl_size, info.partition_size, node, first, chunks).ok_or(EINVAL)?;
-        if node >= info.node_count || node == info.node_id || offset + len > info.gas_size {
-            return Err(EINVAL);
-        }
-        Ok((offset as usize, len as usize))
-    }
-
-    fn lease_base(&self, node: u32, first: u32, chunks: u32) -> Result<*mut u8> {
-        let (offset, _) = self.lease_range(node, first, chunks)?;
-        // SAFETY: `[offset, offset + len)` lies inside the GAS window (checked by `lease_range`).
-        Ok(unsafe { self.info.gas_virt.add(offset) })
-    }
-
-    /// Gives a lease back at unload: zeroed, so that the lender's next borrower cannot read
-    /// this node's swapped-out pages, then FREE. A lease that is revoked or lapsed may be
-    /// someone else's by now: left alone (the lender wipes what expires).
-    fn give_back(&self, id: u32, l: &Lease) {
-        if !l.clock.usable(self.epoch.now()) {
-            pr_warn!("kram{}: chunks {}+{} of node {} not valid any more: not touched, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node);
-            return;
-        }
-        // SAFETY: the lease's chunks are mapped at `base` (its invariant); its disk is gone,
-        // so nothing else uses them.
-        unsafe { core::ptr::write_bytes(l.base, 0, l.len() as usize) };
-        send(l.node, KramMsg::new(to_daemon::FREE, self.me(), id as u8, l.first_chunk, l.chunks, 0));
-        pr_info!("kram{}: returned chunks {}+{} to node {}\n", id, l.first_chunk, l.chunks, l.node);
-    }
-
     fn new_disk(&self, inst: &Instance, state: &InstanceState) -> Result<GenDisk<KramDisk>> {
-        let mut parts = KVec::with_capacity(state.leases.len(), GFP_KERNEL)?;
-        let mut offset = 0u64;
-        for l in state.leases.iter() {
-            parts.push((offset, l.clone()), GFP_KERNEL)?;
-            offset += l.len();
-        }
-        let backing = KBox::new(Backing { parts, len: offset, transfer: self.transfer, epoch: self.epoch }, GFP_KERNEL)?;
+        let len = u64::from(inst.size_mib) << 20;
+        let backing = Backing { shared: state.shared.clone(), len, transfer: self.transfer, epoch: self.epoch, fabric: self.fabric };
         let tagset = Arc::pin_init(TagSet::new(1, 128, 1), GFP_KERNEL)?;
         GenDiskBuilder::new()
-            .capacity_sectors(u64::from(inst.size_mib) << 11)
+            .capacity_sectors(len >> 9)
             .logical_block_size(4096)?
             .physical_block_size(4096)?
             .max_discard_sectors(u32::MAX >> 9)
-            .build(fmt!("kram{}", inst.id), tagset, backing)
-    }
-
-    /// Adds the disk of every instance whose parts are all there and acknowledged.
-    fn attach_disks(&self) {
-        for inst in self.instances.iter() {
-            let mut state = inst.state.lock();
-            let ready = state.have() == inst.size_mib && state.leases.iter().all(|l| l.clock.acked());
-            if state.disk.is_some() || !ready || self.stopping.load(Ordering::Acquire) {
-                continue;
-            }
-            match self.new_disk(inst, &state) {
-                Ok(disk) => {
-                    pr_info!("kram{}: /dev/kram{} ready, {} MiB from {} lender(s)\n", inst.id, inst.id, inst.size_mib, state.leases.len());
-                    state.disk = Some(disk);
-                }
-                Err(e) => {
-                    pr_err!("kram{}: cannot create the disk: {:?}; returning the memory\n", inst.id, e);
-                    for l in core::mem::take(&mut state.leases).iter() {
-                        self.give_back(inst.id, l);
-                    }
-                }
-            }
-        }
+            .build(fmt!("kram{}", inst.id), tagset, KBox::new(backing, GFP_KERNEL)?)
     }
 
     fn write_stats(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -420,34 +224,49 @@ impl Kram {
         let now = self.epoch.now();
         for inst in self.instances.iter() {
             let state = inst.state.lock();
+            let l = state.shared.layout.lock();
+            let lent: u64 = (0..l.ncopies).map(|c| l.covered(c)).min().unwrap_or(0) >> 20;
             let what = match (&state.disk, state.lost) {
                 (Some(_), true) => "LOST (a part was revoked or lapsed)",
+                (Some(_), false) if l.parts().any(|p| p.syncing) => "ready, mirroring again",
+                (Some(_), false) if (0..l.ncopies).any(|c| l.covered(c) < u64::from(inst.size_mib) << 20) => "ready, degraded",
                 (Some(_), false) => "ready",
                 (None, _) => "waiting for lenders",
             };
-            writeln!(f, "kram{} {} MiB: {} MiB lent, {}", inst.id, inst.size_mib, state.have(), what)?;
-            for l in state.leases.iter() {
-                let left = l.clock.left(now) / 1_000_000;
-                let lease = if l.clock.is_revoked() {
-                    "revoked"
-                } else if !l.clock.acked() {
-                    "not acknowledged yet"
-                } else if left <= 0 {
-                    "lapsed"
-                } else {
-                    "valid"
-                };
-                writeln!(f, "  node {} chunks {}+{}: {} ({} ms left)", l.node, l.first_chunk, l.chunks, lease, left.max(0))?;
+            writeln!(f, "kram{} {} MiB: {} MiB lent, {}, failovers {}", inst.id, inst.size_mib, lent, what, load(&state.shared.failovers))?;
+            for (c, copy) in l.copies.iter().enumerate().take(l.ncopies) {
+                for p in copy.iter() {
+                    let k = &p.lease;
+                    let left = k.clock.left(now) / 1_000_000;
+                    let lease = if k.clock.is_revoked() {
+                        "revoked"
+                    } else if self.fabric.lost(k.node) {
+                        "lender lost"
+                    } else if k.is_lost() {
+                        "stale"
+                    } else if !k.clock.acked() {
+                        "not acknowledged yet"
+                    } else if left <= 0 {
+                        "lapsed"
+                    } else if p.syncing {
+                        "valid, syncing"
+                    } else {
+                        "valid"
+                    };
+                    let copy = if l.ncopies > 1 { if c == 0 { " copy A" } else { " copy B" } } else { "" };
+                    writeln!(f, "  node {} chunks {}+{}{} at {} MiB: {} ({} ms left)", k.node, k.first_chunk, k.chunks, copy, p.offset >> 20, lease, left.max(0))?;
+                }
             }
         }
         Ok(())
     }
 
     fn flush_works(&self) {
-        // SAFETY: both work items are initialized and live as long as `self`.
+        // SAFETY: the work items are initialized and live as long as `self`.
         unsafe {
             bindings::flush_work(Work::<Kram, 1>::raw_get(&self.tick));
             bindings::flush_work(Work::<Kram, 2>::raw_get(&self.attach));
+            bindings::flush_work(Work::<Kram, 3>::raw_get(&self.resync));
         }
     }
 }
@@ -459,7 +278,7 @@ impl LenderSink for Kram {
     }
 }
 
-fn validated_params() -> Result<(KVec<u32>, Transfer)> {
+fn validated_params() -> Result<(KVec<u32>, Transfer, bool)> {
     let n = *module_parameters::ninstances.value_ref();
     if n == 0 || n > MAX_INSTANCES {
         pr_err!("ninstances={} is out of range (1-{})\n", n, MAX_INSTANCES);
@@ -482,7 +301,7 @@ fn validated_params() -> Result<(KVec<u32>, Transfer)> {
     for &mib in sizes.as_slice() {
         v.push(mib, GFP_KERNEL)?;
     }
-    Ok((v, transfer))
+    Ok((v, transfer, *module_parameters::mirror.value_ref()))
 }
 
 struct KramModule {
@@ -494,7 +313,7 @@ struct KramModule {
 
 impl kernel::Module for KramModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let (sizes, transfer) = validated_params()?;
+        let (sizes, transfer, mirror) = validated_params()?;
         // SAFETY: all-zero is a valid `FabricInfo` (integers and a null pointer).
         let mut info: fabric_api::FabricInfo = unsafe { core::mem::zeroed() };
         // SAFETY: `info` is writable.
@@ -505,12 +324,13 @@ impl kernel::Module for KramModule {
         }
         let mut instances = KVec::with_capacity(sizes.len(), GFP_KERNEL)?;
         for (id, &size_mib) in sizes.iter().enumerate() {
+            let shared = Shared::new(if mirror { 2 } else { 1 })?;
             instances.push(
                 KBox::pin_init(
                     pin_init!(Instance {
                         id: id as u32,
                         size_mib,
-                        state <- new_mutex!(InstanceState { leases: KVec::new(), disk: None, lost: false }, "unimem_kram::instance"),
+                        state <- new_mutex!(InstanceState { shared, disk: None, lost: false }, "unimem_kram::instance"),
                     }),
                     GFP_KERNEL,
                 )?,
@@ -520,7 +340,9 @@ impl kernel::Module for KramModule {
         let kram = Arc::pin_init(
             pin_init!(Kram {
                 info,
+                fabric: Fabric::new(info.gas_virt, info.ctl_size),
                 transfer,
+                mirror,
                 epoch: Epoch::new(),
                 instances,
                 stopping: AtomicBool::new(false),
@@ -534,6 +356,7 @@ impl kernel::Module for KramModule {
                 timer <- HrTimer::new(),
                 tick <- new_work!("unimem_kram::tick"),
                 attach <- new_work!("unimem_kram::attach"),
+                resync <- new_work!("unimem_kram::resync"),
             }),
             GFP_KERNEL,
         )?;
@@ -553,10 +376,11 @@ impl kernel::Module for KramModule {
             Transfer::Memcpy => "0 (memcpy)",
         };
         pr_info!(
-            "node {}: {} instance(s), transfermode {}; asking lenders every second\n",
+            "node {}: {} instance(s), transfermode {}{}; asking lenders every second\n",
             info.node_id,
             sizes.len(),
-            mode
+            mode,
+            if mirror { ", mirrored on two sets of lenders" } else { "" }
         );
         Ok(Self { _stats: stats, _dir: dir, kram, timer })
     }
@@ -574,9 +398,7 @@ impl Drop for KramModule {
             let mut state = inst.state.lock();
             // Deleting the disk waits for its requests; only then can the memory go back.
             drop(state.disk.take());
-            for l in core::mem::take(&mut state.leases).iter() {
-                kram.give_back(inst.id, l);
-            }
+            kram.give_back_all(inst, &state);
         }
     }
 }

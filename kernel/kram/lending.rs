@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The borrower's side of the lending protocol: REQUEST and RENEW every tick, OFFER, ACK and
+//! REVOKE from the lenders, replacement of a mirror's lost parts.
+
+use crate::disk::{Lease, Part};
+use crate::kram_client::send;
+use crate::wire::kram::{lent_range, to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS, V2};
+use crate::{Instance, InstanceState, Kram};
+use core::sync::atomic::Ordering;
+use kernel::{prelude::*, sync::Arc, workqueue};
+
+/// The smallest part of an instance a v2 REQUEST accepts from one lender.
+const MIN_STRIPE_MIB: u32 = 64;
+
+/// Where an accepted offer goes: copy `copy` at disk offset `offset`; `hole`: a replacement
+/// of a lost part of a live disk (it must be synced from the other copy).
+#[derive(Clone, Copy)]
+struct Slot {
+    copy: usize,
+    offset: u64,
+    chunks: u32,
+    hole: bool,
+}
+
+impl InstanceState {
+    /// The first place that lacks memory: before the disk exists, the end of the first
+    /// incomplete copy (`chunks` is what it lacks); afterwards, the first hole a lost part of a
+    /// mirror left.
+    fn wanted(&self, size_mib: u32) -> Option<Slot> {
+        let l = self.shared.layout.lock();
+        let size = u64::from(size_mib) * CHUNK_SIZE;
+        for copy in 0..l.ncopies {
+            if self.disk.is_none() {
+                let covered = l.covered(copy);
+                if covered < size {
+                    let chunks = ((size - covered) / CHUNK_SIZE) as u32;
+                    return Some(Slot { copy, offset: covered, chunks, hole: false });
+                }
+            } else if l.ncopies > 1 {
+                let mut at = 0;
+                for p in l.copies[copy].iter() {
+                    if p.offset > at {
+                        break;
+                    }
+                    at = p.offset + p.lease.len();
+                }
+                if at < size {
+                    let end = l.copies[copy].iter().map(|p| p.offset).find(|&o| o > at).unwrap_or(size);
+                    return Some(Slot { copy, offset: at, chunks: ((end - at) / CHUNK_SIZE) as u32, hole: true });
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether `node` lends any part of this instance (a lender holds at most one grant per
+    /// instance, and a mirror's copies must not share a lender).
+    fn uses(&self, node: u32) -> bool {
+        self.shared.layout.lock().parts().any(|p| p.lease.node == node)
+    }
+
+    /// The lease `m` from `node` names.
+    fn lease(&self, node: u32, m: &KramMsg) -> Option<Arc<Lease>> {
+        let l = self.shared.layout.lock();
+        let found = l.parts().find(|p| (p.lease.node, p.lease.first_chunk, p.lease.chunks) == (node, m.first_chunk, m.chunks));
+        found.map(|p| p.lease.clone())
+    }
+
+    /// Whether every copy is complete and every part acknowledged.
+    pub(crate) fn complete(&self, size_mib: u32) -> bool {
+        let l = self.shared.layout.lock();
+        let size = u64::from(size_mib) * CHUNK_SIZE;
+        (0..l.ncopies).all(|c| l.covered(c) == size) && l.parts().all(|p| p.lease.clock.acked())
+    }
+
+    /// Takes out of the layout every part that is lost for good; returns them.
+    fn drop_lost(&self, kram: &Kram) -> KVec<Arc<Lease>> {
+        let mut gone = KVec::new();
+        let mut l = self.shared.layout.lock();
+        for copy in l.copies.iter_mut() {
+            copy.retain(|p| {
+                let dead = p.lease.is_lost() || p.lease.clock.is_revoked() || kram.fabric.lost(p.lease.node);
+                if dead {
+                    let _ = gone.push(p.lease.clone(), GFP_ATOMIC);
+                }
+                !dead
+            });
+        }
+        gone
+    }
+}
+
+impl Kram {
+    /// Every tick: RENEW every lease; for a mirror, retire lost parts; REQUEST what each
+    /// instance lacks from every other node that lends it nothing yet.
+    pub(crate) fn tick(&self) {
+        let now = self.epoch.now();
+        let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(16, GFP_KERNEL) else { return };
+        for inst in self.instances.iter() {
+            let state = inst.state.lock();
+            if state.disk.is_some() && self.mirror {
+                for lease in state.drop_lost(self).iter() {
+                    pr_warn!("kram{}: part on node {} (chunks {}+{}) lost: mirroring it again\n", inst.id, lease.node, lease.first_chunk, lease.chunks);
+                    self.give_back(inst.id, lease);
+                }
+            }
+            for p in state.shared.layout.lock().parts().filter(|p| !p.lease.clock.is_revoked()) {
+                let tag = p.lease.clock.stamp(now);
+                let m = KramMsg::new(to_daemon::RENEW, self.me(), inst.id as u8, p.lease.first_chunk, p.lease.chunks, tag);
+                let _ = out.push((p.lease.node, m), GFP_KERNEL);
+            }
+            if self.stopping.load(Ordering::Acquire) {
+                continue;
+            }
+            let Some(slot) = state.wanted(inst.size_mib) else { continue };
+            // The seed's message (exactly `size` MiB from one lender) while it can say it; a
+            // hole must be filled exactly.
+            let first = !state.uses_any();
+            let min = if slot.hole || (first && slot.chunks <= MAX_REQUEST_CHUNKS) { slot.chunks } else { slot.chunks.min(MIN_STRIPE_MIB) };
+            let request = KramMsg::request(self.me(), inst.id as u8, slot.chunks, min, 0);
+            for node in (0..self.info.node_count).filter(|&n| n != self.info.node_id) {
+                if !state.uses(node) && !self.fabric.lost(node) {
+                    let _ = out.push((node, request), GFP_KERNEL);
+                }
+            }
+        }
+        for (node, m) in out.iter() {
+            send(*node, *m);
+        }
+    }
+
+    /// A message from a lender's daemon: OFFER, ACK or REVOKE.
+    pub(crate) fn message(self: &Arc<Self>, from: u32, word: u64) {
+        let m = match KramMsg::decode_for_driver(word) {
+            Ok(m) if u32::from(m.node) == from => m,
+            _ => {
+                self.malformed.fetch_add(1, Ordering::Relaxed);
+                if self.noisy.allow(self.epoch.now()) {
+                    pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
+                }
+                return;
+            }
+        };
+        match m.opcode {
+            to_driver::OFFER => self.offer(from, m),
+            to_driver::ACK => self.ack(from, m),
+            _ => self.revoke(from, m),
+        }
+    }
+
+    fn ack(self: &Arc<Self>, from: u32, m: KramMsg) {
+        let now = self.epoch.now();
+        let (mut attach, mut sync) = (false, false);
+        let found = self.instances.get(usize::from(m.instance)).and_then(|inst| {
+            let state = inst.state.lock();
+            let lease = state.lease(from, &m)?;
+            if !lease.clock.acked() && lease.clock.ack(m.tag, now) {
+                pr_info!("kram{}: node {} confirmed chunks {}+{}\n", inst.id, from, m.first_chunk, m.chunks);
+                attach = state.disk.is_none() && state.complete(inst.size_mib);
+                sync = state.disk.is_some();
+            } else {
+                lease.clock.ack(m.tag, now);
+            }
+            Some(())
+        });
+        let counter = if found.is_some() { &self.acks } else { &self.stray };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if attach {
+            let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 2>(self.clone());
+        }
+        if sync {
+            let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 3>(self.clone());
+        }
+    }
+
+    /// The lender says a range is not ours: never touch it again, nor FREE it.
+    fn revoke(&self, from: u32, m: KramMsg) {
+        let found = self.instances.get(usize::from(m.instance)).and_then(|inst| {
+            let mut state = inst.state.lock();
+            let lease = state.lease(from, &m)?;
+            lease.clock.revoke();
+            if state.disk.is_none() {
+                // Not in use yet: forget it, ask again.
+                pr_warn!("kram{}: node {} revoked chunks {}+{} before use; asking again\n", inst.id, from, m.first_chunk, m.chunks);
+                drop(state.drop_lost(self));
+            } else if !self.mirror {
+                state.lost = true;
+                pr_crit!(
+                    "kram{}: node {} revoked chunks {}+{} (lease lapsed): what /dev/kram{} kept there is lost, its I/O fails\n",
+                    inst.id, from, m.first_chunk, m.chunks, inst.id
+                );
+            }
+            Some(())
+        });
+        let counter = if found.is_some() { &self.revokes } else { &self.stray };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// OFFER: taken if it fits the first place the instance lacks memory and the lender lends
+    /// it nothing yet.
+    fn offer(&self, from: u32, m: KramMsg) {
+        let decline = || {
+            self.declined.fetch_add(1, Ordering::Relaxed);
+            send(from, m.reply(to_daemon::DECLINE, self.me(), 0));
+        };
+        let Some(inst) = self.instances.get(usize::from(m.instance)) else {
+            if self.noisy.allow(self.epoch.now()) {
+                pr_warn!("offer from node {} for unknown instance {}\n", from, m.instance);
+            }
+            return decline();
+        };
+        let Ok(base) = self.lease_base(from, m.first_chunk, m.chunks) else {
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            if self.noisy.allow(self.epoch.now()) {
+                pr_warn!("offer from node {} of chunks {}+{} lies outside its partition\n", from, m.first_chunk, m.chunks);
+            }
+            return;
+        };
+        let tag = {
+            let state = inst.state.lock();
+            let Some(slot) = state.wanted(inst.size_mib) else {
+                drop(state);
+                return decline();
+            };
+            let exact = slot.hole || (m.version != V2 && !state.uses_any());
+            if self.stopping.load(Ordering::Acquire)
+                || m.chunks > slot.chunks
+                || (exact && m.chunks != slot.chunks)
+                || state.uses(from)
+                || self.fabric.lost(from)
+            {
+                drop(state);
+                return decline();
+            }
+            // SAFETY: `base` maps chunks `first..first + chunks` of `from`'s partition
+            // (`lease_base` checked them).
+            let lease = unsafe { Lease::new(from, m.first_chunk, m.chunks, base) };
+            let tag = lease.clock.stamp(self.epoch.now());
+            let Ok(lease) = Arc::new(lease, GFP_KERNEL) else {
+                drop(state);
+                return decline();
+            };
+            let part = Part { offset: slot.offset, lease, syncing: slot.hole };
+            if state.shared.layout.lock().insert(slot.copy, part).is_err() {
+                drop(state);
+                return decline();
+            }
+            tag
+        };
+        self.confirmed.fetch_add(1, Ordering::Relaxed);
+        send(from, m.reply(to_daemon::CONFIRM, self.me(), tag));
+        pr_info!("kram{}: node {} offers chunks {}+{}; confirmed\n", inst.id, from, m.first_chunk, m.chunks);
+    }
+
+    /// GAS address of a lender's chunks, checked to lie in its partition.
+    fn lease_base(&self, node: u32, first: u32, chunks: u32) -> Result<*mut u8> {
+        let info = &self.info;
+        let (offset, len) = lent_range(info.ctl_size, info.partition_size, node, first, chunks).ok_or(EINVAL)?;
+        if node >= info.node_count || node == info.node_id || offset + len > info.gas_size {
+            return Err(EINVAL);
+        }
+        // SAFETY: `[offset, offset + len)` lies inside the GAS window (checked above).
+        Ok(unsafe { self.info.gas_virt.add(offset as usize) })
+    }
+
+    /// Gives a lease back: zeroed, so that the lender's next borrower cannot read this node's
+    /// swapped-out pages, then FREE. A lease that is revoked, lapsed or whose lender's memory
+    /// went away may be someone else's by now: left alone (the lender wipes what expires).
+    pub(crate) fn give_back(&self, id: u32, l: &Lease) {
+        if !l.clock.usable(self.epoch.now()) || self.fabric.lost(l.node) {
+            pr_warn!("kram{}: chunks {}+{} of node {} not valid any more: not touched, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node);
+            return;
+        }
+        // SAFETY: the lease's chunks are mapped at `base` (its invariant); they are out of the
+        // layout (or the disk is gone), so nothing else uses them.
+        unsafe { core::ptr::write_bytes(l.base, 0, l.len() as usize) };
+        send(l.node, KramMsg::new(to_daemon::FREE, self.me(), id as u8, l.first_chunk, l.chunks, 0));
+        pr_info!("kram{}: returned chunks {}+{} to node {}\n", id, l.first_chunk, l.chunks, l.node);
+    }
+
+    /// Copies the intact copy into every acknowledged replacement part.
+    pub(crate) fn resync_all(&self) {
+        for inst in self.instances.iter() {
+            let mut todo = KVec::<(usize, u64, u32)>::new();
+            {
+                let state = inst.state.lock();
+                let l = state.shared.layout.lock();
+                for (c, copy) in l.copies.iter().enumerate() {
+                    for p in copy.iter().filter(|p| p.syncing && p.lease.clock.acked()) {
+                        let _ = todo.push((c, p.offset, p.lease.node), GFP_ATOMIC);
+                    }
+                }
+            }
+            let shared = inst.state.lock().shared.clone();
+            for &(copy, offset, node) in todo.iter() {
+                if crate::disk::resync(&shared, &self.fabric, &self.epoch, copy, offset) {
+                    pr_info!("kram{}: mirror copy {} in sync again (part at {} MiB on node {})\n", inst.id, copy, offset >> 20, node);
+                } else {
+                    pr_warn!("kram{}: could not copy the mirror to node {}; trying again later\n", inst.id, node);
+                }
+            }
+        }
+    }
+
+    /// Adds the disk of every instance whose copies are complete and acknowledged.
+    pub(crate) fn attach_disks(&self) {
+        for inst in self.instances.iter() {
+            let mut state = inst.state.lock();
+            if state.disk.is_some() || !state.complete(inst.size_mib) || self.stopping.load(Ordering::Acquire) {
+                continue;
+            }
+            match self.new_disk(inst, &state) {
+                Ok(disk) => {
+                    let l = state.shared.layout.lock();
+                    pr_info!("kram{}: /dev/kram{} ready, {} MiB in {} cop{} over {} part(s)\n", inst.id, inst.id, inst.size_mib, l.ncopies, if l.ncopies > 1 { "ies" } else { "y" }, l.parts().count());
+                    drop(l);
+                    state.disk = Some(disk);
+                }
+                Err(e) => {
+                    pr_err!("kram{}: cannot create the disk: {:?}; returning the memory\n", inst.id, e);
+                    self.give_back_all(inst, &state);
+                }
+            }
+        }
+    }
+
+    /// Empties the layout and gives every part back.
+    pub(crate) fn give_back_all(&self, inst: &Instance, state: &InstanceState) {
+        let mut parts = KVec::new();
+        {
+            let mut l = state.shared.layout.lock();
+            for copy in l.copies.iter_mut() {
+                while let Some(p) = copy.pop() {
+                    let _ = parts.push(p.lease, GFP_ATOMIC);
+                }
+            }
+        }
+        for lease in parts.iter() {
+            self.give_back(inst.id, lease);
+        }
+    }
+}
