@@ -54,7 +54,7 @@ cycle() {
   expect_eq "$(on 0 cat /sys/block/kram1/size)" 131072 "sectors of /dev/kram1 (64 MiB)"
   expect_eq "$(total_lent)" 96 "chunks lent by nodes 1 and 2"
   on 0 "cat /sys/kernel/debug/unimem_kram/stats"
-  on 0 "grep -q '^kram0 32 MiB: 32 MiB lent, ready' /sys/kernel/debug/unimem_kram/stats && grep -q '^  node [12] chunks [0-9]*+32: valid' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's valid lease"
+  on 0 "grep -q '^kram0 32 MiB: 32 MiB lent, ready' /sys/kernel/debug/unimem_kram/stats && grep -q '^  node [12] chunks [0-9]*+32 at 0 MiB: valid' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's valid lease"
   step "transfermode=$mode: a malformed OFFER (reserved bits set) is counted and dropped by the driver"
   m0=$(on 0 "sed -n 's/.*malformed \([0-9]*\).*/\1/p' /sys/kernel/debug/unimem_kram/stats")
   on 1 "unimem-mbox kping --node 0 --service 1 --opcode 1 --no-echo --count 1" >/dev/null
