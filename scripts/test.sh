@@ -2,12 +2,16 @@
 # The project's test command: host-side Rust tests, then acceptance tests in a real virtual
 # cluster (QEMU nodes running our kernel and modules). Ends with "N passed, N failed".
 #   scripts/test.sh [-n NODES] [TEST...]   TEST: names under tests/cluster/ (default: all)
+# Four nodes (a borrower, three lenders: KRAM mirroring needs a spare one) sharing an 8 GiB GAS
+# (partitions of 2 GiB: a 2 GiB swap instance must need two lenders); UNIMEM_GAS_SIZE overrides.
 source "$(dirname "$0")/lib/common.sh"
-nodes=3
+nodes=4
+export UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
 [ "${1:-}" = -n ] && { nodes=$2; shift 2; }
 passed=0 failed=0 failures=()
 export UNIMEM_RUN=${UNIMEM_RUN:-$UNIMEM_BUILD/test-cluster}
-logdir=$UNIMEM_BUILD/test-logs
+# Per cluster, so that test runs in different run directories do not mix their logs.
+logdir=$UNIMEM_RUN-logs
 mkdir -p "$logdir"
 
 "$UNIMEM_ROOT/scripts/setup.sh"

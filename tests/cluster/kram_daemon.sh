@@ -86,16 +86,20 @@ out=$(on_may_fail 1 "kram-daemon --status 2>&1") && fail "--status succeeded wit
 echo "$out"
 echo "$out" | grep -q 'not running' || fail "--status: no 'not running' message"
 
+# Everything a daemon can lend: the partition after the mailbox rings (3 MiB).
+ALL=$(( ($(on 1 "cat /sys/class/misc/eusrvmem/partition_size") >> 20) - 3 ))
+[ "$ALL" -ge 300 ] || fail "partitions too small for the v2 checks ($ALL lendable chunks)"
+
 step "bad --chunks / --lend values are refused with a reason"
 out=$(on_may_fail 1 "kram-daemon --chunks 65537 --log-file - --no-state 2>&1") && fail "--chunks 65537 accepted"
 echo "$out" | grep -q 'at most 65536' || fail "--chunks 65537: $out"
-out=$(on_may_fail 1 "kram-daemon --chunks 400 --log-file - --no-state 2>&1") && fail "--chunks 400 accepted"
-echo "$out" | grep -q 'too large' || fail "--chunks 400: $out"
-for bad in 0% 2G 101% 12Q; do
+out=$(on_may_fail 1 "kram-daemon --chunks $((ALL + 1)) --log-file - --no-state 2>&1") && fail "--chunks $((ALL + 1)) accepted"
+echo "$out" | grep -q 'too large' || fail "--chunks $((ALL + 1)): $out"
+for bad in 0% 999G 101% 12Q; do
   out=$(on_may_fail 1 "kram-daemon --lend $bad --log-file - --no-state 2>&1") && fail "--lend $bad accepted"
   echo "$out" | grep -q 'lend' || fail "--lend $bad: $out"
 done
-echo "refused: --chunks 65537, --chunks 400, --lend 0% 2G 101% 12Q"
+echo "refused: --chunks 65537, --chunks $((ALL + 1)), --lend 0% 999G 101% 12Q"
 
 step "daemons on nodes 1 and 2 ($CHUNKS chunks, offers expire after ${OFFER_TIMEOUT}s)"
 start_daemon 1
@@ -295,21 +299,21 @@ out=$(probe --node "$B" --instance 3 --chunks 8 --free)
 echo "$out" | grep -E '^(RESULT|sent)'
 expect_eq "$(result "$out" acked)" yes "v1 grant of a v1-only daemon"
 
-step "v2: node $B lends all it can (337 chunks); 300 chunks in one grant, then 400 accepting 100 gets all 337"
+step "v2: node $B lends all it can ($ALL chunks); 300 chunks in one grant, then $((ALL + 63)) accepting 100 gets all $ALL"
 stop_daemon "$B"
 start_daemon "$B" --offer-timeout $OFFER_TIMEOUT
-wait_status "$B" "^free 337, offered 0, lent 0$"
+wait_status "$B" "^free $ALL, offered 0, lent 0$"
 out=$(probe --node "$B" --instance 3 --chunks 300)
 echo "$out"
 expect_eq "$(result "$out" chunks)" 300 "chunks of the v2 grant"
 expect_eq "$(result "$out" acked)" yes "ACK of the v2 CONFIRM"
 wait_status "$B" "^chunks 0-299 lent to node 0 instance 3 "
 on 0 "kram-probe free --node $B --instance 3 --first 0 --chunks 300"
-wait_status "$B" "^free 337, offered 0, lent 0$"
-out=$(probe --node "$B" --instance 4 --chunks 400 --min 100 --free)
+wait_status "$B" "^free $ALL, offered 0, lent 0$"
+out=$(probe --node "$B" --instance 4 --chunks $((ALL + 63)) --min 100 --free)
 echo "$out" | grep -E '^(request|RESULT|sent)'
-expect_eq "$(result "$out" chunks)" 337 "chunks of the partial v2 grant"
-wait_status "$B" "^free 337, offered 0, lent 0$"
+expect_eq "$(result "$out" chunks)" "$ALL" "chunks of the partial v2 grant"
+wait_status "$B" "^free $ALL, offered 0, lent 0$"
 
 step "SIGHUP: the daemon reopens its log and logs its table"
 on 2 "mv /var/log/kram-daemon.log /var/log/kram-daemon.log.1 && kill -HUP \$(cat /tmp/kd-daemon.pid)"
