@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use mio::net::UnixListener;
+use nix::sys::stat::{umask, Mode};
 
 /// The socket file we created. Dropping it removes the file, unless it has since been replaced
 /// by someone else's (a second server started after ours was declared dead, say).
@@ -36,8 +37,9 @@ impl Drop for SocketFile {
 }
 
 /// Binds a listener at `path`, removing a socket file left by a dead server but refusing to
-/// steal the path from a live one (or to delete something that is not a socket).
-pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile)> {
+/// steal the path from a live one (or to delete something that is not a socket). A `private`
+/// socket is created with mode 0600: only our user (and root) can connect.
+pub fn bind(path: &Path, private: bool) -> Result<(UnixListener, SocketFile)> {
     let claim = claim(path)?;
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -67,8 +69,17 @@ pub fn bind(path: &Path) -> Result<(UnixListener, SocketFile)> {
             }
         },
     }
-    let listener =
-        UnixListener::bind(path).with_context(|| format!("listening on {}", path.display()))?;
+    let listener = if private {
+        // The mode is set at creation, so there is no moment at which others could connect.
+        // The server is single-threaded: nothing else creates files meanwhile.
+        let old = umask(Mode::from_bits_truncate(0o177));
+        let bound = UnixListener::bind(path);
+        umask(old);
+        bound
+    } else {
+        UnixListener::bind(path)
+    }
+    .with_context(|| format!("listening on {}", path.display()))?;
     let meta = fs::symlink_metadata(path)
         .with_context(|| format!("inspecting the new socket {}", path.display()))?;
     Ok((

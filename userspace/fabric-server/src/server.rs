@@ -1,9 +1,10 @@
 //! The event loop: accepts VMs and introduces them to each other.
 
-use std::io::{self, Read};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use log::{debug, error, info, warn};
@@ -14,8 +15,11 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::signal::Signal;
 use nix::sys::socket::{getsockopt, recv, sockopt, MsgFlags};
 use signal_hook_mio::v1_0::Signals;
+use unimem_wire::gas::{node_state, GasDescriptor};
 
+use crate::control::{self, Command, Line};
 use crate::listen::SocketFile;
+use crate::nodes::{state_name, NodeStates};
 use crate::peers::{Doorbells, Peer, Peers};
 use crate::protocol::{Flush, Outbox};
 use crate::shm::SharedRegion;
@@ -23,7 +27,9 @@ use crate::state::StateDir;
 
 const LISTENER: Token = Token(0);
 const SIGNALS: Token = Token(1);
-const FIRST_PEER_TOKEN: usize = 2;
+const CONTROL: Token = Token(2);
+/// Peers and control clients alike.
+const FIRST_CLIENT_TOKEN: usize = 3;
 
 /// A client is dropped once this many messages wait for it. A QEMU that is merely slow never
 /// gets near it: a connect handshake is at most 3 + 16 * 64 messages.
@@ -36,6 +42,7 @@ const READS_PER_TURN: usize = 16;
 pub struct Settings {
     pub nodes: u32,
     pub vectors: u32,
+    pub layout: GasDescriptor,
 }
 
 pub struct Server {
@@ -45,14 +52,19 @@ pub struct Server {
     settings: Settings,
     shm: SharedRegion,
     peers: Peers,
+    /// Every node's liveness word, mirrored into the region's control area.
+    nodes: NodeStates,
     state: Option<StateDir>,
+    control: Option<UnixListener>,
+    controls: HashMap<Token, control::Client>,
     next_token: usize,
     /// Peers whose sockets failed, disconnected once the current event is handled: a send
     /// fails in the middle of walking the peers, where removing one is not possible.
     doomed: Vec<(u32, String)>,
-    /// Peers that still had unread input when their turn ended.
+    /// Peers and control clients that still had unread input when their turn ended.
     unread: Vec<Token>,
-    // Last, so the socket file disappears only after everything else is torn down.
+    // Last, so the socket files disappear only after everything else is torn down.
+    _control_socket: Option<SocketFile>,
     _socket: SocketFile,
 }
 
@@ -61,12 +73,30 @@ impl Server {
         settings: Settings,
         shm: SharedRegion,
         (mut listener, socket): (UnixListener, SocketFile),
+        control: Option<(UnixListener, SocketFile)>,
         state: Option<StateDir>,
     ) -> Result<Self> {
         let poll = Poll::new().context("creating the event loop")?;
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .context("registering the listener")?;
+        let (control, control_socket) = match control {
+            Some((mut l, file)) => {
+                poll.registry()
+                    .register(&mut l, CONTROL, Interest::READABLE)
+                    .context("registering the control socket")?;
+                (Some(l), Some(file))
+            }
+            None => (None, None),
+        };
+        let nodes = NodeStates::new(&shm, settings.nodes, settings.layout.ctl_size)?;
+        if !nodes.in_region() {
+            warn!(
+                "the control area ({} bytes) has no room for the node state table: guests \
+                 cannot tell lost nodes, and poison is refused",
+                settings.layout.ctl_size
+            );
+        }
         let mut signals = Signals::new([Signal::SIGINT as i32, Signal::SIGTERM as i32])
             .context("installing SIGINT/SIGTERM handlers")?;
         poll.registry()
@@ -77,12 +107,16 @@ impl Server {
             listener,
             signals,
             peers: Peers::new(settings.nodes),
+            nodes,
             settings,
             shm,
             state,
-            next_token: FIRST_PEER_TOKEN,
+            control,
+            controls: HashMap::new(),
+            next_token: FIRST_CLIENT_TOKEN,
             doomed: Vec::new(),
             unread: Vec::new(),
+            _control_socket: control_socket,
             _socket: socket,
         })
     }
@@ -94,18 +128,26 @@ impl Server {
         }
         let mut events = Events::with_capacity(64);
         loop {
-            let timeout = (!self.unread.is_empty()).then_some(Duration::ZERO);
+            let timeout = if self.unread.is_empty() {
+                self.next_idle_deadline()
+                    .map(|t| t.saturating_duration_since(Instant::now()))
+            } else {
+                Some(Duration::ZERO)
+            };
             match self.poll.poll(&mut events, timeout) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 other => other.context("waiting for events")?,
             }
             for token in std::mem::take(&mut self.unread) {
-                self.drain_input(token);
+                self.readable(token);
             }
             self.reap();
+            self.close_idle_controls();
             for event in &events {
                 match event.token() {
                     LISTENER => self.accept_all(),
+                    CONTROL => self.accept_controls(),
+                    token if self.controls.contains_key(&token) => self.serve_control(token),
                     SIGNALS => {
                         if let Some(sig) = self.signals.pending().next() {
                             let name = Signal::try_from(sig).map_or("signal", Signal::as_str);
@@ -120,7 +162,7 @@ impl Server {
                             self.flush_token(token);
                         }
                         if event.is_readable() || event.is_read_closed() || event.is_error() {
-                            self.drain_input(token);
+                            self.readable(token);
                         }
                     }
                 }
@@ -223,7 +265,12 @@ impl Server {
             outbox,
             wants_write: false,
         });
-        info!("node {id} connected ({who})");
+        // Before the client can see the region.
+        let word = self.nodes.connected(id);
+        info!(
+            "node {id} connected ({who}), connection {}",
+            node_state::connects(word)
+        );
         // Before the first byte goes out, so peer-<id> exists by the time the client knows
         // its id.
         if let Some(state) = &self.state {
@@ -331,6 +378,233 @@ impl Server {
         self.unread.push(token);
     }
 
+    /// Input is waiting on `token`, a peer's or a control client's.
+    fn readable(&mut self, token: Token) {
+        if self.controls.contains_key(&token) {
+            self.serve_control(token);
+        } else {
+            self.drain_input(token);
+        }
+    }
+
+    fn accept_controls(&mut self) {
+        loop {
+            let Some(listener) = &self.control else {
+                return;
+            };
+            match listener.accept() {
+                Ok((stream, _)) => self.admit_control(stream),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => {}
+                Err(e) => {
+                    error!("accepting a control client: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn admit_control(&mut self, mut stream: UnixStream) {
+        let pid = getsockopt(&stream, sockopt::PeerCredentials)
+            .ok()
+            .map(|c| c.pid())
+            .filter(|&p| p > 0);
+        if self.controls.len() >= control::MAX_CLIENTS {
+            warn!(
+                "refusing a control client (pid {pid:?}): {} connections are open",
+                self.controls.len()
+            );
+            // Best effort: the socket is fresh, so one short line fits in its buffer.
+            let _ = (&stream).write(b"error: too many control connections\n");
+            return;
+        }
+        let token = Token(self.next_token);
+        self.next_token += 1;
+        // Both directions at once: edge-triggered, so a client that is always writable costs
+        // one spurious event, and a stuck reply is sent as soon as the client reads.
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            token,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            error!("refusing a control client: registering its socket: {e}");
+            return;
+        }
+        let client = control::Client::new(stream, pid);
+        debug!("{} connected", client.describe());
+        self.controls.insert(token, client);
+        // Whatever it already sent is announced by the registration's first event.
+    }
+
+    /// Reads what a control client sent, answers every complete line, and sends the replies
+    /// that fit; closes the client once it is done or misbehaves. Never waits.
+    fn serve_control(&mut self, token: Token) {
+        let Some(mut client) = self.controls.remove(&token) else {
+            return;
+        };
+        match self.converse(token, &mut client) {
+            Ok(()) if !client.done() => {
+                self.controls.insert(token, client);
+            }
+            Ok(()) => self.close_control(client, "done"),
+            Err(why) => self.close_control(client, &why),
+        }
+    }
+
+    fn converse(&mut self, token: Token, client: &mut control::Client) -> Result<(), String> {
+        let mut buf = [0u8; 4096];
+        let mut lines = Vec::new();
+        let mut drained = client.eof;
+        for _ in 0..READS_PER_TURN {
+            if drained {
+                break;
+            }
+            match client.stream.read(&mut buf) {
+                Ok(0) => {
+                    client.eof = true;
+                    client.finish(&mut lines);
+                    drained = true;
+                }
+                Ok(n) => client.feed(&buf[..n], &mut lines),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                    return Err("hung up".into())
+                }
+                Err(e) => return Err(format!("receive failed: {e}")),
+            }
+            for line in lines.drain(..) {
+                let reply = self.execute(line, client.pid);
+                if !client.reply(&reply) {
+                    return Err("does not read its replies".into());
+                }
+            }
+        }
+        if !drained {
+            self.unread.push(token);
+        }
+        match client.flush() {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err("hung up".into()),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Err("hung up".into()),
+            Err(e) => Err(format!("send failed: {e}")),
+        }
+    }
+
+    fn close_control(&mut self, mut client: control::Client, why: &str) {
+        if let Err(e) = self.poll.registry().deregister(&mut client.stream) {
+            debug!("deregistering a control client: {e}");
+        }
+        debug!("{} closed: {why}", client.describe());
+    }
+
+    fn next_idle_deadline(&self) -> Option<Instant> {
+        self.controls
+            .values()
+            .map(|c| c.active + control::IDLE_TIMEOUT)
+            .min()
+    }
+
+    fn close_idle_controls(&mut self) {
+        let now = Instant::now();
+        let idle: Vec<Token> = self
+            .controls
+            .iter()
+            .filter(|(_, c)| now >= c.active + control::IDLE_TIMEOUT)
+            .map(|(t, _)| *t)
+            .collect();
+        for token in idle {
+            if let Some(client) = self.controls.remove(&token) {
+                self.close_control(client, "idle");
+            }
+        }
+    }
+
+    /// One control command; returns its reply line.
+    fn execute(&mut self, line: Line, pid: Option<i32>) -> String {
+        let command = match line {
+            Line::TooLong => Err(format!(
+                "command longer than {} bytes; ignored",
+                control::MAX_LINE
+            )),
+            Line::Command(bytes) => control::parse(&bytes),
+        };
+        let reply = match command {
+            Ok(Command::States) => return self.states(),
+            Ok(Command::Poison(id)) => self.poison(id),
+            Err(e) => Err(e),
+        };
+        match reply {
+            Ok(text) => {
+                info!("control (pid {pid:?}): {text}");
+                format!("ok: {text}")
+            }
+            Err(e) => {
+                warn!("control (pid {pid:?}): refused: {e}");
+                format!("error: {e}")
+            }
+        }
+    }
+
+    fn states(&self) -> String {
+        (0..self.settings.nodes)
+            .map(|id| {
+                let word = self.nodes.word(id);
+                format!("{id}:{}:{}", state_name(word), node_state::connects(word))
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Node `id`'s memory goes away: its word says LOST first, then every byte of its
+    /// partition becomes 0xff (what reads over a dead link return).
+    fn poison(&mut self, id: u32) -> Result<String, String> {
+        let nodes = self.settings.nodes;
+        if id >= nodes {
+            return Err(format!(
+                "poison: node {id} does not exist (nodes 0-{})",
+                nodes - 1
+            ));
+        }
+        if let Some(peer) = self.peers.iter().find(|p| p.id == id) {
+            return Err(format!(
+                "poison: {} is connected; kill it first (its memory only goes away with it)",
+                peer.describe()
+            ));
+        }
+        if !self.nodes.in_region() {
+            return Err(format!(
+                "poison: the control area ({} bytes) has no node state table, so guests \
+                 would take the poison for data",
+                self.settings.layout.ctl_size
+            ));
+        }
+        let layout = &self.settings.layout;
+        let offset = layout
+            .partition_offset(id)
+            .expect("node ids are below the node count");
+        let size = layout.partition_size;
+        self.shm
+            .ensure_memory_for(offset, size)
+            .map_err(|e| format!("poison: cannot poison node {id}'s partition: {e:#}"))?;
+        self.nodes.lost(id);
+        let start = Instant::now();
+        self.shm.fill(offset, size, 0xff).map_err(|e| {
+            format!("poison: node {id} is lost, but poisoning its partition failed: {e:#}")
+        })?;
+        debug!(
+            "node {id}: {size} bytes at {offset:#x} poisoned in {:?}",
+            start.elapsed()
+        );
+        let size = if size % (1 << 20) == 0 {
+            format!("{} MiB", size >> 20)
+        } else {
+            format!("{} KiB", size >> 10)
+        };
+        Ok(format!("node {id} poisoned ({size})"))
+    }
+
     fn reap(&mut self) {
         while let Some((id, why)) = self.doomed.pop() {
             let Some(mut peer) = self.peers.remove(id) else {
@@ -339,9 +613,15 @@ impl Server {
             if let Err(e) = self.poll.registry().deregister(&mut peer.stream) {
                 debug!("deregistering node {id}: {e}");
             }
-            info!("{} disconnected: {why}", peer.describe());
+            let word = self.nodes.disconnected(id);
+            info!(
+                "{} disconnected: {why}; now {}",
+                peer.describe(),
+                state_name(word)
+            );
             // Its socket and unsent messages close here; its doorbells stay (see `admit`), and
-            // the others are not told.
+            // the others are not told. Its state is written before peer-<id> goes, so a
+            // script that saw the file go finds the node gone, and `poison` accepts it.
             drop(peer);
             if let Some(state) = &self.state {
                 if let Err(e) = state.peer_gone(id) {
