@@ -7,7 +7,7 @@ source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 BG=stripe
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
-trap bg_cleanup EXIT
+trap 'bg_cleanup; kram_cleanup' EXIT
 
 part_mib=$(( $(on 1 "cat /sys/class/misc/eusrvmem/partition_size") >> 20 ))
 [ "$part_mib" -gt 1100 ] || fail "partitions of $part_mib MiB: kram_stripe needs more than 1 GiB (UNIMEM_GAS_SIZE=4G)"

@@ -32,3 +32,13 @@ bg_cleanup() {
     "$CLUSTER" exec "$n" --timeout 20 -- "for f in /tmp/$BG-*.pid; do [ -f \"\$f\" ] && kill \$(cat \"\$f\") 2>/dev/null; rm -f \"\$f\"; done; true" >/dev/null 2>&1 || true
   done
 }
+# kram_cleanup: what a KRAM test may leave behind if it fails (the EXIT trap of those tests):
+# swap off and unimem_kram out on every node, no kram-daemon running.
+kram_cleanup() {
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout 60 -- "swapoff -a 2>/dev/null; rmmod unimem_kram 2>/dev/null; killall kram-daemon 2>/dev/null; true" >/dev/null 2>&1 || true
+  done
+}
+# dmesg_mark NODE: the kernel log's current length; dmesg_clean NODE MARK: fails on errors logged since.
+dmesg_mark() { on "$1" "dmesg | wc -l"; }
+dmesg_clean() { on "$1" "! dmesg | tail -n +$(($2 + 1)) | grep -E 'BUG|Oops|WARNING|I/O error|Read-error'"; }
