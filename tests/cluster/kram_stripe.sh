@@ -9,13 +9,14 @@ BG=stripe
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 trap 'bg_cleanup; kram_cleanup' EXIT
 
-part_mib=$(( $(on 1 "cat /sys/class/misc/eusrvmem/partition_size") >> 20 ))
-[ "$part_mib" -gt 1100 ] || fail "partitions of $part_mib MiB: kram_stripe needs more than 1 GiB (UNIMEM_GAS_SIZE=4G)"
 for n in $(seq 0 $((NODES - 1))); do
   on "$n" "lsmod | grep -q '^unimem_eusrvmem' || insmod $MODS/unimem_eusrvmem.ko
            lsmod | grep -q '^unimem_mailbox' || insmod $MODS/unimem_mailbox.ko
            killall kram-daemon 2>/dev/null; rm -f /run/kram-daemon.state; true"
 done
+
+part_mib=$(( $(on 1 "cat /sys/class/misc/eusrvmem/partition_size") >> 20 ))
+[ "$part_mib" -gt 1100 ] || fail "partitions of $part_mib MiB: kram_stripe needs more than 1 GiB (UNIMEM_GAS_SIZE=4G)"
 
 step "bad --lend values are refused with a clear error"
 for bad in 0 0% 101% 64T 12Q; do
