@@ -5,13 +5,15 @@
 //! with `error: ` and nothing changed; others start with `ok: ` or are data (`states`).
 //!
 //! * `poison N`: node N's memory goes away. Refused while N is connected or when it does not
-//!   exist; otherwise N's liveness word becomes LOST, then every byte of its partition 0xff.
+//!   exist; otherwise N's liveness word becomes LOST, then every byte of its partition 0xff
+//!   (in steps, between other work: the reply comes when the last byte is written).
 //! * `states`: `ID:STATE:CONNECTS` for every node, space-separated, e.g. `0:up:1 1:lost:2`.
 //!
 //! The server never waits for a client: lines are at most [`MAX_LINE`] bytes, a client that
 //! does not read its replies is dropped, and one that says nothing is closed after
 //! [`IDLE_TIMEOUT`].
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream as StdStream;
@@ -29,6 +31,8 @@ const MAX_PENDING_REPLIES: usize = 64 * 1024;
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Control connections open at once; more are refused.
 pub const MAX_CLIENTS: usize = 16;
+/// Commands a client may have waiting for their turn (behind a poison that is under way).
+const MAX_PENDING_LINES: usize = 1024;
 
 pub const HELP: &str = "commands: poison N, states";
 
@@ -78,6 +82,11 @@ pub struct Client {
     line: Vec<u8>,
     /// Inside a line that already proved too long: dropping bytes until its newline.
     discarding: bool,
+    /// Complete lines not answered yet.
+    pending: VecDeque<Line>,
+    /// A command's reply is not ready yet (a poison under way): the next lines wait, so that
+    /// replies stay in order.
+    pub waiting: bool,
     /// Replies not sent yet.
     out: Vec<u8>,
     /// The client closed its sending side: no more commands.
@@ -93,6 +102,8 @@ impl Client {
             pid,
             line: Vec::new(),
             discarding: false,
+            pending: VecDeque::new(),
+            waiting: false,
             out: Vec::new(),
             eof: false,
             active: Instant::now(),
@@ -106,11 +117,11 @@ impl Client {
         )
     }
 
-    /// Splits received bytes into lines.
-    pub fn feed(&mut self, bytes: &[u8], lines: &mut Vec<Line>) {
+    /// Splits received bytes into lines. False if too many lines wait for their turn.
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
         for &b in bytes {
             if b == b'\n' {
-                lines.push(if self.discarding {
+                self.pending.push_back(if self.discarding {
                     Line::TooLong
                 } else {
                     Line::Command(std::mem::take(&mut self.line))
@@ -126,16 +137,26 @@ impl Client {
                 }
             }
         }
+        self.pending.len() <= MAX_PENDING_LINES
     }
 
     /// At end of file: a last command without its newline still counts.
-    pub fn finish(&mut self, lines: &mut Vec<Line>) {
+    pub fn finish(&mut self) {
         if self.discarding {
-            lines.push(Line::TooLong);
+            self.pending.push_back(Line::TooLong);
         } else if !self.line.is_empty() {
-            lines.push(Line::Command(std::mem::take(&mut self.line)));
+            self.pending
+                .push_back(Line::Command(std::mem::take(&mut self.line)));
         }
         self.discarding = false;
+    }
+
+    /// The next line to answer, unless an earlier one still waits for its reply.
+    pub fn next_line(&mut self) -> Option<Line> {
+        if self.waiting {
+            return None;
+        }
+        self.pending.pop_front()
     }
 
     /// Queues a reply line. False if the client has too many unread replies.
@@ -163,7 +184,7 @@ impl Client {
 
     /// Whether nothing is left to do for this client.
     pub fn done(&self) -> bool {
-        self.eof && self.out.is_empty()
+        self.eof && self.out.is_empty() && self.pending.is_empty() && !self.waiting
     }
 }
 
@@ -244,39 +265,56 @@ mod tests {
         Client::new(a, None)
     }
 
+    fn lines(c: &mut Client) -> Vec<Line> {
+        std::iter::from_fn(|| c.next_line()).collect()
+    }
+
     #[test]
     fn splits_lines_and_bounds_them() {
         let mut c = client();
-        let mut lines = Vec::new();
-        c.feed(b"states\npoi", &mut lines);
-        c.feed(b"son 1\n\n", &mut lines);
+        assert!(c.feed(b"states\npoi"));
+        assert!(c.feed(b"son 1\n\n"));
         assert_eq!(
-            lines,
+            lines(&mut c),
             [
                 Line::Command(b"states".to_vec()),
                 Line::Command(b"poison 1".to_vec()),
                 Line::Command(Vec::new()),
             ]
         );
-        lines.clear();
-        c.feed(&[b'a'; MAX_LINE], &mut lines);
-        c.feed(b"\n", &mut lines);
-        assert_eq!(lines, [Line::Command(vec![b'a'; MAX_LINE])]);
-        lines.clear();
-        c.feed(&[b'a'; 10_000], &mut lines);
-        c.feed(b"b\nstates\nstat", &mut lines);
-        c.finish(&mut lines);
+        c.feed(&[b'a'; MAX_LINE]);
+        c.feed(b"\n");
+        assert_eq!(lines(&mut c), [Line::Command(vec![b'a'; MAX_LINE])]);
+        c.feed(&[b'a'; 10_000]);
+        c.feed(b"b\nstates\nstat");
+        c.finish();
         assert_eq!(
-            lines,
+            lines(&mut c),
             [
                 Line::TooLong,
                 Line::Command(b"states".to_vec()),
                 Line::Command(b"stat".to_vec()),
             ]
         );
-        lines.clear();
-        c.feed(&[b'a'; MAX_LINE + 1], &mut lines);
-        c.finish(&mut lines);
-        assert_eq!(lines, [Line::TooLong]);
+        c.feed(&[b'a'; MAX_LINE + 1]);
+        c.finish();
+        assert_eq!(lines(&mut c), [Line::TooLong]);
+    }
+
+    #[test]
+    fn lines_wait_behind_a_pending_reply() {
+        let mut c = client();
+        c.feed(b"poison 1\nstates\n");
+        assert_eq!(c.next_line(), Some(Line::Command(b"poison 1".to_vec())));
+        c.waiting = true;
+        assert_eq!(c.next_line(), None);
+        c.eof = true;
+        assert!(!c.done());
+        c.waiting = false;
+        assert_eq!(c.next_line(), Some(Line::Command(b"states".to_vec())));
+        assert!(c.done());
+        // A client cannot queue lines without bound.
+        c.waiting = true;
+        assert!(!c.feed(&b"states\n".repeat(MAX_PENDING_LINES + 1)));
     }
 }

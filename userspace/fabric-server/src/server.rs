@@ -1,6 +1,6 @@
 //! The event loop: accepts VMs and introduces them to each other.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::rc::Rc;
@@ -39,6 +39,23 @@ const MAX_BACKLOG: usize = 4096;
 /// this protocol, so only a misbehaving one ever hits it.
 const READS_PER_TURN: usize = 16;
 
+/// Bytes of a partition poisoned per turn of the event loop: a poison makes every page of the
+/// partition resident, which takes seconds for a few GiB on a busy host, and VMs and other
+/// control clients are served in between.
+const POISON_STEP: u64 = 32 << 20;
+
+/// A `poison` under way: the node is LOST already, its partition is being filled.
+struct Poisoning {
+    id: u32,
+    offset: u64,
+    len: u64,
+    done: u64,
+    /// Who asked, for the reply (gone if it hung up meanwhile).
+    client: Token,
+    pid: Option<i32>,
+    started: Instant,
+}
+
 pub struct Settings {
     pub nodes: u32,
     pub vectors: u32,
@@ -57,6 +74,8 @@ pub struct Server {
     state: Option<StateDir>,
     control: Option<UnixListener>,
     controls: HashMap<Token, control::Client>,
+    /// Poisons under way, in the order they were asked for.
+    poisoning: VecDeque<Poisoning>,
     next_token: usize,
     /// Peers whose sockets failed, disconnected once the current event is handled: a send
     /// fails in the middle of walking the peers, where removing one is not possible.
@@ -113,6 +132,7 @@ impl Server {
             state,
             control,
             controls: HashMap::new(),
+            poisoning: VecDeque::new(),
             next_token: FIRST_CLIENT_TOKEN,
             doomed: Vec::new(),
             unread: Vec::new(),
@@ -128,7 +148,7 @@ impl Server {
         }
         let mut events = Events::with_capacity(64);
         loop {
-            let timeout = if self.unread.is_empty() {
+            let timeout = if self.unread.is_empty() && self.poisoning.is_empty() {
                 self.next_idle_deadline()
                     .map(|t| t.saturating_duration_since(Instant::now()))
             } else {
@@ -143,6 +163,7 @@ impl Server {
             }
             self.reap();
             self.close_idle_controls();
+            self.advance_poisoning();
             for event in &events {
                 match event.token() {
                     LISTENER => self.accept_all(),
@@ -219,6 +240,10 @@ impl Server {
             );
             return;
         };
+        // Its memory went away before it returns, not while it uses it.
+        while self.poisoning.iter().any(|p| p.id == id) {
+            self.advance_poisoning();
+        }
         let (doorbells, first_time) = match self.peers.doorbells(id) {
             Some(bells) => {
                 bells.iter().for_each(|fd| drain(fd));
@@ -454,7 +479,6 @@ impl Server {
 
     fn converse(&mut self, token: Token, client: &mut control::Client) -> Result<(), String> {
         let mut buf = [0u8; 4096];
-        let mut lines = Vec::new();
         let mut drained = client.eof;
         for _ in 0..READS_PER_TURN {
             if drained {
@@ -463,10 +487,14 @@ impl Server {
             match client.stream.read(&mut buf) {
                 Ok(0) => {
                     client.eof = true;
-                    client.finish(&mut lines);
+                    client.finish();
                     drained = true;
                 }
-                Ok(n) => client.feed(&buf[..n], &mut lines),
+                Ok(n) => {
+                    if !client.feed(&buf[..n]) {
+                        return Err("sends commands faster than they are answered".into());
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
@@ -474,22 +502,34 @@ impl Server {
                 }
                 Err(e) => return Err(format!("receive failed: {e}")),
             }
-            for line in lines.drain(..) {
-                let reply = self.execute(line, client.pid);
-                if !client.reply(&reply) {
-                    return Err("does not read its replies".into());
-                }
-            }
+            self.answer(token, client)?;
         }
         if !drained {
             self.unread.push(token);
         }
+        // Lines that waited behind a poison that just finished.
+        self.answer(token, client)?;
         match client.flush() {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err("hung up".into()),
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => Err("hung up".into()),
             Err(e) => Err(format!("send failed: {e}")),
         }
+    }
+
+    /// Answers the client's complete lines, up to one whose reply is not ready yet.
+    fn answer(&mut self, token: Token, client: &mut control::Client) -> Result<(), String> {
+        while let Some(line) = client.next_line() {
+            match self.execute(line, token, client.pid) {
+                Some(reply) => {
+                    if !client.reply(&reply) {
+                        return Err("does not read its replies".into());
+                    }
+                }
+                None => client.waiting = true,
+            }
+        }
+        Ok(())
     }
 
     fn close_control(&mut self, mut client: control::Client, why: &str) {
@@ -502,6 +542,7 @@ impl Server {
     fn next_idle_deadline(&self) -> Option<Instant> {
         self.controls
             .values()
+            .filter(|c| !c.waiting)
             .map(|c| c.active + control::IDLE_TIMEOUT)
             .min()
     }
@@ -511,7 +552,7 @@ impl Server {
         let idle: Vec<Token> = self
             .controls
             .iter()
-            .filter(|(_, c)| now >= c.active + control::IDLE_TIMEOUT)
+            .filter(|(_, c)| !c.waiting && now >= c.active + control::IDLE_TIMEOUT)
             .map(|(t, _)| *t)
             .collect();
         for token in idle {
@@ -521,8 +562,9 @@ impl Server {
         }
     }
 
-    /// One control command; returns its reply line.
-    fn execute(&mut self, line: Line, pid: Option<i32>) -> String {
+    /// One control command from the client at `token`; returns its reply line, or `None` if
+    /// the reply comes later (a poison under way).
+    fn execute(&mut self, line: Line, token: Token, pid: Option<i32>) -> Option<String> {
         let command = match line {
             Line::TooLong => Err(format!(
                 "command longer than {} bytes; ignored",
@@ -530,20 +572,13 @@ impl Server {
             )),
             Line::Command(bytes) => control::parse(&bytes),
         };
-        let reply = match command {
-            Ok(Command::States) => return self.states(),
-            Ok(Command::Poison(id)) => self.poison(id),
-            Err(e) => Err(e),
-        };
-        match reply {
-            Ok(text) => {
-                info!("control (pid {pid:?}): {text}");
-                format!("ok: {text}")
-            }
-            Err(e) => {
-                warn!("control (pid {pid:?}): refused: {e}");
-                format!("error: {e}")
-            }
+        match command {
+            Ok(Command::States) => Some(self.states()),
+            Ok(Command::Poison(id)) => match self.poison(id, token, pid) {
+                Ok(()) => None,
+                Err(e) => Some(refused(pid, &e)),
+            },
+            Err(e) => Some(refused(pid, &e)),
         }
     }
 
@@ -558,8 +593,9 @@ impl Server {
     }
 
     /// Node `id`'s memory goes away: its word says LOST first, then every byte of its
-    /// partition becomes 0xff (what reads over a dead link return).
-    fn poison(&mut self, id: u32) -> Result<String, String> {
+    /// partition becomes 0xff (what reads over a dead link return), a step per turn of the
+    /// event loop; the client gets its reply when the last byte is written.
+    fn poison(&mut self, id: u32, client: Token, pid: Option<i32>) -> Result<(), String> {
         let nodes = self.settings.nodes;
         if id >= nodes {
             return Err(format!(
@@ -584,25 +620,71 @@ impl Server {
         let offset = layout
             .partition_offset(id)
             .expect("node ids are below the node count");
-        let size = layout.partition_size;
+        let len = layout.partition_size;
+        let queued = self.poisoning.iter().map(|p| p.len - p.done).sum();
         self.shm
-            .ensure_memory_for(offset, size)
+            .ensure_memory_for(offset, len, queued)
             .map_err(|e| format!("poison: cannot poison node {id}'s partition: {e:#}"))?;
         self.nodes.lost(id);
-        let start = Instant::now();
-        self.shm.fill(offset, size, 0xff).map_err(|e| {
-            format!("poison: node {id} is lost, but poisoning its partition failed: {e:#}")
-        })?;
-        debug!(
-            "node {id}: {size} bytes at {offset:#x} poisoned in {:?}",
-            start.elapsed()
-        );
-        let size = if size % (1 << 20) == 0 {
-            format!("{} MiB", size >> 20)
-        } else {
-            format!("{} KiB", size >> 10)
+        info!("control (pid {pid:?}): node {id} is lost; poisoning its partition");
+        self.poisoning.push_back(Poisoning {
+            id,
+            offset,
+            len,
+            done: 0,
+            client,
+            pid,
+            started: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// Poisons the next step of the oldest poison under way; answers its client once it is
+    /// complete.
+    fn advance_poisoning(&mut self) {
+        let Some(job) = self.poisoning.front_mut() else {
+            return;
         };
-        Ok(format!("node {id} poisoned ({size})"))
+        let step = (job.len - job.done).min(POISON_STEP);
+        let result = self.shm.fill(job.offset + job.done, step, 0xff);
+        job.done += step;
+        let reply = match result {
+            Err(e) => refused(
+                job.pid,
+                &format!(
+                    "poison: node {} is lost, but poisoning its partition failed: {e:#}",
+                    job.id
+                ),
+            ),
+            Ok(()) if job.done < job.len => return,
+            Ok(()) => {
+                let size = if job.len % (1 << 20) == 0 {
+                    format!("{} MiB", job.len >> 20)
+                } else {
+                    format!("{} KiB", job.len >> 10)
+                };
+                info!(
+                    "control (pid {:?}): node {} poisoned ({size} at {:#x} in {:.1?})",
+                    job.pid,
+                    job.id,
+                    job.offset,
+                    job.started.elapsed()
+                );
+                format!("ok: node {} poisoned ({size})", job.id)
+            }
+        };
+        let job = self.poisoning.pop_front().expect("the job just advanced");
+        let Some(client) = self.controls.get_mut(&job.client) else {
+            return; // it hung up meanwhile
+        };
+        client.waiting = false;
+        client.active = Instant::now();
+        if client.reply(&reply) {
+            // Sends the reply and answers what waited behind it.
+            self.serve_control(job.client);
+        } else if let Some(client) = self.controls.remove(&job.client) {
+            self.close_control(client, "does not read its replies");
+        }
     }
 
     fn reap(&mut self) {
@@ -649,4 +731,10 @@ fn hung_up(stream: &UnixStream) -> bool {
         ),
         Ok(0)
     )
+}
+
+/// An `error:` reply, logged.
+fn refused(pid: Option<i32>, why: &str) -> String {
+    warn!("control (pid {pid:?}): refused: {why}");
+    format!("error: {why}")
 }

@@ -93,10 +93,11 @@ impl SharedRegion {
         Ok(PageMap { ptr })
     }
 
-    /// Whether the host can back every page of `offset..offset + len`: filling a sparse range
-    /// makes all of it resident, and the out-of-memory killer would rather pick a VM.
-    pub fn ensure_memory_for(&self, offset: u64, len: u64) -> Result<()> {
-        let needed = self.unallocated(offset, offset + len)?;
+    /// Whether the host can back every page of `offset..offset + len`, and `more` bytes
+    /// besides: filling a sparse range makes all of it resident, and the out-of-memory killer
+    /// would rather pick a VM.
+    pub fn ensure_memory_for(&self, offset: u64, len: u64, more: u64) -> Result<()> {
+        let needed = self.unallocated(offset, offset + len)? + more;
         if let Some(available) = available_memory() {
             ensure!(
                 needed <= available,

@@ -407,7 +407,7 @@ fn control_socket_is_private_and_removed_on_exit() {
 /// is partition 0's memory there), and poison is refused since guests could not tell.
 #[test]
 fn small_control_area_has_no_states() {
-    let server = Server::start_full(3, 1, "4K", |_| {});
+    let server = Server::start_full(3, 1, "64M", "4K", |_| {});
     let c0 = server.connect();
     let w0 = c0.welcome(0, &[], 1);
     assert_eq!(desc(&w0.shm).partition_offset(0), Some(NODE_STATE_OFFSET));
@@ -427,4 +427,36 @@ fn small_control_area_has_no_states() {
     );
     assert!(partition(&w0.shm, 1).iter().all(|&b| b == 0));
     assert_eq!(server.ctl("states"), "0:up:1 1:gone:1 2:never:0");
+}
+
+/// Poisoning a large partition takes a while: VMs and other control clients are served
+/// meanwhile, the client's next command waits for the poison's reply, and a VM that returns
+/// as the poisoned node is admitted only once its whole partition is poisoned.
+#[test]
+fn poison_in_steps() {
+    let server = Server::start_full(2, 1, "1G", "2M", |_| {});
+    let mut a = server.ctl_conn();
+    a.send(b"poison 1\nstates");
+    // Another client, while the fill is under way (or just done): node 1 is lost already.
+    assert_eq!(server.ctl("states"), "0:never:0 1:lost:0");
+    let c0 = server.connect();
+    let w0 = c0.welcome(0, &[], 1);
+    let d = desc(&w0.shm);
+    let mib = d.partition_size >> 20;
+    assert_eq!(a.reply(), format!("ok: node 1 poisoned ({mib} MiB)"));
+    assert_eq!(a.reply(), "0:up:1 1:lost:0");
+
+    // Again, and a VM connects as node 1 at once: by then all of it is poison.
+    let mut b = server.ctl_conn();
+    b.send(b"poison 1");
+    wait_until("node 1 to be lost again", || {
+        server.ctl("states") == "0:up:1 1:lost:0"
+    });
+    let c1 = server.connect();
+    let w1 = c1.welcome(1, &[0], 1);
+    assert_eq!(word(&w1.shm, 1), encode(UP, 1));
+    assert!(partition(&w1.shm, 1).iter().all(|&b| b == 0xff));
+    assert_eq!(b.reply(), format!("ok: node 1 poisoned ({mib} MiB)"));
+    let log = fs::read_to_string(&server.log).unwrap();
+    assert_eq!(log.matches("node 1 poisoned").count(), 2, "{log}");
 }

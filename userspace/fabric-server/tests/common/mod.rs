@@ -85,13 +85,15 @@ impl Server {
     }
 
     pub fn start_with(nodes: u32, vectors: u32, tweak: impl FnOnce(&mut Command)) -> Self {
-        Self::start_full(nodes, vectors, "2M", tweak)
+        Self::start_full(nodes, vectors, "64M", "2M", tweak)
     }
 
-    /// With a control area of `ctl_size` (a size as the command line takes it).
+    /// With a region of `region_size` and a control area of `ctl_size` (sizes as the command
+    /// line takes them).
     pub fn start_full(
         nodes: u32,
         vectors: u32,
+        region_size: &str,
         ctl_size: &str,
         tweak: impl FnOnce(&mut Command),
     ) -> Self {
@@ -99,7 +101,7 @@ impl Server {
         let socket = dir.0.join("fabric.sock");
         let state = dir.0.join("state");
         let log = dir.0.join("server.log");
-        let mut cmd = command_with(&socket, &state, &log, nodes, vectors, ctl_size);
+        let mut cmd = command_with(&socket, &state, &log, nodes, vectors, region_size, ctl_size);
         tweak(&mut cmd);
         let child = cmd.spawn().unwrap();
         let server = Server {
@@ -230,7 +232,7 @@ pub fn spawn(socket: &Path, state: &Path, log: &Path, nodes: u32, vectors: u32) 
 }
 
 pub fn command(socket: &Path, state: &Path, log: &Path, nodes: u32, vectors: u32) -> Command {
-    command_with(socket, state, log, nodes, vectors, "2M")
+    command_with(socket, state, log, nodes, vectors, "64M", "2M")
 }
 
 pub fn command_with(
@@ -239,6 +241,7 @@ pub fn command_with(
     log: &Path,
     nodes: u32,
     vectors: u32,
+    region_size: &str,
     ctl_size: &str,
 ) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_unimem-fabric"));
@@ -250,7 +253,7 @@ pub fn command_with(
         .arg(state)
         .args(["--nodes", &nodes.to_string()])
         .args(["--vectors", &vectors.to_string()])
-        .args(["--region-size", "64M", "--ctl-size", ctl_size])
+        .args(["--region-size", region_size, "--ctl-size", ctl_size])
         .env("RUST_LOG", "debug")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
