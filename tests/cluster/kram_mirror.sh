@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# KRAM mirroring (issue 9, beyond the seed): `mirror=1` keeps an instance on two lenders.
+# KRAM mirroring (issue 9, beyond the seed): `mirror=1` keeps an instance on two lenders (96 MiB:
+# the swap the 1.5x-RAM workload needs, with room).
 # Node 0 swaps to a mirrored device whose copies lie on nodes 1 and 3 and runs a workload
 # larger than its RAM that verifies every byte; node 3's VM is killed in the middle and the
 # fabric poisons its partition (its memory went away). Reads fail over to node 1's copy, the
@@ -25,10 +26,10 @@ parts_on() { on 0 "grep -c '^  node $1 chunks .* copy [AB] at 0 MiB: valid (' /s
 for n in $(seq 0 $((NODES - 1))); do load_base "$n"; on "$n" "killall kram-daemon 2>/dev/null; rm -f /run/kram-daemon.state; true"; done
 
 mark=$(dmesg_mark 0)
-step "node 0 gets a 64 MiB instance mirrored on nodes 1 and 3"
+step "node 0 gets a 96 MiB instance mirrored on nodes 1 and 3"
 daemon 1
 daemon 3
-on 0 "insmod $MODS/unimem_kram.ko ninstances=1 size=64 mirror=1"
+on 0 "insmod $MODS/unimem_kram.ko ninstances=1 size=96 mirror=1"
 on 0 "for i in \$(seq 100); do test -b /dev/kram0 && exit 0; sleep 0.2; done; exit 1" || { stats; fail "/dev/kram0 did not appear"; }
 stats
 expect_eq "$(parts_on 1)" 1 "copies on node 1"
@@ -55,7 +56,7 @@ TIMEOUT=900 on 0 "while test -f /tmp/$BG-work.pid; do sleep 1; done"
 on 0 "cat /tmp/$BG-work.log"
 on 0 "grep -qx 'exit=0' /tmp/$BG-work.log" || fail "the workload lost data when a mirror's lender died"
 stats
-on 0 "grep -q '^kram0 64 MiB: 64 MiB lent, ready, failovers' /sys/kernel/debug/unimem_kram/stats" || fail "kram0 is not whole again"
+on 0 "grep -q '^kram0 96 MiB: 96 MiB lent, ready, failovers' /sys/kernel/debug/unimem_kram/stats" || fail "kram0 is not whole again"
 dmesg_clean 0 "$mark" || fail "kernel errors on node 0"
 
 step "swapoff reads every page back; unload returns both copies"
