@@ -19,17 +19,7 @@ LEASE_S=20
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 trap 'bg_cleanup; kram_cleanup' EXIT
 
-load_base() {
-  on "$1" "lsmod | grep -q '^unimem_eusrvmem' || insmod $MODS/unimem_eusrvmem.ko
-           lsmod | grep -q '^unimem_mailbox' || insmod $MODS/unimem_mailbox.ko"
-}
-# daemon NODE [ARGS]: (re)start node's kram-daemon lending 200 MiB, wait until it answers.
-daemon() {
-  local n=$1; shift
-  bg "$n" daemon "kram-daemon --lend 200M --log-file /tmp/kram-daemon.log $*"
-  on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; cat /tmp/$BG-daemon.log; exit 1" ||
-    fail "kram-daemon did not start on node $n"
-}
+daemon() { local n=$1; shift; kram_daemon "$n" --lend 200M "$@"; }
 kill9() { on "$1" "killall -9 kram-daemon; for i in \$(seq 50); do pidof kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1"; }
 lent() { on 1 "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*, lent \([0-9]*\)$/\1/p'"; }
 # range NODE INSTANCE: "FIRST LAST" of what node 1 lends to that borrower instance.

@@ -11,15 +11,7 @@ BG=mirror
 [ "$NODES" -ge 4 ] || fail "needs at least 4 nodes (scripts/test.sh starts 4)"
 trap 'bg_cleanup; kram_cleanup' EXIT
 
-load_base() {
-  on "$1" "lsmod | grep -q '^unimem_eusrvmem' || insmod $MODS/unimem_eusrvmem.ko
-           lsmod | grep -q '^unimem_mailbox' || insmod $MODS/unimem_mailbox.ko"
-}
-daemon() {
-  bg "$1" daemon "kram-daemon --lend 100M --log-file /tmp/kram-daemon.log"
-  on "$1" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1" ||
-    fail "kram-daemon did not start on node $1"
-}
+daemon() { local n=$1; shift; kram_daemon "$n" --lend 100M "$@"; }
 stats() { on 0 "cat /sys/kernel/debug/unimem_kram/stats"; }
 parts_on() { on 0 "grep -c '^  node $1 chunks .* copy [AB] at 0 MiB: valid (' /sys/kernel/debug/unimem_kram/stats || true"; }
 

@@ -42,3 +42,16 @@ kram_cleanup() {
 # dmesg_mark NODE: the kernel log's current length; dmesg_clean NODE MARK: fails on errors logged since.
 dmesg_mark() { on "$1" "dmesg | wc -l"; }
 dmesg_clean() { on "$1" "! dmesg | tail -n +$(($2 + 1)) | grep -E 'BUG|Oops|WARNING|I/O error|Read-error'"; }
+# load_base NODE: unimem_eusrvmem and unimem_mailbox loaded on NODE (a node boots without them).
+load_base() {
+  on "$1" "lsmod | grep -q '^unimem_eusrvmem' || insmod /opt/unimem/modules/unimem_eusrvmem.ko
+           lsmod | grep -q '^unimem_mailbox' || insmod /opt/unimem/modules/unimem_mailbox.ko"
+}
+# kram_daemon NODE ARGS...: (re)start NODE's kram-daemon in the background (bg name "daemon",
+# log /tmp/kram-daemon.log) and wait until it answers --status.
+kram_daemon() {
+  local n=$1; shift
+  bg "$n" daemon "kram-daemon --log-file /tmp/kram-daemon.log $*"
+  on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; cat /tmp/$BG-daemon.log; exit 1" ||
+    fail "kram-daemon did not start on node $n"
+}
