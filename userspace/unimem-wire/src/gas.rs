@@ -279,8 +279,8 @@ mod tests {
         let w = encode(LOST, 3);
         assert_eq!((state(w), connects(w)), (LOST, 3));
         assert_eq!(state(encode(UP, u64::MAX >> 8)), UP);
-        assert!(NODE_STATE_END <= 2 << 20, "fits the default control area");
-        assert!(NODE_STATE_OFFSET >= DESCRIPTOR_LEN as u64);
+        const { assert!(NODE_STATE_END <= 2 << 20, "fits the default control area") };
+        const { assert!(NODE_STATE_OFFSET >= DESCRIPTOR_LEN as u64) };
     }
 
     #[test]
