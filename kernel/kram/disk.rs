@@ -103,11 +103,28 @@ impl Lease {
         self.lost.load(Ordering::Acquire)
     }
 
+    /// Whether a request must wait for this lease rather than fail: it was ours, its lender
+    /// is not lost and has not revoked it, but no ACK came in time (the lender's daemon or VM
+    /// is restarting; the lender keeps the loan for `LEASE_MS` after our last RENEW and
+    /// restores it from its record). Bounded by [`MAX_STALL_NS`].
+    fn stalled(&self, now: i64, fabric: &Fabric) -> bool {
+        let lapsed = -self.clock.left(now);
+        self.clock.acked()
+            && !self.clock.is_revoked()
+            && !self.is_lost()
+            && !fabric.lost(self.node)
+            && lapsed > 0
+            && lapsed < MAX_STALL_NS
+    }
+
     /// Whether this node may touch the chunks at `now`.
     pub(crate) fn ok(&self, now: i64, fabric: &Fabric) -> bool {
         !self.is_lost() && self.clock.usable(now) && !fabric.lost(self.node)
     }
 }
+
+/// How long I/O waits for a lapsed lease to be acknowledged again before it fails.
+const MAX_STALL_NS: i64 = 60_000_000_000;
 
 /// A lease placed at `offset` of the disk in one copy. A `syncing` part (a replacement for a
 /// lost one) takes writes but serves no read until the mirror has been copied into it.
@@ -281,6 +298,30 @@ impl Io<'_> {
         Ok(())
     }
 
+    /// Whether the request over `[start, end)` must be retried later: some piece of it has no
+    /// usable copy but one whose lease is only stalled. Checked before anything is copied.
+    fn stalled(&self, start: u64, end: u64) -> bool {
+        let mut pos = start;
+        while pos < end {
+            let (mut ok, mut stalled, mut next) = (false, false, end);
+            for c in 0..self.l.ncopies {
+                if let Some(p) = self.l.part(c, pos) {
+                    ok |= self.readable(p) || (p.syncing && p.lease.ok(self.now, self.fabric));
+                    stalled |= p.lease.stalled(self.now, self.fabric);
+                    next = next.min(p.end());
+                }
+            }
+            if !ok && stalled {
+                return true;
+            }
+            if next <= pos {
+                break;
+            }
+            pos = next;
+        }
+        false
+    }
+
     /// Zeroes `[start, end)` in every copy.
     fn zero(&self, start: u64, end: u64) -> Result {
         let zeros = [0u8; 512];
@@ -340,6 +381,10 @@ impl Backing {
         }
         let layout = self.shared.layout.lock();
         let io = Io { l: &layout, shared: &self.shared, fabric: &self.fabric, now: self.epoch.now() };
+        if io.stalled(start, end) {
+            // BLK_STS_RESOURCE: blk-mq requeues the request and runs the queue again shortly.
+            return Err(ENOMEM);
+        }
         let mut at = start;
         let mut each = |write| {
             rq.for_each_segment(|seg| {
@@ -400,6 +445,11 @@ impl Operations for KramDisk {
 
     fn queue_rq(backing: &Backing, rq: ARef<Request<Self>>, _is_last: bool) -> Result {
         let result = backing.serve(&rq);
+        if matches!(result, Err(e) if e == ENOMEM) {
+            // A stalled lease or no memory for a bounce buffer: not ended, blk-mq requeues it
+            // (BLK_STS_RESOURCE) and runs the queue again after a short delay.
+            return Err(ENOMEM);
+        }
         match (backing.transfer, result) {
             (Transfer::Cdma, Ok(())) => mq::Request::complete(rq),
             (_, result) => finish(rq, result),

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # KRAM soak (issue 9): node 0 swaps to memory lent by nodes 1 and 2 and runs a workload larger
 # than its RAM that verifies every byte, while the lenders' daemons are killed and restarted
-# (with and without state) and their VMs are killed or rebooted, in a loop. Zero verification
-# errors, no kernel warning, no lease lost. SOAK_ROUNDS (default 8) chaos rounds.
+# (with and without state) and their VMs are killed, rebooted or kept down for longer than a
+# lease, in a loop. Zero verification errors, no kernel warning, no lease lost. SOAK_ROUNDS
+# (default 8) chaos rounds.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 BG=soak
@@ -32,7 +33,7 @@ bg 0 work "i=0; while [ ! -e /tmp/$BG-stop ]; do i=\$((i + 1)); unimem-memtest -
 
 chaos() {
   local r=$1
-  case $((r % 4)) in
+  case $((r % 5)) in
     0) step "round $r: node 1's daemon killed -9, restarted without state"
        kill9 1; on 1 "rm -f /run/kram-daemon.state"; daemon 1 --no-state ;;
     1) step "round $r: node 2's VM killed and booted again"
@@ -41,6 +42,9 @@ chaos() {
        kill9 2; daemon 2 ;;
     3) step "round $r: node 1's VM rebooted cleanly"
        "$CLUSTER" restart 1; load_base 1; daemon 1 ;;
+    4) step "round $r: node 2's VM down for 25 s, longer than node 0 may use a lease unacknowledged"
+       # Node 0's I/O to node 2's part waits (requeued) until node 2's restored daemon ACKs again.
+       "$CLUSTER" kill 2; sleep 25; "$CLUSTER" start 2; load_base 2; daemon 2 ;;
   esac
 }
 for r in $(seq 0 $((ROUNDS - 1))); do
