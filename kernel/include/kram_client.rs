@@ -11,13 +11,17 @@ use crate::{
     mailbox::service,
     wire::kram::{to_driver, KramMsg, BORROWER_LEASE_MS, LEASE_MS, SEQ_MOD},
 };
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use kernel::{
     ffi::c_void,
     prelude::*,
     sync::{Arc, ArcBorrow},
     time::{Instant, Monotonic},
 };
+
+#[path = "log_limit.rs"]
+mod log_limit;
+pub(crate) use log_limit::LogLimit;
 
 /// Sends `msg` to the kram-daemon of `node`; a failure is logged and returned.
 pub(crate) fn try_send(node: u32, msg: KramMsg) -> Result {
@@ -165,32 +169,5 @@ impl Epoch {
 
     pub(crate) fn now(&self) -> i64 {
         self.0.elapsed().as_nanos() + 1
-    }
-}
-
-/// Limits log lines a peer can cause: at most [`LogLimit::BURST`] per
-/// [`LogLimit::WINDOW_NS`]; the counters of the caller count everything.
-pub(crate) struct LogLimit {
-    window: AtomicI64,
-    used: AtomicU32,
-}
-
-impl LogLimit {
-    const BURST: u32 = 10;
-    const WINDOW_NS: i64 = 5_000_000_000;
-
-    pub(crate) const fn new() -> Self {
-        Self { window: AtomicI64::new(0), used: AtomicU32::new(0) }
-    }
-
-    /// Whether a line may be printed at `now` (an [`Epoch`] time).
-    pub(crate) fn allow(&self, now: i64) -> bool {
-        let start = self.window.load(Ordering::Relaxed);
-        if now - start >= Self::WINDOW_NS
-            && self.window.compare_exchange(start, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
-        {
-            self.used.store(0, Ordering::Relaxed);
-        }
-        self.used.fetch_add(1, Ordering::Relaxed) < Self::BURST
     }
 }

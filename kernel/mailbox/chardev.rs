@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `/dev/unimem_mailbox`: one interface pair per open file, packets and 64-bit messages.
 
-use crate::{state::State, mailbox as abi, packet::PAYLOAD_LEN};
+use crate::{
+    mailbox as abi,
+    packet::PAYLOAD_LEN,
+    state::{State, Take},
+};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     bindings,
@@ -112,18 +116,26 @@ impl MboxFile {
         let id = self.iface()?;
         let iface = &self.state.ifaces[id as usize];
         let start = self.next_sender.fetch_add(1, Ordering::Relaxed);
-        let packet = {
-            let mut owner = iface.owner.lock();
-            loop {
-                if let Some(p) = self.state.take_packet(id, start) {
-                    break p;
+        let packet = loop {
+            {
+                let mut owner = iface.owner.lock();
+                match self.state.take_packet(id, start) {
+                    Take::Packet(p) => break p,
+                    Take::Empty => {
+                        if nonblocking(file) {
+                            return Err(EAGAIN);
+                        }
+                        if iface.wait.wait_interruptible(&mut owner) {
+                            return Err(ERESTARTSYS);
+                        }
+                    }
+                    // Peers queued more than one pass takes: go again, with the lock released
+                    // (and interrupts enabled), so a peer rewriting a ring cannot pin this CPU.
+                    Take::Again => {}
                 }
-                if nonblocking(file) {
-                    return Err(EAGAIN);
-                }
-                if iface.wait.wait_interruptible(&mut owner) {
-                    return Err(ERESTARTSYS);
-                }
+            }
+            if kernel::current!().signal_pending() {
+                return Err(ERESTARTSYS);
             }
         };
         crate::iface::Iface::count(&iface.received);

@@ -21,6 +21,8 @@ use kernel::{
 mod chardev;
 mod iface;
 mod kmsg;
+#[path = "../include/log_limit.rs"]
+mod log_limit;
 mod ring;
 // The seam functions are `pub` because other modules link against them (exports.c).
 #[allow(unreachable_pub)]
@@ -103,16 +105,18 @@ impl Drop for Doorbell {
         unsafe {
             fabric_api::unimem_fabric_set_handler(mailbox::DOORBELL_VECTOR, None, core::ptr::null_mut())
         };
-        // No doorbell can queue the dispatch work any more; wait for a queued run to finish
-        // before the module's code goes away.
-        self.0.flush_work();
+        // No doorbell can queue the dispatch work any more, and the work stops queueing itself
+        // again; cancel a queued run and wait for a running one before the code goes away.
+        self.0.stopping.store(true, Ordering::Release);
+        self.0.cancel_work();
     }
 }
 
 impl State {
-    fn flush_work(&self) {
-        // SAFETY: `self.work` is an initialized work item that lives as long as `self`.
-        unsafe { bindings::flush_work(Work::raw_get(&self.work)) };
+    fn cancel_work(&self) {
+        // SAFETY: `self.work` is an initialized work item that lives as long as `self`;
+        // `cancel_work_sync` copes with a work that queues itself again.
+        unsafe { bindings::cancel_work_sync(Work::raw_get(&self.work)) };
     }
 }
 

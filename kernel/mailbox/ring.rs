@@ -18,13 +18,31 @@ pub(crate) struct Ring {
     base: *mut u8,
 }
 
-/// Outcome of [`Ring::pop`].
-pub(crate) enum Pop {
-    Empty,
-    Item,
-    /// The indices were inconsistent (corrupted memory); the ring was reset and this many
-    /// entries were discarded.
-    Corrupt(u32),
+/// The entries one receive pass may take: those published when it started (both indices read
+/// once), so at most one ring's worth, however fast a peer rewrites the tail.
+pub(crate) struct Pass {
+    ring: Ring,
+    head: u32,
+    tail: u32,
+}
+
+/// A ring whose indices were more than [`SLOTS`] apart: not trusted, resynced to empty.
+pub(crate) struct Resynced;
+
+impl Pass {
+    /// Copies the next entry of the pass into `out` and frees its slot; `false` when the pass
+    /// has taken everything it saw. The slot may have been rewritten since: callers validate.
+    pub(crate) fn next(&mut self, out: &mut [u8; SLOT_LEN]) -> bool {
+        if self.head == self.tail {
+            return false;
+        }
+        // SAFETY: `slot` is inside the ring, and the entry was published (tail read with Acquire).
+        unsafe { core::ptr::copy_nonoverlapping(self.ring.slot(self.head), out.as_mut_ptr(), SLOT_LEN) };
+        self.head = self.head.wrapping_add(1);
+        // Our own copy of `head`, not the shared word a peer may have rewritten meanwhile.
+        self.ring.index(HEAD_OFFSET).store(self.head, Ordering::Release);
+        true
+    }
 }
 
 impl Ring {
@@ -60,22 +78,17 @@ impl Ring {
         true
     }
 
-    /// Takes the oldest entry into `out`. Only the receiving node calls this, serialized.
-    pub(crate) fn pop(&self, out: &mut [u8; SLOT_LEN]) -> Pop {
+    /// Starts a receive pass (only the receiving node calls this, serialized). Indices that
+    /// cannot be right (more than [`SLOTS`] entries) are not trusted: the ring is resynced to
+    /// empty at the tail just read.
+    pub(crate) fn pass(&self) -> Result<Pass, Resynced> {
         let head = self.index(HEAD_OFFSET).load(Ordering::Relaxed);
         let tail = self.index(TAIL_OFFSET).load(Ordering::Acquire);
-        let used = tail.wrapping_sub(head);
-        if used == 0 {
-            return Pop::Empty;
-        }
-        if used > SLOTS {
+        if tail.wrapping_sub(head) > SLOTS {
             self.index(HEAD_OFFSET).store(tail, Ordering::Release);
-            return Pop::Corrupt(used);
+            return Err(Resynced);
         }
-        // SAFETY: the slot holds a published entry (tail was loaded with Acquire).
-        unsafe { core::ptr::copy_nonoverlapping(self.slot(head), out.as_mut_ptr(), SLOT_LEN) };
-        self.index(HEAD_OFFSET).store(head.wrapping_add(1), Ordering::Release);
-        Pop::Item
+        Ok(Pass { ring: *self, head, tail })
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -83,13 +96,14 @@ impl Ring {
     }
 
     /// Forgets whatever the ring held before this receiver existed (consumer side, at load).
-    /// A producer racing with this leaves impossible indices, which `pop` repairs.
+    /// A producer racing with this leaves impossible indices, which [`Ring::pass`] resyncs.
     pub(crate) fn reset(&self) {
         self.index(TAIL_OFFSET).store(0, Ordering::Relaxed);
         self.index(HEAD_OFFSET).store(0, Ordering::Release);
     }
 
-    /// Drops every queued entry (consumer side) and returns how many there were.
+    /// Drops every queued entry (consumer side) and returns how many there were (at most
+    /// [`SLOTS`], whatever the indices say).
     pub(crate) fn discard(&self) -> u32 {
         let tail = self.index(TAIL_OFFSET).load(Ordering::Acquire);
         let head = self.index(HEAD_OFFSET).swap(tail, Ordering::AcqRel);

@@ -5,15 +5,17 @@ use crate::{
     fabric_api::{self, FabricInfo},
     iface::{Iface, Owner},
     kmsg::Services,
-    ring::{Pop, Ring},
+    log_limit::LogLimit,
+    ring::{Resynced, Ring},
     mailbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES},
     packet::{Header, Packet, PACKET_LEN, PAYLOAD_LEN},
 };
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     new_spinlock_irq,
     prelude::*,
     sync::{Arc, ArcBorrow, SpinLockIrq},
+    time::{Instant, Monotonic},
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -31,8 +33,23 @@ pub(crate) struct State {
     pub(crate) services: Services,
     #[pin]
     pub(crate) work: Work<State>,
-    /// Ring entries rejected on receipt (bad header, impossible indices).
+    /// Ring entries rejected on receipt (bad header, wrong sender).
     pub(crate) malformed: AtomicU64,
+    /// Receive rings found with impossible indices (more than a ring's worth queued) and reset.
+    pub(crate) resynced: AtomicU64,
+    /// Peer-caused warnings; the counters above count everything.
+    noisy: LogLimit,
+    epoch: Instant<Monotonic>,
+    /// Set at module exit: the dispatch work no longer queues itself again.
+    pub(crate) stopping: AtomicBool,
+}
+
+/// What [`State::take_packet`] found.
+pub(crate) enum Take {
+    Packet([u8; PACKET_LEN]),
+    Empty,
+    /// Nothing valid in this pass, but peers queued more since: try again (not under the lock).
+    Again,
 }
 
 // SAFETY: `gas` is the fabric's kernel mapping, valid for the module's life (symbol dependency
@@ -49,14 +66,23 @@ impl WorkItem for State {
     type Pointer = Arc<State>;
 
     fn run(this: Arc<State>) {
-        this.drain_kmsgs();
+        // One ring's worth per sender and run; a peer that keeps its ring full gets another run
+        // later, not a CPU spinning here.
+        if this.drain_kmsgs() && !this.stopping.load(Ordering::Acquire) {
+            // Already queued is fine: that run will see the rest.
+            let _ = workqueue::system_percpu().enqueue(this);
+        }
     }
 }
 
 impl State {
     pub(crate) fn new(info: &FabricInfo) -> Result<Arc<Self>> {
         let reserved = layout::RESERVED as u64;
-        if info.partition_size < reserved || info.node_count == 0 || info.vectors <= DOORBELL_VECTOR {
+        if info.partition_size < reserved
+            || info.node_count == 0
+            || info.node_count > crate::gas::MAX_NODES
+            || info.vectors <= DOORBELL_VECTOR
+        {
             pr_err!(
                 "fabric too small: partitions of {} bytes (need {}), {} doorbell vectors (need {})\n",
                 info.partition_size,
@@ -89,6 +115,10 @@ impl State {
                 services <- Services::new(),
                 work <- new_work!("unimem_mailbox::kmsg"),
                 malformed: AtomicU64::new(0),
+                resynced: AtomicU64::new(0),
+                noisy: LogLimit::new(),
+                epoch: Instant::now(),
+                stopping: AtomicBool::new(false),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -186,33 +216,48 @@ impl State {
         Ok(())
     }
 
-    /// Pops entries from `ring` until one that `decode` accepts; the rejected ones (and
-    /// impossible ring indices) are counted as malformed and dropped.
-    fn next_valid<T>(&self, ring: Ring, decode: impl Fn(&[u8; layout::SLOT_LEN]) -> Option<T>) -> Option<T> {
-        let mut slot = [0u8; layout::SLOT_LEN];
-        loop {
-            match ring.pop(&mut slot) {
-                Pop::Empty => return None,
-                Pop::Corrupt(n) => {
-                    self.malformed.fetch_add(u64::from(n), Ordering::Relaxed);
-                    return None;
+    /// One receive pass over `ring` (fed by `sender`): takes entries until one that `decode`
+    /// accepts, at most the ring's worth published when the pass started. Rejected entries are
+    /// counted as malformed and dropped, impossible indices resync the ring; both are logged at
+    /// a limited rate, since a peer causes them.
+    fn next_valid<T>(
+        &self,
+        ring: Ring,
+        sender: u32,
+        what: &str,
+        decode: impl Fn(&[u8; layout::SLOT_LEN]) -> Option<T>,
+    ) -> Option<T> {
+        let mut pass = match ring.pass() {
+            Ok(pass) => pass,
+            Err(Resynced) => {
+                self.resynced.fetch_add(1, Ordering::Relaxed);
+                if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                    pr_warn!("{} ring of node {} had impossible indices: resynced (rate-limited)\n", what, sender);
                 }
-                Pop::Item => match decode(&slot) {
-                    Some(item) => return Some(item),
-                    None => {
-                        self.malformed.fetch_add(1, Ordering::Relaxed);
-                    }
-                },
+                return None;
+            }
+        };
+        let mut slot = [0u8; layout::SLOT_LEN];
+        while pass.next(&mut slot) {
+            if let Some(item) = decode(&slot) {
+                return Some(item);
+            }
+            self.malformed.fetch_add(1, Ordering::Relaxed);
+            if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                pr_warn!("malformed entry from node {} in a {} ring dropped (rate-limited)\n", sender, what);
             }
         }
+        None
     }
 
     /// Takes the next valid packet for local interface `id`, visiting senders round-robin
-    /// from `start`.
-    pub(crate) fn take_packet(&self, id: u32, start: u32) -> Option<[u8; PACKET_LEN]> {
-        (0..self.nodes).find_map(|k| {
-            let sender = (start + k) % self.nodes;
-            self.next_valid(self.packet_ring(self.node, id, sender), |slot| {
+    /// from `start` (a free-running counter). Bounded: one pass per sender's ring.
+    pub(crate) fn take_packet(&self, id: u32, start: u32) -> Take {
+        // `nodes <= MAX_NODES`, so `first + k` cannot overflow, whatever `start` is.
+        let first = start % self.nodes;
+        for k in 0..self.nodes {
+            let sender = (first + k) % self.nodes;
+            let packet = self.next_valid(self.packet_ring(self.node, id, sender), sender, "packet", |slot| {
                 // The ring says who the producer was; a header claiming otherwise was not
                 // written by that node's driver.
                 let p = Packet::decode(slot).ok()?;
@@ -221,8 +266,16 @@ impl State {
                     out.copy_from_slice(&slot[..PACKET_LEN]);
                     out
                 })
-            })
-        })
+            });
+            if let Some(packet) = packet {
+                return Take::Packet(packet);
+            }
+        }
+        if self.has_packet(id) {
+            Take::Again
+        } else {
+            Take::Empty
+        }
     }
 
     pub(crate) fn has_packet(&self, id: u32) -> bool {
@@ -285,12 +338,34 @@ impl State {
         Ok(())
     }
 
-    fn drain_kmsgs(&self) {
+    /// Delivers what the kernel-message rings held when this pass started (at most one ring's
+    /// worth per sender); `true` when peers have queued more since.
+    fn drain_kmsgs(&self) -> bool {
         for sender in 0..self.nodes {
             let ring = self.kmsg_ring(self.node, sender);
-            while let Some(m) = self.next_valid(ring, |slot| Kmsg::decode(slot).ok().filter(|m| m.sender == sender)) {
-                self.services.deliver(m);
+            let mut pass = match ring.pass() {
+                Ok(pass) => pass,
+                Err(Resynced) => {
+                    self.resynced.fetch_add(1, Ordering::Relaxed);
+                    if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                        pr_warn!("message ring of node {} had impossible indices: resynced (rate-limited)\n", sender);
+                    }
+                    continue;
+                }
+            };
+            let mut slot = [0u8; layout::SLOT_LEN];
+            while pass.next(&mut slot) {
+                match Kmsg::decode(&slot).ok().filter(|m| m.sender == sender) {
+                    Some(m) => self.services.deliver(m),
+                    None => {
+                        self.malformed.fetch_add(1, Ordering::Relaxed);
+                        if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                            pr_warn!("malformed message from node {} dropped (rate-limited)\n", sender);
+                        }
+                    }
+                }
             }
         }
+        (0..self.nodes).any(|s| !self.kmsg_ring(self.node, s).is_empty())
     }
 }

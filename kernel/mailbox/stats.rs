@@ -22,6 +22,7 @@ impl State {
             writeln!(f, " {} {} {} {}", counts[0], counts[1], counts[2], counts[3])?;
         }
         writeln!(f, "malformed {}", load(&self.malformed))?;
+        writeln!(f, "resynced {}", load(&self.resynced))?;
         writeln!(f, "service sent received rejected dropped")?;
         let c = &self.services.counters;
         for s in 1..c.sent.len() {
