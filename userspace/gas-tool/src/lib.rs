@@ -5,4 +5,5 @@
 
 pub mod device;
 pub mod pattern;
+pub mod scribble;
 pub mod sysfs;

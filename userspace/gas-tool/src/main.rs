@@ -3,9 +3,12 @@
 
 use anyhow::{bail, Result};
 use clap::{Parser, Subcommand};
+use std::time::{Duration, Instant};
 use unimem_gas::device::{self, Device};
 use unimem_gas::pattern;
+use unimem_gas::scribble::{self, Rng, Target};
 use unimem_gas::sysfs::{self, FabricView};
+use unimem_wire::mailbox::{layout, DOORBELL_VECTOR};
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +45,30 @@ enum Cmd {
         #[arg(long)]
         vector: Option<usize>,
     },
+    /// Chaos test: write random bytes over a node's mailbox rings (indices, slots, forged
+    /// kernel messages) for a while, ringing its mailbox doorbell so it looks. The node must
+    /// stay up and count what it drops. Destroys whatever the node has queued.
+    Scribble(ScribbleArgs),
+}
+
+#[derive(clap::Args)]
+struct ScribbleArgs {
+    /// Target node.
+    #[arg(long)]
+    node: u32,
+    /// Only the mailbox rings (the default).
+    #[arg(long, conflicts_with = "all_partition")]
+    rings: bool,
+    /// The rings and the first 64 MiB of the partition beyond them (destroys lent memory
+    /// there: only for a node that lends nothing).
+    #[arg(long)]
+    all_partition: bool,
+    /// How long to scribble.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    /// Seed of the random bytes (runs are repeatable up to timing).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(clap::Args)]
@@ -132,6 +159,7 @@ fn main() -> Result<()> {
             );
         }
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
+        Cmd::Scribble(a) => scribble(&a)?,
         Cmd::Count { vector } => {
             let counts = sysfs::doorbell_counts()?;
             match vector {
@@ -150,6 +178,47 @@ fn main() -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+fn scribble(a: &ScribbleArgs) -> Result<()> {
+    let view = FabricView::load()?;
+    let target = if a.all_partition {
+        Target::AllPartition
+    } else {
+        Target::Rings
+    };
+    let reserved = layout::RESERVED as u64;
+    let len = match target {
+        Target::Rings => reserved,
+        Target::AllPartition => view.partition_size.min(reserved + (64 << 20)),
+    };
+    let dev = Device::open()?;
+    let mut map = dev.map(view.locate(a.node, 0, len)?, usize::try_from(len)?)?;
+    let area = map.as_mut_slice();
+    let mut rng = Rng::new(a.seed);
+    let deadline = Instant::now() + Duration::from_secs(a.seconds);
+    let mut bell_errors = 0u64;
+    // SAFETY: `area` is the live mapping of `len` bytes at the start of the partition (page
+    // aligned); the scribbler only uses volatile accesses inside it.
+    let tally = unsafe {
+        scribble::scribble(
+            area.as_mut_ptr(),
+            area.len(),
+            target,
+            &mut rng,
+            deadline,
+            || {
+                if dev.ring(a.node, DOORBELL_VECTOR).is_err() {
+                    bell_errors += 1;
+                }
+            },
+        )
+    };
+    println!(
+        "scribbled node {} for {} s (seed {}): {:?}, {} doorbell errors",
+        a.node, a.seconds, a.seed, tally, bell_errors
+    );
     Ok(())
 }
 
