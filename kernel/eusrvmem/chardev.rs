@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-//! `/dev/eusrvmem`: privileged mmap of any part of the GAS window, and a doorbell ioctl.
+//! `/dev/eusrvmem`: privileged mmap of the GAS window (except what became System RAM of this
+//! node), and a doorbell ioctl.
 
 use crate::{fabric, fabric::Fabric, wire::eusrvmem as wire_dev};
 use kernel::{
@@ -40,10 +41,25 @@ impl MiscDevice for GasFile {
         if end > fabric.window.size() {
             return Err(EINVAL);
         }
+        let phys = fabric.window.phys() + offset as u64;
+        // Parts of the window that unimem_numa hot-added are this node's System RAM now, owned
+        // by the page allocator: a mapping of the device would bypass it (as /dev/mem may not).
+        // SAFETY: `region_intersects` only walks the resource tree, under its own lock.
+        let ram = unsafe {
+            bindings::region_intersects(
+                phys,
+                len,
+                bindings::IORESOURCE_SYSTEM_RAM as kernel::ffi::c_ulong,
+                bindings::IORES_DESC_NONE as kernel::ffi::c_ulong,
+            )
+        };
+        if ram != bindings::REGION_DISJOINT as i32 {
+            return Err(EPERM);
+        }
         vma.set_io();
         vma.set_dontexpand();
         vma.set_dontdump();
-        let pfn = (fabric.window.phys() + offset as u64) >> bindings::PAGE_SHIFT;
+        let pfn = phys >> bindings::PAGE_SHIFT;
         // SAFETY: the range `[offset, end)` is inside the window (checked above); the window is
         // device memory that stays present for the VM's life, and `VM_IO | VM_DONTEXPAND` keep
         // the core from treating it as ordinary pages or growing the mapping.
