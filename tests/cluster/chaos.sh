@@ -70,8 +70,11 @@ m1=$(counter malformed); r1=$(counter resynced)
 [ "$((m1 + r1))" -gt "$((m0 + r0))" ] || fail "no malformed or resynced entries counted on node 0"
 
 step "traffic after the chaos: 0 <-> 2 and 0 <-> 1, packets and kernel messages"
+for p in "2 ping20" "0 ping02"; do
+  set -- $p
+  echo "ping loop on node $1 during and after the chaos: $(on "$1" "grep -c '^ok' /tmp/chaos-$2.log || true") rounds ok, $(on "$1" "grep -c '^lost' /tmp/chaos-$2.log || true") lost"
+done
 bg_cleanup
-on 0 "tail -n 3 /tmp/chaos-ping02.log" || true
 i0=$(start_server 0 srv0b "--count 15")
 on 2 "unimem-mbox ping --node 0 --iface $i0 --count 5" | grep '^ok'
 on 1 "unimem-mbox ping --node 0 --iface $i0 --count 10 --poll" | grep '^ok'

@@ -66,6 +66,14 @@ for cmd in "add 0" "add 1 100" "add 9" "frob 1" "add" "remove 2" "add 1 128 x"; 
 done
 on 0 "! grep -q '^range' /proc/unimem_numa" || fail "a refused command left a range"
 
+step "privilege: uid 0 without CAP_SYS_ADMIN cannot write /proc/unimem_numa (EPERM), can read it"
+out=$(on_may_fail 0 "unimem-gas without-admin -- sh -c 'echo add 1 > /proc/unimem_numa' 2>&1") &&
+  fail "a write without CAP_SYS_ADMIN was accepted"
+echo "$out"
+grep -q 'Operation not permitted' <<<"$out" || fail "the write without CAP_SYS_ADMIN did not fail with EPERM"
+on 0 "unimem-gas without-admin -- grep -q '^this_node 0 ' /proc/unimem_numa"
+on 0 "! grep -q '^range' /proc/unimem_numa" || fail "the refused write left a range"
+
 step "add one memory block from each lender: numactl --hardware shows node 1, 256 MB, distance 40"
 on 0 "echo add 1 > /proc/unimem_numa && echo add 2 > /proc/unimem_numa"
 hw=$(on 0 "numactl --hardware")
@@ -79,6 +87,19 @@ for n in 1 2; do expect_eq "$(lent "$n")" 128 "chunks lent by node $n"; done
 on 1 "kram-daemon --status | grep -q '^chunks [0-9]*-[0-9]* lent to node 0 instance 15 (NUMA) (lease expires in [0-9.]*s)$'" ||
   fail "node 1's daemon does not show the NUMA loan"
 ! on_may_fail 0 "echo add 1 > /proc/unimem_numa" 2>/dev/null || fail "a second range from node 1 was accepted"
+
+step "/dev/eusrvmem refuses to map a hot-added range (System RAM of node 0); the lender's rings still map"
+read -r lender phys <<<"$(on 0 "sed -n 's/^range lender \([0-9]*\) .* phys \(0x[0-9a-f]*\)-.*/\1 \2/p' /proc/unimem_numa | head -1")"
+gas_info=$(on 0 "unimem-gas info")
+attr() { sed -n "s/^$1: //p" <<<"$gas_info"; }
+offset=$(($phys - $(attr gas_phys) - $(attr ctl_size) - lender * $(attr partition_size)))
+echo "range of lender $lender at phys $phys: partition offset $offset"
+out=$(on_may_fail 0 "unimem-gas zeroed --node $lender --offset $offset --len 4096 2>&1") &&
+  fail "a hot-added range was mapped"
+echo "$out"
+{ grep -q 'mmap' <<<"$out" && grep -q 'EPERM' <<<"$out"; } || fail "mapping the hot-added range did not fail with EPERM"
+out=$(on_may_fail 0 "unimem-gas zeroed --node $lender --offset 0 --len 4096 2>&1") || true
+! grep -q 'mmap' <<<"$out" || fail "the lender's ring area (not System RAM here) did not map: $out"
 
 step "a malformed OFFER to the NUMA driver is counted and dropped"
 malformed() { on 0 "sed -n 's/.* malformed \([0-9]*\) .*/\1/p' /proc/unimem_numa"; }

@@ -1,7 +1,7 @@
 //! `unimem-gas`: inspect this node's GAS view and read, write or ring any node through
 //! `/dev/eusrvmem`.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::time::{Duration, Instant};
 use unimem_gas::device::{self, Device};
@@ -9,6 +9,9 @@ use unimem_gas::pattern;
 use unimem_gas::scribble::{self, Rng, Target};
 use unimem_gas::sysfs::{self, FabricView};
 use unimem_wire::mailbox::{layout, DOORBELL_VECTOR};
+
+/// `CAP_SYS_ADMIN` (linux/capability.h).
+const CAP_SYS_ADMIN: u32 = 21;
 
 #[derive(Parser)]
 #[command(
@@ -49,6 +52,13 @@ enum Cmd {
     /// kernel messages) for a while, ringing its mailbox doorbell so it looks. The node must
     /// stay up and count what it drops. Destroys whatever the node has queued.
     Scribble(ScribbleArgs),
+    /// Run a command as the same user without CAP_SYS_ADMIN (dropped from the bounding set, so
+    /// uid 0 does not get it back on exec), as root in a container would be. For tests.
+    WithoutAdmin {
+        /// The command and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -160,6 +170,7 @@ fn main() -> Result<()> {
         }
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
         Cmd::Scribble(a) => scribble(&a)?,
+        Cmd::WithoutAdmin { command } => without_admin(&command)?,
         Cmd::Count { vector } => {
             let counts = sysfs::doorbell_counts()?;
             match vector {
@@ -179,6 +190,23 @@ fn main() -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn without_admin(command: &[String]) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let cap = nix::libc::c_ulong::from(CAP_SYS_ADMIN);
+    // SAFETY: PR_CAPBSET_DROP takes a capability number and no pointers.
+    if unsafe { nix::libc::prctl(nix::libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+        bail!(
+            "dropping CAP_SYS_ADMIN from the bounding set: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    let (prog, args) = command.split_first().context("no command")?;
+    // `exec` returns only on failure; the new program's capabilities are computed from the
+    // bounding set, which no longer has CAP_SYS_ADMIN.
+    let err = std::process::Command::new(prog).args(args).exec();
+    bail!("running {prog}: {err}")
 }
 
 fn scribble(a: &ScribbleArgs) -> Result<()> {
