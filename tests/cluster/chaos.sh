@@ -29,7 +29,14 @@ start_server() {
 # counter NAME: a "NAME N" line of node 0's mailbox stats.
 counter() { on 0 "awk '\$1 == \"$1\" && NF == 2 { print \$2 }' $STATS"; }
 
-trap bg_cleanup EXIT
+# Leave the cluster as the next test expects it (eusrvmem unloads its module): no mailbox.
+unload() {
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout 30 -- "for i in \$(seq 40); do lsmod | grep -q '^unimem_mailbox' || exit 0; rmmod unimem_mailbox 2>/dev/null; sleep 0.25; done; exit 1" >/dev/null 2>&1 ||
+      echo "node $n: unimem_mailbox still loaded" >&2
+  done
+}
+trap 'bg_cleanup; unload' EXIT
 
 step "load unimem_eusrvmem and a fresh unimem_mailbox on every node"
 bg_cleanup
