@@ -84,11 +84,13 @@ impl State {
             || info.vectors <= DOORBELL_VECTOR
         {
             pr_err!(
-                "fabric too small: partitions of {} bytes (need {}), {} doorbell vectors (need {})\n",
+                "fabric unusable: partitions of {} bytes (need {}), {} doorbell vectors (need {}), {} nodes (1 to {})\n",
                 info.partition_size,
                 reserved,
                 info.vectors,
-                DOORBELL_VECTOR + 1
+                DOORBELL_VECTOR + 1,
+                info.node_count,
+                crate::gas::MAX_NODES
             );
             return Err(EINVAL);
         }
