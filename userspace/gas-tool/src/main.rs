@@ -6,7 +6,7 @@ use clap::{Parser, Subcommand};
 use std::time::{Duration, Instant};
 use unimem_gas::device::{self, Device};
 use unimem_gas::pattern;
-use unimem_gas::scribble::{self, Rng, Target};
+use unimem_gas::scribble::{self, Plan, Rng, Target};
 use unimem_gas::sysfs::{self, FabricView};
 use unimem_wire::mailbox::{layout, DOORBELL_VECTOR};
 
@@ -79,6 +79,10 @@ struct ScribbleArgs {
     /// Seed of the random bytes (runs are repeatable up to timing).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Milliseconds of each chase (one ring's tail kept a full ring ahead of its head) between
+    /// one-second random phases; 0: random only.
+    #[arg(long, default_value_t = 2000)]
+    chase_ms: u64,
 }
 
 #[derive(clap::Args)]
@@ -233,9 +237,13 @@ fn scribble(a: &ScribbleArgs) -> Result<()> {
         scribble::scribble(
             area.as_mut_ptr(),
             area.len(),
-            target,
+            &Plan {
+                target,
+                nodes: view.node_count,
+                chase: Duration::from_millis(a.chase_ms),
+                deadline,
+            },
             &mut rng,
-            deadline,
             || {
                 if dev.ring(a.node, DOORBELL_VECTOR).is_err() {
                     bell_errors += 1;
