@@ -6,8 +6,7 @@ use crate::sim::{run_bytes, Harness, XorShift, RECORD};
 use crate::table::*;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::{
-    reply_service, to_daemon, to_driver, KramError, KramMsg, MAX_CHUNKS, MAX_CHUNKS_V1,
-    NUMA_INSTANCE, V1, V2,
+    reply_service, to_daemon, to_driver, KramError, KramMsg, MAX_CHUNKS, NUMA_INSTANCE, V1, V2,
 };
 use unimem_wire::lease_record::{self, RecordedGrant, RECORD_SIZE};
 
@@ -17,21 +16,7 @@ const SEC: Duration = Duration::from_secs(1);
 
 /// A driver message in the smallest layout that holds it (v1 if the range ends by chunk 256).
 fn msg(opcode: u8, node: u8, instance: u8, first: u32, chunks: u32, tag: u8) -> u64 {
-    let version = if first + chunks <= MAX_CHUNKS_V1 && chunks <= 255 {
-        V1
-    } else {
-        V2
-    };
-    KramMsg {
-        opcode,
-        version,
-        node,
-        instance,
-        first_chunk: first,
-        chunks,
-        tag,
-    }
-    .encode()
+    KramMsg::new(opcode, node, instance, first, chunks, tag).encode()
 }
 /// The same in the v2 layout.
 fn msg2(opcode: u8, node: u8, instance: u8, first: u32, chunks: u32, tag: u8) -> u64 {
