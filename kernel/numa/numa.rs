@@ -107,6 +107,9 @@ struct Pending {
 #[pin_data]
 struct Numa {
     info: fabric_api::FabricInfo,
+    /// Held once per online range: remote memory must be removed before the module can go,
+    /// since nothing renews its lease once the module is gone.
+    module: &'static ThisModule,
     /// The node remote memory goes to.
     nid: i32,
     block_size: u64,
@@ -275,6 +278,9 @@ impl Numa {
             return Err(e);
         }
         regions.push(region, GFP_KERNEL)?;
+        // SAFETY: `module` is this module, alive while its code runs; the reference is dropped
+        // when the range is removed (`remove_region`).
+        unsafe { bindings::__module_get(self.module.as_ptr()) };
         pr_info!("NUMA node {}: {} MiB lent by node {} (chunks {}+{}, phys {:#x}) online\n", self.nid, mib, lender, first, mib, phys);
         Ok(())
     }
@@ -464,6 +470,8 @@ impl Numa {
         }
         self.wipe(&r);
         self.forget(r.lender);
+        // SAFETY: taken by `add` for this range, which is gone now.
+        unsafe { bindings::module_put(self.module.as_ptr()) };
         self.free_to_lender(r.lender, r.first_chunk, r.chunks, &r.clock);
         pr_info!("NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n", self.nid, r.chunks, r.lender);
         Ok(())
@@ -517,7 +525,7 @@ struct NumaModule {
 }
 
 impl kernel::Module for NumaModule {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         let nid = target_node()?;
         let offer_timeout_ms = *module_parameters::offer_timeout_ms.value_ref();
         if !(100..=60000).contains(&offer_timeout_ms) {
@@ -540,6 +548,7 @@ impl kernel::Module for NumaModule {
         let numa = Arc::pin_init(
             pin_init!(Numa {
                 info,
+                module,
                 nid,
                 block_size,
                 offer_timeout_ms,

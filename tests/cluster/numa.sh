@@ -19,7 +19,7 @@ lent() { on "$1" "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*,
 # Background processes (lib.sh's bg, wait_log): /tmp/numa-TAG.{log,pid} on the node.
 BG=numa
 # A failed run must not leave remote memory online or daemons lending for the tests after it.
-trap 'bg_cleanup; "$CLUSTER" exec 0 --timeout 120 -- "rmmod unimem_numa 2>/dev/null; true" >/dev/null 2>&1; kram_cleanup' EXIT
+trap 'bg_cleanup; "$CLUSTER" exec 0 --timeout 120 -- "echo remove all > /proc/unimem_numa; rmmod unimem_numa; true" >/dev/null 2>&1; kram_cleanup' EXIT
 # hold NODE TAG CMD: run CMD (a unimem-memtest) with --hold-until /tmp/TAG.go in the background
 # and print its pid once it has written its memory.
 hold() {
@@ -164,8 +164,10 @@ on 0 "dmesg | tail -3 | grep -q 'free on other nodes'" || fail "no clear message
 expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges after the refused remove"
 release 0 full
 
-step "rmmod after the workload returns every chunk to the lenders"
-on 0 "rmmod unimem_numa && ! test -e /proc/unimem_numa && ! grep -q 'System RAM (unimem)' /proc/iomem"
+step "rmmod is refused while remote memory is online (nothing would renew its leases); after remove, every chunk is back"
+! on_may_fail 0 "rmmod unimem_numa" 2>/dev/null || fail "rmmod succeeded with ranges online"
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges after the refused rmmod"
+on 0 "echo remove all > /proc/unimem_numa && rmmod unimem_numa && ! test -e /proc/unimem_numa && ! grep -q 'System RAM (unimem)' /proc/iomem"
 for _ in $(seq 25); do [ "$(lent 1)$(lent 2)" = 00 ] && break; sleep 0.2; done
 for n in 1 2; do expect_eq "$(lent "$n")" 0 "chunks still lent by node $n after rmmod"; done
 
