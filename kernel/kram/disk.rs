@@ -233,10 +233,11 @@ impl Io<'_> {
         !p.syncing && p.lease.ok(self.now, self.fabric)
     }
 
-    /// Copies `n` bytes at disk offset `at` into `dst` from the first copy that can serve
-    /// them, one part at a time. A copy whose lender is found lost after the copy does not
-    /// count (the bytes may be poison); its part is marked lost.
-    fn read(&self, at: u64, dst: *mut u8, n: usize) -> Result {
+    /// Reads `n` bytes at disk offset `at` from the first copy that can serve them, one part at
+    /// a time: `put(src, done, k)` takes the `k` bytes at `src` (GAS memory) for bytes
+    /// `done..done + k`. A copy whose lender is found lost after the copy does not count (the
+    /// bytes may be poison): its part is marked lost and the next copy is tried.
+    fn read(&self, at: u64, n: usize, mut put: impl FnMut(*const u8, usize, usize)) -> Result {
         let mut done = 0usize;
         while done < n {
             let pos = at + done as u64;
@@ -244,9 +245,8 @@ impl Io<'_> {
             for c in 0..self.l.ncopies {
                 let Some(p) = self.l.part(c, pos).filter(|p| self.readable(p)) else { continue };
                 let k = ((p.end() - pos) as usize).min(n - done);
-                // SAFETY: `p` holds `[pos, pos + k)` (`part`, `end`); `dst` has `n - done`
-                // bytes left (caller) and is not GAS memory of this part.
-                unsafe { core::ptr::copy_nonoverlapping(p.ptr(pos), dst.add(done), k) };
+                // `p` holds `[pos, pos + k)` (`part`, `end`).
+                put(p.ptr(pos), done, k);
                 if self.fabric.lost(p.lease.node) {
                     p.lease.lose();
                     continue;
@@ -265,10 +265,11 @@ impl Io<'_> {
         Ok(())
     }
 
-    /// Copies `n` bytes from `src` to disk offset `at` in every copy; each byte must reach at
-    /// least one intact part. A part that was usable once and misses the write is stale: it is
-    /// marked lost (the driver replaces it from the mirror).
-    fn write(&self, at: u64, src: *const u8, n: usize) -> Result {
+    /// Writes `n` bytes at disk offset `at` in every copy, one piece at a time:
+    /// `get(dst, done, k)` fills the `k` bytes at `dst` (GAS memory) with bytes `done..done + k`.
+    /// Each byte must reach at least one intact part. A part that was usable once and misses
+    /// the write is stale: it is marked lost (the driver replaces it from the mirror).
+    fn write(&self, at: u64, n: usize, mut get: impl FnMut(*mut u8, usize, usize)) -> Result {
         let mut done = 0usize;
         while done < n {
             let pos = at + done as u64;
@@ -283,8 +284,8 @@ impl Io<'_> {
             for c in 0..self.l.ncopies {
                 let Some(p) = self.l.part(c, pos) else { continue };
                 if p.lease.ok(self.now, self.fabric) {
-                    // SAFETY: `p` holds `[pos, pos + k)`; `src` has `n - done` bytes left.
-                    unsafe { core::ptr::copy_nonoverlapping(src.add(done), p.ptr(pos), k) };
+                    // `p` holds `[pos, pos + k)`.
+                    get(p.ptr(pos), done, k);
                     stored |= !p.syncing;
                 } else if self.l.ncopies > 1 && p.lease.clock.acked() {
                     p.lease.lose();
@@ -324,49 +325,52 @@ impl Io<'_> {
 
     /// Zeroes `[start, end)` in every copy.
     fn zero(&self, start: u64, end: u64) -> Result {
-        let zeros = [0u8; 512];
-        let mut at = start;
-        while at < end {
-            let n = ((end - at) as usize).min(zeros.len());
-            self.write(at, zeros.as_ptr(), n)?;
-            at += n as u64;
-        }
-        Ok(())
+        self.write(start, (end - start) as usize, |dst, _, k| {
+            // SAFETY: `write` hands out `k` bytes of a part it holds.
+            unsafe { core::ptr::write_bytes(dst, 0, k) }
+        })
     }
 
-    /// One segment. Whole pages of one part (the common case) are copied straight between the
-    /// page and the GAS; anything else goes through a bounce buffer.
+    /// Whether no copy has a part boundary inside `[at, at + n)`.
+    fn within_parts(&self, at: u64, n: usize) -> bool {
+        (0..self.l.ncopies).all(|c| self.l.part(c, at).is_none_or(|p| at + n as u64 <= p.end()))
+    }
+
+    /// One segment. A segment inside one part of each copy (the common case: whole pages) is
+    /// copied straight between its page and the GAS; one that straddles parts goes through a
+    /// bounce buffer, since a segment is copied whole.
     fn segment(&self, seg: &Segment<'_>, at: u64, write: bool) -> Result {
         let n = seg.len();
-        let single = self.l.ncopies == 1;
-        if single {
-            if let Some(p) = self.l.part(0, at).filter(|p| at + n as u64 <= p.end()) {
-                if !p.lease.ok(self.now, self.fabric) {
-                    return Err(EIO);
-                }
-                // SAFETY: `p` holds `[at, at + n)`, which is not the segment's page.
-                unsafe {
-                    if write {
-                        seg.copy_to(p.ptr(at))
-                    } else {
-                        seg.copy_from(p.ptr(at))
-                    }
-                };
-                if !write && self.fabric.lost(p.lease.node) {
-                    return Err(EIO);
-                }
-                return Ok(());
-            }
+        if self.within_parts(at, n) {
+            // No part boundary inside: `read` and `write` hand out all `n` bytes at once.
+            return if write {
+                self.write(at, n, |dst, _, _| {
+                    // SAFETY: `dst` has the segment's `n` bytes of one part, not its page.
+                    unsafe { seg.copy_to(dst) }
+                })
+            } else {
+                self.read(at, n, |src, _, _| {
+                    // SAFETY: as above, from the part into the page.
+                    unsafe { seg.copy_from(src) }
+                })
+            };
         }
         let mut bounce = KVec::from_elem(0u8, n, GFP_ATOMIC)?;
+        let b = bounce.as_mut_ptr();
         if write {
             // SAFETY: `bounce` has `n` bytes.
-            unsafe { seg.copy_to(bounce.as_mut_ptr()) };
-            self.write(at, bounce.as_ptr(), n)
+            unsafe { seg.copy_to(b) };
+            self.write(at, n, |dst, done, k| {
+                // SAFETY: `bounce` has `n >= done + k` bytes; `dst` has `k` bytes of a part.
+                unsafe { core::ptr::copy_nonoverlapping(b.add(done), dst, k) }
+            })
         } else {
-            self.read(at, bounce.as_mut_ptr(), n)?;
-            // SAFETY: as above.
-            unsafe { seg.copy_from(bounce.as_ptr()) };
+            self.read(at, n, |src, done, k| {
+                // SAFETY: as above, from the part into the bounce buffer.
+                unsafe { core::ptr::copy_nonoverlapping(src, b.add(done), k) }
+            })?;
+            // SAFETY: `bounce` has `n` bytes.
+            unsafe { seg.copy_from(b) };
             Ok(())
         }
     }
@@ -425,7 +429,12 @@ pub(crate) fn resync(shared: &Shared, fabric: &Fabric, epoch: &Epoch, copy: usiz
         }
         let n = (p.end() - at).min(BLOCK) as usize;
         // `read` skips syncing parts, so the bytes come from the other copy.
-        if io.read(at, p.ptr(at), n).is_err() {
+        let dst = p.ptr(at);
+        let copied = io.read(at, n, |src, done, k| {
+            // SAFETY: `dst` has `n` bytes of the replacement part; the source is another copy's.
+            unsafe { core::ptr::copy_nonoverlapping(src, dst.add(done), k) }
+        });
+        if copied.is_err() {
             return false;
         }
         at += n as u64;

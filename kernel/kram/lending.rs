@@ -282,16 +282,15 @@ impl Kram {
     pub(crate) fn resync_all(&self) {
         for inst in self.instances.iter() {
             let mut todo = KVec::<(usize, u64, u32)>::new();
+            let shared = inst.state.lock().shared.clone();
             {
-                let state = inst.state.lock();
-                let l = state.shared.layout.lock();
+                let l = shared.layout.lock();
                 for (c, copy) in l.copies.iter().enumerate() {
                     for p in copy.iter().filter(|p| p.syncing && p.lease.clock.acked()) {
                         let _ = todo.push((c, p.offset, p.lease.node), GFP_ATOMIC);
                     }
                 }
             }
-            let shared = inst.state.lock().shared.clone();
             for &(copy, offset, node) in todo.iter() {
                 if crate::disk::resync(&shared, &self.fabric, &self.epoch, copy, offset) {
                     pr_info!("kram{}: mirror copy {} in sync again (part at {} MiB on node {})\n", inst.id, copy, offset >> 20, node);
