@@ -22,14 +22,21 @@ pub(crate) struct GasFile;
 impl MiscDevice for GasFile {
     type Ptr = Arc<Fabric>;
 
-    fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Fabric>> {
+    fn open(file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Fabric>> {
         // Another node's memory is as sensitive as /dev/mem: root alone is not enough in a
         // container without CAP_SYS_ADMIN.
         // SAFETY: `capable` only inspects the current task's credentials.
         if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
             return Err(EPERM);
         }
-        fabric::current().ok_or(ENODEV)
+        let fabric = fabric::current().ok_or(ENODEV)?;
+        // Recorded so that unbinding the device can zap this file's mappings.
+        fabric.add_file(file.as_ptr())?;
+        Ok(fabric)
+    }
+
+    fn release(fabric: Arc<Fabric>, file: &File) {
+        fabric.remove_file(file.as_ptr());
     }
 
     fn mmap(fabric: ArcBorrow<'_, Fabric>, _file: &File, vma: &VmaNew) -> Result {
@@ -60,17 +67,19 @@ impl MiscDevice for GasFile {
         vma.set_dontexpand();
         vma.set_dontdump();
         let pfn = phys >> bindings::PAGE_SHIFT;
-        // SAFETY: the range `[offset, end)` is inside the window (checked above); the window is
-        // device memory that stays present for the VM's life, and `VM_IO | VM_DONTEXPAND` keep
-        // the core from treating it as ordinary pages or growing the mapping.
-        kernel::error::to_result(unsafe {
-            bindings::remap_pfn_range(
-                vma.as_ptr(),
-                vma.start(),
-                pfn as usize,
-                len,
-                (*vma.as_ptr()).vm_page_prot,
-            )
+        fabric.map_user(|| {
+            // SAFETY: the range `[offset, end)` is inside the window (checked above) and the
+            // device is bound (`map_user`; unbinding zaps this mapping); `VM_IO | VM_DONTEXPAND`
+            // keep the core from treating it as ordinary pages or growing the mapping.
+            kernel::error::to_result(unsafe {
+                bindings::remap_pfn_range(
+                    vma.as_ptr(),
+                    vma.start(),
+                    pfn as usize,
+                    len,
+                    (*vma.as_ptr()).vm_page_prot,
+                )
+            })
         })
     }
 

@@ -6,6 +6,7 @@
 //! `/sys/class/misc/eusrvmem/` (ids, layout, doorbell counters), `/dev/eusrvmem` (privileged
 //! mmap of any node's partition, doorbell ioctl) and a C ABI for other unimem modules.
 
+use core::sync::atomic::AtomicBool;
 use kernel::{
     device::Core,
     io::Io,
@@ -16,6 +17,7 @@ use kernel::{
 };
 
 mod chardev;
+mod clients;
 mod doorbell;
 mod fabric;
 mod regs;
@@ -43,9 +45,12 @@ const MAX_VECTORS: u32 = 64;
 struct EusrvmemDriver;
 
 /// Per-device state. Fields drop in declaration order, which is the teardown order: unpublish
-/// (no new users), remove sysfs, remove `/dev/eusrvmem`, free IRQs, then the fabric reference.
+/// (no new users), revoke the users there are (client modules stop using the window, user
+/// mappings are zapped), remove sysfs, remove `/dev/eusrvmem`, free IRQs, then the fabric
+/// reference (the window is unmapped when the last holder lets go).
 struct DeviceData<'bound> {
     _published: fabric::Published,
+    _revoker: clients::Revoker,
     _attrs: sysfs::Attributes,
     _misc: Pin<KBox<MiscDeviceRegistration<chardev::GasFile>>>,
     _irqs: doorbell::DoorbellIrqs<'bound>,
@@ -102,7 +107,18 @@ impl pci::Driver for EusrvmemDriver {
         for v in 0..vectors.len() {
             doorbells.push(doorbell::Doorbell::new(v as u32), GFP_KERNEL)?;
         }
-        let fabric = Arc::new(fabric::Fabric { regs, window, desc, node_id, doorbells }, GFP_KERNEL)?;
+        let fabric = Arc::pin_init(
+            pin_init!(fabric::Fabric {
+                regs,
+                window,
+                desc,
+                node_id,
+                doorbells,
+                live: AtomicBool::new(true),
+                users <- clients::Users::new(),
+            }),
+            GFP_KERNEL,
+        )?;
         let irqs = doorbell::DoorbellIrqs::request(vectors, &fabric.doorbells)?;
 
         let published = fabric::Published::new(fabric.clone()).inspect_err(|_| {
@@ -127,6 +143,7 @@ impl pci::Driver for EusrvmemDriver {
         );
         Ok(DeviceData {
             _published: published,
+            _revoker: clients::Revoker(fabric.clone()),
             _attrs: attrs,
             _misc: misc,
             _irqs: irqs,

@@ -8,6 +8,9 @@
 
 #define EXPORT_SYMBOL_RUST_GPL(sym) extern int sym; EXPORT_SYMBOL_GPL(sym)
 
-EXPORT_SYMBOL_RUST_GPL(unimem_fabric_info);
+EXPORT_SYMBOL_RUST_GPL(unimem_fabric_attach);
+EXPORT_SYMBOL_RUST_GPL(unimem_fabric_detach);
+EXPORT_SYMBOL_RUST_GPL(unimem_fabric_live);
+EXPORT_SYMBOL_RUST_GPL(unimem_fabric_on_revoke);
 EXPORT_SYMBOL_RUST_GPL(unimem_fabric_ring);
 EXPORT_SYMBOL_RUST_GPL(unimem_fabric_set_handler);

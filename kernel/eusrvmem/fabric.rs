@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! What this node knows about the fabric, and where the rest of the module finds it.
 
-use crate::{doorbell::Doorbell, fabric_api::FabricInfo, regs, window::GasWindow, gas::GasDescriptor};
-use core::sync::atomic::{AtomicPtr, Ordering};
+use crate::{clients::Users, doorbell::Doorbell, fabric_api::FabricInfo, regs, window::GasWindow, gas::GasDescriptor};
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::{
     io::Io,
     pci,
@@ -10,14 +10,21 @@ use kernel::{
     sync::{rcu, Arc, ArcBorrow},
 };
 
-/// State shared by the driver, open files, sysfs and the exported seam. Everything here stays
-/// valid after the device is unbound (register access is revocable), so open files may hold it.
+/// State shared by the driver, open files, sysfs and attached clients. Everything here stays
+/// valid after the device is unbound (register access is revocable, the window stays mapped
+/// until the last reference goes), so open files and clients may hold it; `live` says whether
+/// they may still use it.
+#[pin_data]
 pub(crate) struct Fabric {
     pub(crate) regs: pci::DevresBar<{ regs::BAR0_SIZE }>,
     pub(crate) window: GasWindow,
     pub(crate) desc: GasDescriptor,
     pub(crate) node_id: u32,
     pub(crate) doorbells: KVec<Doorbell>,
+    /// Cleared by revocation (`clients.rs`), read by clients under RCU.
+    pub(crate) live: AtomicBool,
+    #[pin]
+    pub(crate) users: Users,
 }
 
 impl Fabric {
@@ -35,8 +42,15 @@ impl Fabric {
         }
     }
 
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.load(Ordering::Acquire)
+    }
+
     /// Raises doorbell `vector` of node `node`.
     pub(crate) fn ring(&self, node: u32, vector: u32) -> Result {
+        if !self.is_live() {
+            return Err(ENODEV);
+        }
         if node >= self.desc.node_count || vector >= self.desc.vectors {
             return Err(EINVAL);
         }

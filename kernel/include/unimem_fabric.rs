@@ -6,7 +6,9 @@
 //! `#[no_mangle] extern "C"` functions that `exports.c` marks `EXPORT_SYMBOL_GPL`, with the
 //! `#[repr(C)]` types below. Provider and clients include this one file with `#[path]`, so the
 //! signatures cannot drift. Module dependencies (and thus load/unload order) follow from symbol
-//! use: a client pins `unimem_eusrvmem` while it is loaded.
+//! use: a client pins `unimem_eusrvmem` while it is loaded. The device, though, can be unbound
+//! or unplugged at any time: a client attaches (a counted reference) and is told through its
+//! revocation hook to stop using the window; `fabric_client.rs` wraps this for Rust clients.
 
 use kernel::ffi::{c_int, c_void};
 
@@ -30,8 +32,8 @@ pub struct FabricInfo {
     pub ctl_size: u64,
     /// Size of each node's partition in bytes.
     pub partition_size: u64,
-    /// Kernel virtual address of the whole window (write-back mapping), valid while the client
-    /// holds the module reference that symbol use implies and the device stays bound.
+    /// Kernel virtual address of the whole window (write-back mapping), mapped until the client
+    /// detaches; to be used only while the attachment is live (`unimem_fabric_live`).
     pub gas_virt: *mut u8,
 }
 
@@ -39,14 +41,36 @@ pub struct FabricInfo {
 /// vector that fired. It must not sleep.
 pub type DoorbellHandler = unsafe extern "C" fn(ctx: *mut c_void, vector: u32);
 
+/// A client's revocation hook: called in process context (it may sleep) when the fabric device
+/// is being unbound or unplugged, while the window is still mapped. When every hook has
+/// returned the attachment is dead: `unimem_fabric_live` says 0, doorbells fail with `-ENODEV`
+/// and the client must not touch the window again (it stays mapped until the client detaches,
+/// so a late access cannot fault, but the device behind it may be gone). The hook must not call
+/// `unimem_fabric_on_revoke` or `unimem_fabric_detach` (they wait for it).
+pub type RevokeHook = unsafe extern "C" fn(ctx: *mut c_void);
+
 extern "C" {
-    /// Fills `*info`; returns 0, or `-ENODEV` when no fabric device is bound.
-    pub fn unimem_fabric_info(info: *mut FabricInfo) -> c_int;
-    /// Raises doorbell `vector` on node `node`; `-EINVAL` for a bad node or vector.
-    pub fn unimem_fabric_ring(node: u32, vector: u32) -> c_int;
-    /// Installs `handler` for `vector` (`-EBUSY` if one is installed); `None` removes it and
-    /// waits until no call of the old handler is still running.
+    /// Attaches a client to the bound fabric device: fills `*info` and `*handle`, a counted
+    /// reference that keeps `info.gas_virt` mapped until `unimem_fabric_detach`. `-ENODEV`
+    /// when no device is bound or it is being removed.
+    pub fn unimem_fabric_attach(info: *mut FabricInfo, handle: *mut *mut c_void) -> c_int;
+    /// Ends an attachment (waits for a running revocation hook); `handle` is invalid after.
+    pub fn unimem_fabric_detach(handle: *mut c_void);
+    /// 1 while the attachment's device is bound, 0 once it has been revoked. A client checks it
+    /// inside an RCU read-side section around each use of the window: revocation waits for
+    /// such sections to end before the device goes.
+    pub fn unimem_fabric_live(handle: *mut c_void) -> c_int;
+    /// Installs (`Some`) or removes (`None`) the revocation hook of an attachment.
+    /// `-ENODEV` when installing on a revoked attachment; removing waits for a running hook.
+    pub fn unimem_fabric_on_revoke(handle: *mut c_void, hook: Option<RevokeHook>, ctx: *mut c_void) -> c_int;
+    /// Raises doorbell `vector` on node `node`; `-EINVAL` for a bad node or vector, `-ENODEV`
+    /// once revoked. Any context.
+    pub fn unimem_fabric_ring(handle: *mut c_void, node: u32, vector: u32) -> c_int;
+    /// Installs `handler` for `vector` (`-EBUSY` if one is installed, `-ENODEV` once revoked);
+    /// `None` removes it and waits until no call of the old handler is still running.
+    /// Revocation removes every handler of the device.
     pub fn unimem_fabric_set_handler(
+        handle: *mut c_void,
         vector: u32,
         handler: Option<DoorbellHandler>,
         ctx: *mut c_void,

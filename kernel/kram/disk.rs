@@ -3,6 +3,7 @@
 //! only while the leases are valid; with `mirror=1` every write goes to both copies and a read
 //! is served by whichever copy is intact.
 
+use crate::fabric_client::{Access, Gas};
 use crate::kram_client::{Epoch, LeaseClock};
 use crate::wire::{
     gas::{node_state, MAX_NODES, NODE_STATE_END, NODE_STATE_OFFSET},
@@ -27,36 +28,33 @@ pub(crate) enum Transfer {
     Cdma,
 }
 
-/// The fabric's liveness words (`gas::node_state`), read from the control area.
-///
-/// # Invariants
-///
-/// `states` is null or points to `MAX_NODES` `u64`s of the mapped control area.
-#[derive(Clone, Copy)]
+/// The fabric as the disk sees it: the window (while the device is bound) and the liveness
+/// words the fabric server keeps in its control area (`gas::node_state`).
+#[derive(Clone)]
 pub(crate) struct Fabric {
-    states: *const u64,
+    gas: Arc<Gas>,
 }
 
 impl Fabric {
-    /// `gas_virt` maps the GAS window whose control area is `ctl_size` bytes.
-    pub(crate) fn new(gas_virt: *mut u8, ctl_size: u64) -> Self {
-        let states = if ctl_size >= NODE_STATE_END {
-            // SAFETY: the table lies inside the mapped control area (checked above).
-            unsafe { gas_virt.add(NODE_STATE_OFFSET as usize) }.cast::<u64>().cast_const()
-        } else {
-            core::ptr::null()
-        };
-        Self { states }
+    pub(crate) fn new(gas: Arc<Gas>) -> Self {
+        Self { gas }
     }
 
-    /// Whether `node`'s memory went away (the fabric poisoned its partition).
+    pub(crate) fn gas(&self) -> &Arc<Gas> {
+        &self.gas
+    }
+
+    /// Whether `node`'s memory went away: the fabric poisoned its partition, or the fabric
+    /// device itself is gone.
     pub(crate) fn lost(&self, node: u32) -> bool {
-        if self.states.is_null() || node >= MAX_NODES {
+        let Some(w) = self.gas.access() else { return true };
+        if self.gas.info().ctl_size < NODE_STATE_END || node >= MAX_NODES {
             return false;
         }
-        // SAFETY: `node < MAX_NODES` words of the table are mapped (invariant); the fabric
-        // writes them concurrently, hence a volatile read of an aligned word.
-        let word = unsafe { core::ptr::read_volatile(self.states.add(node as usize)) };
+        let Some(word) = w.ptr(NODE_STATE_OFFSET + u64::from(node) * 8, 8) else { return false };
+        // SAFETY: the word lies in the mapped control area (`ptr`, and `ctl_size` checked) and
+        // is 8-byte aligned; the fabric writes it concurrently, hence a volatile read.
+        let word = unsafe { core::ptr::read_volatile(word.cast::<u64>()) };
         node_state::state(u64::from_le(word)) == node_state::LOST
     }
 }
@@ -77,8 +75,8 @@ pub(crate) struct Lease {
     lost: AtomicBool,
 }
 
-// SAFETY: `base` is plain shared memory valid while the module is loaded (type invariant); the
-// lease state is atomic.
+// SAFETY: `base` is plain shared memory, mapped while the module is attached to the fabric and
+// dereferenced only under a window access (`Io`, `give_back`); the lease state is atomic.
 unsafe impl Send for Lease {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Lease {}
@@ -212,20 +210,16 @@ pub(crate) struct Backing {
     pub(crate) fabric: Fabric,
 }
 
-// SAFETY: the raw pointers in `fabric` and the parts are to the GAS window, mapped while the
-// module is loaded; everything mutable is behind the layout's lock or atomic.
-unsafe impl Send for Backing {}
-// SAFETY: see `Send`.
-unsafe impl Sync for Backing {}
 
 pub(crate) struct KramDisk;
 
-/// One request's view of the layout, with its lock held.
+/// One request's view of the layout, with its lock held and the window usable.
 struct Io<'a> {
     l: &'a Layout,
     shared: &'a Shared,
     fabric: &'a Fabric,
     now: i64,
+    _window: Access<'a>,
 }
 
 impl Io<'_> {
@@ -383,8 +377,10 @@ impl Backing {
         if end > self.len {
             return Err(EIO);
         }
+        // Once the fabric device is gone, requests fail (the data is out of reach).
+        let window = self.fabric.gas.access().ok_or(EIO)?;
         let layout = self.shared.layout.lock();
-        let io = Io { l: &layout, shared: &self.shared, fabric: &self.fabric, now: self.epoch.now() };
+        let io = Io { l: &layout, shared: &self.shared, fabric: &self.fabric, now: self.epoch.now(), _window: window };
         if io.stalled(start, end) {
             // BLK_STS_RESOURCE: blk-mq requeues the request and runs the queue again shortly.
             return Err(ENOMEM);
@@ -423,7 +419,8 @@ pub(crate) fn resync(shared: &Shared, fabric: &Fabric, epoch: &Epoch, copy: usiz
             layout.copies[copy][i].syncing = false;
             return true;
         }
-        let io = Io { l: &layout, shared, fabric, now: epoch.now() };
+        let Some(window) = fabric.gas.access() else { return false };
+        let io = Io { l: &layout, shared, fabric, now: epoch.now(), _window: window };
         if !p.lease.ok(io.now, fabric) {
             return false;
         }

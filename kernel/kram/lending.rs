@@ -4,7 +4,7 @@
 
 use crate::disk::{Lease, Part};
 use crate::kram_client::send;
-use crate::wire::kram::{lent_range, to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS, V2};
+use crate::wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS, V2};
 use crate::{Instance, InstanceState, Kram};
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc, workqueue};
@@ -94,6 +94,9 @@ impl Kram {
     /// Every tick: RENEW every lease; for a mirror, retire lost parts; REQUEST what each
     /// instance lacks from every other node that lends it nothing yet.
     pub(crate) fn tick(&self) {
+        if self.fabric.gas().is_revoked() {
+            return;
+        }
         let now = self.epoch.now();
         let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(16, GFP_KERNEL) else { return };
         for inst in self.instances.iter() {
@@ -254,13 +257,13 @@ impl Kram {
 
     /// GAS address of a lender's chunks, checked to lie in its partition.
     fn lease_base(&self, node: u32, first: u32, chunks: u32) -> Result<*mut u8> {
-        let info = &self.info;
-        let (offset, len) = lent_range(info.ctl_size, info.partition_size, node, first, chunks).ok_or(EINVAL)?;
-        if node >= info.node_count || node == info.node_id || offset + len > info.gas_size {
+        let gas = self.fabric.gas();
+        let (offset, _) = gas.lent_range(node, first, chunks).ok_or(EINVAL)?;
+        if node == self.info.node_id {
             return Err(EINVAL);
         }
-        // SAFETY: `[offset, offset + len)` lies inside the GAS window (checked above).
-        Ok(unsafe { self.info.gas_virt.add(offset as usize) })
+        // SAFETY: `offset` lies inside the GAS window (`lent_range`); only an address is made.
+        Ok(unsafe { gas.info().gas_virt.add(offset as usize) })
     }
 
     /// Gives a lease back: zeroed, so that the lender's next borrower cannot read this node's
@@ -271,9 +274,11 @@ impl Kram {
             pr_warn!("kram{}: chunks {}+{} of node {} not valid any more: not touched, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node);
             return;
         }
-        // SAFETY: the lease's chunks are mapped at `base` (its invariant); they are out of the
-        // layout (or the disk is gone), so nothing else uses them.
-        unsafe { core::ptr::write_bytes(l.base, 0, l.len() as usize) };
+        let wiped = self.fabric.gas().lent_range(l.node, l.first_chunk, l.chunks).ok_or(EINVAL).and_then(|(offset, len)| self.fabric.gas().wipe(offset, len));
+        if let Err(e) = wiped {
+            pr_warn!("kram{}: chunks {}+{} of node {} could not be wiped ({:?}): not returned, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node, e);
+            return;
+        }
         send(l.node, KramMsg::new(to_daemon::FREE, self.me(), id as u8, l.first_chunk, l.chunks, 0));
         pr_info!("kram{}: returned chunks {}+{} to node {}\n", id, l.first_chunk, l.chunks, l.node);
     }

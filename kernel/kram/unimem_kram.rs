@@ -36,6 +36,9 @@ mod params;
 #[path = "../include/unimem_fabric.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod fabric_api;
+#[path = "../include/fabric_client.rs"]
+#[allow(dead_code)]
+mod fabric_client;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
@@ -49,6 +52,7 @@ mod wire;
 use wire::{gas, mailbox, packet};
 
 use disk::{Backing, Fabric, KramDisk, Shared, Transfer};
+use fabric_client::{Gas, OnRevoke, RevokeHook};
 use kram_client::{set_handler, Epoch, LenderSink, LogLimit};
 use mailbox::service;
 use wire::kram::MAX_INSTANCES;
@@ -134,11 +138,20 @@ struct Kram {
     resync: Work<Kram, 3>,
 }
 
-// SAFETY: `info.gas_virt` is the fabric's mapping, valid while unimem_eusrvmem is loaded (a
-// symbol dependency of this module); everything mutable is behind a lock or atomic.
+// SAFETY: `info.gas_virt` is the fabric's mapping, dereferenced only under a window access of
+// `fabric`; everything mutable is behind a lock or atomic.
 unsafe impl Send for Kram {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Kram {}
+
+impl OnRevoke for Kram {
+    /// The fabric device goes: every request fails from now on (the data is out of reach), no
+    /// lease is renewed and no memory asked for; the disks stay until unloaded.
+    fn revoke(&self) {
+        self.fabric.gas().revoke();
+        pr_warn!("fabric device gone: /dev/kram* fail every request; swapoff, then unload unimem_kram\n");
+    }
+}
 
 impl_has_hr_timer! {
     impl HasHrTimer<Self> for Kram {
@@ -199,7 +212,7 @@ impl Kram {
 
     fn new_disk(&self, inst: &Instance, state: &InstanceState) -> Result<GenDisk<KramDisk>> {
         let len = u64::from(inst.size_mib) << 20;
-        let backing = Backing { shared: state.shared.clone(), len, transfer: self.transfer, epoch: self.epoch, fabric: self.fabric };
+        let backing = Backing { shared: state.shared.clone(), len, transfer: self.transfer, epoch: self.epoch, fabric: self.fabric.clone() };
         let tagset = Arc::pin_init(TagSet::new(1, 128, 1), GFP_KERNEL)?;
         GenDiskBuilder::new()
             .capacity_sectors(len >> 9)
@@ -305,6 +318,7 @@ fn validated_params() -> Result<(KVec<u32>, Transfer, bool)> {
 }
 
 struct KramModule {
+    _revoke: RevokeHook<Kram>,
     _stats: Pin<KBox<debugfs::File<Arc<Kram>>>>,
     _dir: debugfs::Dir,
     kram: Arc<Kram>,
@@ -314,14 +328,9 @@ struct KramModule {
 impl kernel::Module for KramModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let (sizes, transfer, mirror) = validated_params()?;
-        // SAFETY: all-zero is a valid `FabricInfo` (integers and a null pointer).
-        let mut info: fabric_api::FabricInfo = unsafe { core::mem::zeroed() };
-        // SAFETY: `info` is writable.
-        let ret = unsafe { fabric_api::unimem_fabric_info(&mut info) };
-        if ret != 0 {
-            pr_err!("no fabric device: is unimem_eusrvmem loaded and bound? ({})\n", ret);
-            return Err(ENODEV);
-        }
+        let gas = Gas::attach()?;
+        let info = *gas.info();
+        let fabric = Fabric::new(gas.clone());
         let mut instances = KVec::with_capacity(sizes.len(), GFP_KERNEL)?;
         for (id, &size_mib) in sizes.iter().enumerate() {
             let shared = Shared::new(if mirror { 2 } else { 1 })?;
@@ -340,7 +349,7 @@ impl kernel::Module for KramModule {
         let kram = Arc::pin_init(
             pin_init!(Kram {
                 info,
-                fabric: Fabric::new(info.gas_virt, info.ctl_size),
+                fabric,
                 transfer,
                 mirror,
                 epoch: Epoch::new(),
@@ -361,6 +370,7 @@ impl kernel::Module for KramModule {
             GFP_KERNEL,
         )?;
         // Everything fallible comes before the offer callback: nothing may fail once it is in.
+        let revoke = gas.on_revoke(kram.clone())?;
         let dir = debugfs::Dir::new(c"unimem_kram");
         let stats = KBox::pin_init(
             dir.read_callback_file(c"stats", kram.clone(), &|k: &Arc<Kram>, f| k.write_stats(f)),
@@ -382,7 +392,7 @@ impl kernel::Module for KramModule {
             mode,
             if mirror { ", mirrored on two sets of lenders" } else { "" }
         );
-        Ok(Self { _stats: stats, _dir: dir, kram, timer })
+        Ok(Self { _revoke: revoke, _stats: stats, _dir: dir, kram, timer })
     }
 }
 

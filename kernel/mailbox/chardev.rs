@@ -121,6 +121,7 @@ impl MboxFile {
                 let mut owner = iface.owner.lock();
                 match self.state.take_packet(id, start) {
                     Take::Packet(p) => break p,
+                    Take::Gone => return Err(ENODEV),
                     Take::Empty => {
                         if nonblocking(file) {
                             return Err(EAGAIN);
@@ -183,6 +184,9 @@ impl MboxFile {
                 if let Some(m) = queue.pop() {
                     break m;
                 }
+                if self.state.gone() {
+                    return Err(ENODEV);
+                }
                 if nonblocking(file) {
                     return Err(EAGAIN);
                 }
@@ -242,6 +246,9 @@ impl MiscDevice for MboxFile {
     }
 
     fn poll(this: Pin<&Self>, file: &File, table: &PollTable<'_>) -> Result<u32> {
+        if this.state.gone() {
+            return Ok(bindings::POLLERR | bindings::POLLHUP);
+        }
         let mut mask = bindings::POLLOUT | bindings::POLLWRNORM;
         table.register_wait(file, &this.armed);
         if let Ok(id) = this.iface() {

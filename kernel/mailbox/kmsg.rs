@@ -127,6 +127,14 @@ impl Services {
         }? Error)
     }
 
+    /// Wakes every reader sleeping in `KRECV`.
+    pub(crate) fn wake_all(&self) {
+        for user in self.user.iter() {
+            let _queue = user.queue.lock();
+            user.wait.notify_all();
+        }
+    }
+
     fn bump(c: &[AtomicU64; SERVICES], service: u32) {
         if let Some(c) = c.get(service as usize) {
             c.fetch_add(1, Ordering::Relaxed);

@@ -33,6 +33,9 @@ mod stats;
 #[path = "../include/unimem_fabric.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod fabric_api;
+#[path = "../include/fabric_client.rs"]
+#[allow(dead_code)]
+mod fabric_client;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
@@ -43,6 +46,7 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
+use fabric_client::{Gas, OnRevoke, RevokeHook};
 use state::State;
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
@@ -88,13 +92,9 @@ impl Doorbell {
     fn install(state: Arc<State>) -> Result<Self> {
         let ctx = Arc::as_ptr(&state).cast_mut().cast::<c_void>();
         // SAFETY: `doorbell` is IRQ-safe and `ctx` stays valid until `Drop` removes it.
-        let ret = unsafe {
-            fabric_api::unimem_fabric_set_handler(mailbox::DOORBELL_VECTOR, Some(doorbell), ctx)
-        };
-        if ret != 0 {
-            pr_err!("cannot take doorbell vector {}: {}\n", mailbox::DOORBELL_VECTOR, ret);
-            return Err(Error::from_errno(ret));
-        }
+        unsafe { state.gas().set_doorbell(mailbox::DOORBELL_VECTOR, Some(doorbell), ctx) }.inspect_err(|e| {
+            pr_err!("cannot take doorbell vector {}: {:?}\n", mailbox::DOORBELL_VECTOR, e);
+        })?;
         Ok(Self(state))
     }
 }
@@ -102,9 +102,7 @@ impl Doorbell {
 impl Drop for Doorbell {
     fn drop(&mut self) {
         // SAFETY: removing waits for running handlers (unimem_fabric_set_handler contract).
-        unsafe {
-            fabric_api::unimem_fabric_set_handler(mailbox::DOORBELL_VECTOR, None, core::ptr::null_mut())
-        };
+        let _ = unsafe { self.0.gas().set_doorbell(mailbox::DOORBELL_VECTOR, None, core::ptr::null_mut()) };
         // No doorbell can queue the dispatch work any more, and the work stops queueing itself
         // again; cancel a queued run and wait for a running one before the code goes away.
         self.0.stopping.store(true, Ordering::Release);
@@ -120,8 +118,22 @@ impl State {
     }
 }
 
+impl OnRevoke for State {
+    /// The fabric device goes: no ring is touched again, nothing is dispatched, and every
+    /// sleeping reader wakes up to fail with `ENODEV`.
+    fn revoke(&self) {
+        self.gas().revoke();
+        self.stopping.store(true, Ordering::Release);
+        self.cancel_work();
+        self.wake_all();
+        pr_warn!("fabric device gone: mailbox operations fail with ENODEV until unimem_mailbox is reloaded\n");
+    }
+}
+
 struct MailboxModule {
-    // Teardown order: no new opens or reads of stats, then no doorbells, then the state.
+    // Teardown order: no revocation call, no new opens or reads of stats, then no doorbells,
+    // then the state.
+    _revoke: RevokeHook<State>,
     _stats: Pin<KBox<debugfs::File<Arc<State>>>>,
     _dir: debugfs::Dir,
     _misc: Pin<KBox<MiscDeviceRegistration<chardev::MboxFile>>>,
@@ -131,15 +143,10 @@ struct MailboxModule {
 
 impl kernel::Module for MailboxModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        // SAFETY: all-zero is a valid `FabricInfo` (integers and a null pointer).
-        let mut info: fabric_api::FabricInfo = unsafe { core::mem::zeroed() };
-        // SAFETY: `info` is writable.
-        let ret = unsafe { fabric_api::unimem_fabric_info(&mut info) };
-        if ret != 0 {
-            pr_err!("no fabric device: is unimem_eusrvmem loaded and bound? ({})\n", ret);
-            return Err(ENODEV);
-        }
-        let state = State::new(&info)?;
+        let gas = Gas::attach()?;
+        let info = *gas.info();
+        let state = State::new(gas.clone())?;
+        let revoke = gas.on_revoke(state.clone())?;
         let published = Published(Arc::into_raw(state.clone()));
         STATE.store(published.0.cast_mut(), Ordering::Release);
         let doorbell = Doorbell::install(state.clone())?;
@@ -159,7 +166,7 @@ impl kernel::Module for MailboxModule {
             mailbox::INTERFACES,
             mailbox::DOORBELL_VECTOR
         );
-        Ok(Self { _stats: stats, _dir: dir, _misc: misc, _doorbell: doorbell, _published: published })
+        Ok(Self { _revoke: revoke, _stats: stats, _dir: dir, _misc: misc, _doorbell: doorbell, _published: published })
     }
 }
 

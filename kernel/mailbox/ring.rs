@@ -5,23 +5,27 @@
 //! two 32-bit indices, each written by one side: no read-modify-write across nodes is needed.
 
 use crate::mailbox::layout::{HEAD_OFFSET, RING_HEADER, SLOTS, SLOT_LEN, TAIL_OFFSET};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::{
+    marker::PhantomData,
+    sync::atomic::{AtomicU32, Ordering},
+};
 
-/// A ring at a fixed place in the GAS window.
+/// A ring at a fixed place in the GAS window, usable for the window access `'a` it was made in.
 ///
 /// # Invariants
 ///
-/// `base` points to `RING_STRIDE` bytes of the mapped GAS window, valid while the fabric device
-/// is bound (guaranteed by the module's dependency on `unimem_eusrvmem`) and 4-byte aligned.
+/// `base` points to `RING_STRIDE` bytes of the mapped GAS window, 4-byte aligned, and the
+/// fabric device stays bound for `'a` (an `Access` of `fabric_client`).
 #[derive(Clone, Copy)]
-pub(crate) struct Ring {
+pub(crate) struct Ring<'a> {
     base: *mut u8,
+    _access: PhantomData<&'a ()>,
 }
 
 /// The entries one receive pass may take: those published when it started (both indices read
 /// once), so at most one ring's worth, however fast a peer rewrites the tail.
-pub(crate) struct Pass {
-    ring: Ring,
+pub(crate) struct Pass<'a> {
+    ring: Ring<'a>,
     head: u32,
     tail: u32,
 }
@@ -29,7 +33,7 @@ pub(crate) struct Pass {
 /// A ring whose indices were more than [`SLOTS`] apart: not trusted, resynced to empty.
 pub(crate) struct Resynced;
 
-impl Pass {
+impl Pass<'_> {
     /// Copies the next entry of the pass into `out` and frees its slot; `false` when the pass
     /// has taken everything it saw. The slot may have been rewritten since: callers validate.
     pub(crate) fn next(&mut self, out: &mut [u8; SLOT_LEN]) -> bool {
@@ -45,12 +49,12 @@ impl Pass {
     }
 }
 
-impl Ring {
+impl<'a> Ring<'a> {
     /// # Safety
     ///
-    /// `base` must satisfy the type invariant.
+    /// `base` must satisfy the type invariant for `'a`.
     pub(crate) unsafe fn new(base: *mut u8) -> Self {
-        Self { base }
+        Self { base, _access: PhantomData }
     }
 
     fn index(&self, offset: usize) -> &AtomicU32 {
@@ -81,7 +85,7 @@ impl Ring {
     /// Starts a receive pass (only the receiving node calls this, serialized). Indices that
     /// cannot be right (more than [`SLOTS`] entries) are not trusted: the ring is resynced to
     /// empty at the tail just read.
-    pub(crate) fn pass(&self) -> Result<Pass, Resynced> {
+    pub(crate) fn pass(&self) -> Result<Pass<'a>, Resynced> {
         let head = self.index(HEAD_OFFSET).load(Ordering::Relaxed);
         let tail = self.index(TAIL_OFFSET).load(Ordering::Acquire);
         if tail.wrapping_sub(head) > SLOTS {

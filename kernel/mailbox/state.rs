@@ -2,7 +2,7 @@
 //! The node's mailbox: interface table, packet send/receive over the GAS rings, doorbells.
 
 use crate::{
-    fabric_api::{self, FabricInfo},
+    fabric_client::{Access, Gas},
     iface::{Iface, Owner},
     kmsg::Services,
     log_limit::LogLimit,
@@ -23,7 +23,7 @@ use kernel::{
 pub(crate) struct State {
     pub(crate) node: u32,
     pub(crate) nodes: u32,
-    gas: *mut u8,
+    gas: Arc<Gas>,
     ctl_size: usize,
     partition_size: usize,
     pub(crate) ifaces: KVec<Pin<KBox<Iface>>>,
@@ -48,12 +48,14 @@ pub(crate) struct State {
 pub(crate) enum Take {
     Packet([u8; PACKET_LEN]),
     Empty,
+    /// The fabric device is gone.
+    Gone,
     /// Nothing valid in this pass, but peers queued more since: try again (not under the lock).
     Again,
 }
 
-// SAFETY: `gas` is the fabric's kernel mapping, valid for the module's life (symbol dependency
-// on unimem_eusrvmem); everything else is synchronized by locks or atomics.
+// SAFETY: the window is reached only through `gas` accesses; everything else is synchronized by
+// locks or atomics.
 unsafe impl Send for State {}
 // SAFETY: see `Send`.
 unsafe impl Sync for State {}
@@ -76,9 +78,14 @@ impl WorkItem for State {
 }
 
 impl State {
-    pub(crate) fn new(info: &FabricInfo) -> Result<Arc<Self>> {
+    pub(crate) fn new(gas: Arc<Gas>) -> Result<Arc<Self>> {
+        let info = *gas.info();
         let reserved = layout::RESERVED as u64;
+        let partitions_end = u64::from(info.node_count)
+            .checked_mul(info.partition_size)
+            .and_then(|p| p.checked_add(info.ctl_size));
         if info.partition_size < reserved
+            || partitions_end.is_none_or(|end| end > info.gas_size)
             || info.node_count == 0
             || info.node_count > crate::gas::MAX_NODES
             || info.vectors <= DOORBELL_VECTOR
@@ -109,7 +116,7 @@ impl State {
             try_pin_init!(State {
                 node: info.node_id,
                 nodes: info.node_count,
-                gas: info.gas_virt,
+                gas,
                 ctl_size: info.ctl_size as usize,
                 partition_size: info.partition_size as usize,
                 ifaces,
@@ -126,29 +133,36 @@ impl State {
         )?;
         // Rings in our partition may hold anything: a previous run's entries, or bytes a
         // privileged tool wrote there. Start from empty rings.
+        let w = state.gas.access().ok_or(ENODEV)?;
         for sender in 0..state.nodes {
             for iface in 0..INTERFACES {
-                state.packet_ring(state.node, iface, sender).reset();
+                state.packet_ring(&w, state.node, iface, sender).reset();
             }
-            state.kmsg_ring(state.node, sender).reset();
+            state.kmsg_ring(&w, state.node, sender).reset();
         }
+        drop(w);
         Ok(state)
     }
 
-    fn ring_at(&self, node: u32, offset: usize) -> Ring {
+    pub(crate) fn gas(&self) -> &Arc<Gas> {
+        &self.gas
+    }
+
+    fn ring_at<'a>(&self, w: &'a Access<'_>, node: u32, offset: usize) -> Ring<'a> {
         let part = self.ctl_size + node as usize * self.partition_size;
-        // SAFETY: `node < nodes` at every caller and `offset + RING_STRIDE <= RESERVED <=
-        // partition_size` (checked in `new`), so the ring lies inside the mapped window.
-        unsafe { Ring::new(self.gas.add(part + offset)) }
+        // SAFETY: `node < nodes` at every caller, `offset + RING_STRIDE <= RESERVED <=
+        // partition_size` and the partitions lie inside the window (checked in `new`), which
+        // `w` keeps usable.
+        unsafe { Ring::new(w.base().add(part + offset)) }
     }
 
     /// Ring of `iface` on node `dest` that this node's `sender` feeds.
-    pub(crate) fn packet_ring(&self, dest: u32, iface: u32, sender: u32) -> Ring {
-        self.ring_at(dest, layout::packet_ring(iface, sender))
+    pub(crate) fn packet_ring<'a>(&self, w: &'a Access<'_>, dest: u32, iface: u32, sender: u32) -> Ring<'a> {
+        self.ring_at(w, dest, layout::packet_ring(iface, sender))
     }
 
-    pub(crate) fn kmsg_ring(&self, dest: u32, sender: u32) -> Ring {
-        self.ring_at(dest, layout::kmsg_ring(sender))
+    pub(crate) fn kmsg_ring<'a>(&self, w: &'a Access<'_>, dest: u32, sender: u32) -> Ring<'a> {
+        self.ring_at(w, dest, layout::kmsg_ring(sender))
     }
 
     /// Gives the lowest free interface to `thread_id`, with protection id = thread id.
@@ -161,8 +175,13 @@ impl State {
             *owner = Some(Owner { thread_id, prot_id: thread_id as u32 & crate::packet::MAX_24 });
             iface.in_use.store(true, Ordering::Release);
             // Whatever a previous owner left unread is not for this thread.
+            let Some(w) = self.gas.access() else {
+                *owner = None;
+                iface.in_use.store(false, Ordering::Release);
+                return Err(ENODEV);
+            };
             for sender in 0..self.nodes {
-                let stale = self.packet_ring(self.node, id as u32, sender).discard();
+                let stale = self.packet_ring(&w, self.node, id as u32, sender).discard();
                 iface.dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
             }
             return Ok(id as u32);
@@ -204,7 +223,8 @@ impl State {
         let packet = Packet::seal(header, payload);
         let pushed = {
             let _producer = self.send_locks[node as usize].lock();
-            self.packet_ring(node, iface, self.node).push(&packet)
+            let w = self.gas.access().ok_or(ENODEV)?;
+            self.packet_ring(&w, node, iface, self.node).push(&packet)
         };
         if !pushed {
             Iface::count(&src.rejected);
@@ -224,7 +244,7 @@ impl State {
     /// a limited rate, since a peer causes them.
     fn next_valid<T>(
         &self,
-        ring: Ring,
+        ring: Ring<'_>,
         sender: u32,
         what: &str,
         decode: impl Fn(&[u8; layout::SLOT_LEN]) -> Option<T>,
@@ -255,11 +275,12 @@ impl State {
     /// Takes the next valid packet for local interface `id`, visiting senders round-robin
     /// from `start` (a free-running counter). Bounded: one pass per sender's ring.
     pub(crate) fn take_packet(&self, id: u32, start: u32) -> Take {
+        let Some(w) = self.gas.access() else { return Take::Gone };
         // `nodes <= MAX_NODES`, so `first + k` cannot overflow, whatever `start` is.
         let first = start % self.nodes;
         for k in 0..self.nodes {
             let sender = (first + k) % self.nodes;
-            let packet = self.next_valid(self.packet_ring(self.node, id, sender), sender, "packet", |slot| {
+            let packet = self.next_valid(self.packet_ring(&w, self.node, id, sender), sender, "packet", |slot| {
                 // The ring says who the producer was; a header claiming otherwise was not
                 // written by that node's driver.
                 let p = Packet::decode(slot).ok()?;
@@ -273,15 +294,34 @@ impl State {
                 return Take::Packet(packet);
             }
         }
-        if self.has_packet(id) {
+        if self.queued(&w, id) {
             Take::Again
         } else {
             Take::Empty
         }
     }
 
+    fn queued(&self, w: &Access<'_>, id: u32) -> bool {
+        (0..self.nodes).any(|s| !self.packet_ring(w, self.node, id, s).is_empty())
+    }
+
+    /// Whether packets wait for local interface `id` (none once the fabric is gone).
     pub(crate) fn has_packet(&self, id: u32) -> bool {
-        (0..self.nodes).any(|s| !self.packet_ring(self.node, id, s).is_empty())
+        self.gas.access().is_some_and(|w| self.queued(&w, id))
+    }
+
+    /// Wakes every sleeping receiver, so that it looks again (and finds the fabric gone).
+    pub(crate) fn wake_all(&self) {
+        for iface in self.ifaces.iter() {
+            let _owner = iface.owner.lock();
+            iface.wait.notify_all();
+        }
+        self.services.wake_all();
+    }
+
+    /// Whether the fabric device is gone (every ioctl then fails with `ENODEV`).
+    pub(crate) fn gone(&self) -> bool {
+        self.gas.access().is_none()
     }
 
     /// Tells node `node` that something was queued for it.
@@ -289,10 +329,8 @@ impl State {
         if node == self.node {
             self.kick();
         } else {
-            // SAFETY: plain call into unimem_eusrvmem's exported seam.
-            let ret = unsafe { fabric_api::unimem_fabric_ring(node, DOORBELL_VECTOR) };
-            if ret != 0 {
-                pr_warn!("doorbell to node {} failed: {}\n", node, ret);
+            if let Err(e) = self.gas.ring(node, DOORBELL_VECTOR) {
+                pr_warn!("doorbell to node {} failed: {:?}\n", node, e);
             }
         }
     }
@@ -300,17 +338,18 @@ impl State {
     /// Doorbell: wake receivers with queued packets, schedule kernel-message dispatch.
     /// Runs in hard-IRQ context (or from a local send).
     pub(crate) fn kick(&self) {
+        let Some(w) = self.gas.access() else { return };
         for (id, iface) in self.ifaces.iter().enumerate() {
             if !iface.in_use.load(Ordering::Acquire) {
                 continue;
             }
             // Taking the receivers' lock orders this wake-up after any check they made.
             let _owner = iface.owner.lock();
-            if self.has_packet(id as u32) {
+            if self.queued(&w, id as u32) {
                 iface.wait.notify_all();
             }
         }
-        if (0..self.nodes).any(|s| !self.kmsg_ring(self.node, s).is_empty()) {
+        if (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()) {
             // SAFETY: `self` lives in an `Arc` (`State::new`) that outlives every doorbell
             // handler call and local send (the module keeps one reference until both stopped).
             let this: Arc<State> = unsafe { ArcBorrow::from_raw(self) }.into();
@@ -328,7 +367,8 @@ impl State {
         crate::kmsg::check_service(service)?;
         let pushed = {
             let _producer = self.send_locks[node as usize].lock();
-            self.kmsg_ring(node, self.node).push(&msg.encode())
+            let w = self.gas.access().ok_or(ENODEV)?;
+            self.kmsg_ring(&w, node, self.node).push(&msg.encode())
         };
         if !pushed {
             self.services.count_rejected(service);
@@ -343,31 +383,44 @@ impl State {
     /// Delivers what the kernel-message rings held when this pass started (at most one ring's
     /// worth per sender); `true` when peers have queued more since.
     fn drain_kmsgs(&self) -> bool {
+        // Handlers may sleep, so not under the window access: each pass copies what one ring
+        // held (at most `SLOTS` entries) and the messages are delivered after it.
+        let Ok(mut batch) = KVec::<Kmsg>::with_capacity(layout::SLOTS as usize, GFP_KERNEL) else {
+            return true;
+        };
         for sender in 0..self.nodes {
-            let ring = self.kmsg_ring(self.node, sender);
-            let mut pass = match ring.pass() {
-                Ok(pass) => pass,
-                Err(Resynced) => {
-                    self.resynced.fetch_add(1, Ordering::Relaxed);
-                    if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
-                        pr_warn!("message ring of node {} had impossible indices: resynced (rate-limited)\n", sender);
-                    }
-                    continue;
-                }
-            };
-            let mut slot = [0u8; layout::SLOT_LEN];
-            while pass.next(&mut slot) {
-                match Kmsg::decode(&slot).ok().filter(|m| m.sender == sender) {
-                    Some(m) => self.services.deliver(m),
-                    None => {
-                        self.malformed.fetch_add(1, Ordering::Relaxed);
+            batch.clear();
+            {
+                let Some(w) = self.gas.access() else { return false };
+                let mut pass = match self.kmsg_ring(&w, self.node, sender).pass() {
+                    Ok(pass) => pass,
+                    Err(Resynced) => {
+                        self.resynced.fetch_add(1, Ordering::Relaxed);
                         if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
-                            pr_warn!("malformed message from node {} dropped (rate-limited)\n", sender);
+                            pr_warn!("message ring of node {} had impossible indices: resynced (rate-limited)\n", sender);
+                        }
+                        continue;
+                    }
+                };
+                let mut slot = [0u8; layout::SLOT_LEN];
+                while pass.next(&mut slot) {
+                    match Kmsg::decode(&slot).ok().filter(|m| m.sender == sender) {
+                        // A pass takes at most `SLOTS` entries, the capacity.
+                        Some(m) => drop(batch.push_within_capacity(m)),
+                        None => {
+                            self.malformed.fetch_add(1, Ordering::Relaxed);
+                            if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                                pr_warn!("malformed message from node {} dropped (rate-limited)\n", sender);
+                            }
                         }
                     }
                 }
             }
+            for m in batch.iter() {
+                self.services.deliver(*m);
+            }
         }
-        (0..self.nodes).any(|s| !self.kmsg_ring(self.node, s).is_empty())
+        self.gas.access().is_some_and(|w| (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()))
     }
+
 }

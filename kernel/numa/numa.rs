@@ -32,6 +32,9 @@ mod procfs;
 #[path = "../include/unimem_fabric.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod fabric_api;
+#[path = "../include/fabric_client.rs"]
+#[allow(dead_code)]
+mod fabric_client;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
@@ -46,9 +49,10 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
+use fabric_client::{Gas, OnRevoke, RevokeHook};
 use kram_client::{send, set_handler, try_send, Epoch, LeaseClock, LenderSink, LogLimit};
 use mailbox::service;
-use wire::kram::{lent_range, to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS_V2, NUMA_INSTANCE};
+use wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS_V2, NUMA_INSTANCE};
 
 module! {
     type: NumaModule,
@@ -107,6 +111,7 @@ struct Pending {
 #[pin_data]
 struct Numa {
     info: fabric_api::FabricInfo,
+    gas: Arc<Gas>,
     /// Held once per online range: remote memory must be removed before the module can go,
     /// since nothing renews its lease once the module is gone.
     module: &'static ThisModule,
@@ -171,9 +176,8 @@ impl WorkItem<1> for Numa {
     }
 }
 
-// SAFETY: `info.gas_virt` is the fabric's mapping, valid while unimem_eusrvmem is loaded (a
-// symbol dependency of this module), and only written to wipe a range nobody uses any more;
-// everything mutable is behind a lock or an atomic.
+// SAFETY: `info.gas_virt` is the fabric's mapping, written only through `gas` (to wipe a range
+// nobody uses any more); everything mutable is behind a lock or an atomic.
 unsafe impl Send for Numa {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Numa {}
@@ -189,6 +193,9 @@ impl Numa {
 
     /// RENEW every lease that is not revoked.
     fn renew(&self) {
+        if self.gas.is_revoked() {
+            return;
+        }
         let now = self.epoch.now();
         let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(4, GFP_KERNEL) else { return };
         for h in self.held.lock().iter().filter(|h| !h.clock.is_revoked()) {
@@ -214,24 +221,19 @@ impl Numa {
 
     /// Physical address of a lender's chunks, checked to lie in its partition.
     fn chunk_phys(&self, lender: u32, first_chunk: u32, chunks: u32) -> Result<u64> {
-        let info = &self.info;
-        let (offset, len) = lent_range(info.ctl_size, info.partition_size, lender, first_chunk, chunks).ok_or(EINVAL)?;
-        if offset + len > info.gas_size {
-            return Err(EINVAL);
-        }
-        Ok(info.gas_phys + offset)
+        let (offset, _) = self.gas.lent_range(lender, first_chunk, chunks).ok_or(EINVAL)?;
+        Ok(self.info.gas_phys + offset)
     }
 
     /// Zeroes a range that was offlined, so that the lender's next borrower cannot read what
-    /// this node's programs left in it.
-    fn wipe(&self, r: &Region) {
+    /// this node's programs left in it; false if it could not (the lease lapsed, or the fabric
+    /// device is gone), and then it must not be given back.
+    fn wipe(&self, r: &Region) -> bool {
         if !r.clock.usable(self.epoch.now()) {
-            return;
+            return false;
         }
-        let offset = (r.phys - self.info.gas_phys) as usize;
-        // SAFETY: the range lies inside the GAS window (`chunk_phys` checked it at `add`),
-        // which `gas_virt` maps; it is offline and removed, so nothing else uses it.
-        unsafe { core::ptr::write_bytes(self.info.gas_virt.add(offset), 0, r.size() as usize) };
+        let offset = r.phys - self.info.gas_phys;
+        self.gas.wipe(offset, r.size()).inspect_err(|e| pr_err!("wiping {:#x}+{} MiB failed: {:?}\n", r.phys, r.chunks, e)).is_ok()
     }
 
     /// `add <lender> [<MiB>]`: lease, confirm, hot-add.
@@ -245,6 +247,10 @@ impl Numa {
         if mib == 0 || !mib.is_multiple_of(block_mib) || mib > MAX_REQUEST_CHUNKS_V2 {
             pr_err!("add {} {}: the size must be a multiple of the {} MiB memory block, at most {} MiB\n", lender, mib, block_mib, MAX_REQUEST_CHUNKS_V2);
             return Err(EINVAL);
+        }
+        if self.gas.is_revoked() {
+            pr_err!("add {}: the fabric device is gone\n", lender);
+            return Err(ENODEV);
         }
         let mut regions = self.regions.lock();
         if let Some(r) = regions.iter().find(|r| r.lender == lender) {
@@ -468,11 +474,13 @@ impl Numa {
             pr_err!("remove {}: offlining {:#x}+{} MiB failed ({:?}): pages could not be migrated off; the range stays online\n", r.lender, r.phys, r.chunks, e);
             return Err(e);
         }
-        self.wipe(&r);
+        let wiped = self.wipe(&r);
         self.forget(r.lender);
         // SAFETY: taken by `add` for this range, which is gone now.
         unsafe { bindings::module_put(self.module.as_ptr()) };
-        self.free_to_lender(r.lender, r.first_chunk, r.chunks, &r.clock);
+        if wiped {
+            self.free_to_lender(r.lender, r.first_chunk, r.chunks, &r.clock);
+        }
         pr_info!("NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n", self.nid, r.chunks, r.lender);
         Ok(())
     }
@@ -488,6 +496,22 @@ impl Numa {
             }
         }
         result
+    }
+}
+
+impl OnRevoke for Numa {
+    /// The fabric device goes: remote memory cannot stay (its lease cannot be renewed without
+    /// the mailbox), so every range is migrated back and removed while the window still works.
+    fn revoke(&self) {
+        let _ = self.remove_all();
+        for r in self.regions.lock().iter() {
+            pr_crit!(
+                "fabric device going: {} MiB lent by node {} at {:#x} could not be offlined and stays online; its lease will lapse and the lender reclaim it\n",
+                r.chunks, r.lender, r.phys
+            );
+        }
+        self.gas.revoke();
+        pr_warn!("fabric device gone: no remote memory can be added until unimem_numa is reloaded\n");
     }
 }
 
@@ -519,6 +543,7 @@ fn target_node() -> Result<i32> {
 }
 
 struct NumaModule {
+    revoke: Option<RevokeHook<Numa>>,
     numa: Arc<Numa>,
     proc: Option<proc_fs::Entry<procfs::NumaProc>>,
     timer: ArcHrTimerHandle<Numa>,
@@ -537,17 +562,13 @@ impl kernel::Module for NumaModule {
             pr_err!("memory block size {:#x} is not a power-of-two number of 1 MiB chunks\n", block_size);
             return Err(EINVAL);
         }
-        // SAFETY: all-zero is a valid `FabricInfo` (integers and a null pointer).
-        let mut info: fabric_api::FabricInfo = unsafe { core::mem::zeroed() };
-        // SAFETY: `info` is writable.
-        let ret = unsafe { fabric_api::unimem_fabric_info(&mut info) };
-        if ret != 0 {
-            pr_err!("no fabric device: is unimem_eusrvmem loaded and bound? ({})\n", ret);
-            return Err(ENODEV);
-        }
+        let gas = Gas::attach()?;
+        let info = *gas.info();
+        let gas_ref = gas.clone();
         let numa = Arc::pin_init(
             pin_init!(Numa {
                 info,
+                gas: gas_ref,
                 module,
                 nid,
                 block_size,
@@ -575,6 +596,9 @@ impl kernel::Module for NumaModule {
         set_handler(service::NUMA_DRIVER, Some(&numa)).inspect_err(|e| {
             pr_err!("cannot take the NUMA_DRIVER service: {:?}\n", e);
         })?;
+        let revoke = gas.on_revoke(numa.clone()).inspect_err(|_| {
+            let _ = set_handler::<Numa>(service::NUMA_DRIVER, None);
+        })?;
         let timer = numa.clone().start(PERIOD);
         pr_info!(
             "node {}: remote memory goes to NUMA node {} (distance {}); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
@@ -583,7 +607,7 @@ impl kernel::Module for NumaModule {
             numa::distance(0, nid).unwrap_or(0),
             block_size >> 20
         );
-        Ok(Self { numa, proc: Some(proc), timer })
+        Ok(Self { revoke: Some(revoke), numa, proc: Some(proc), timer })
     }
 }
 
@@ -592,6 +616,8 @@ impl Drop for NumaModule {
         // No new commands (waits for a running one, which may still need offers), then no
         // more offers (waits for a running callback): the list of ranges is final.
         drop(self.proc.take());
+        // A revocation removes ranges too: not both at once.
+        drop(self.revoke.take());
         let _ = set_handler::<Numa>(service::NUMA_DRIVER, None);
         if self.numa.remove_all().is_err() {
             let regions = self.numa.regions.lock();

@@ -34,6 +34,17 @@ enum Cmd {
     /// Check that a range of a node's partition reads as zeros (exit 1 at the first byte that
     /// does not): lent memory comes back wiped.
     Zeroed(ZeroArgs),
+    /// Keep a range of a node's partition mapped and read it every 10 ms for a while: a
+    /// process using the window. Unbinding the fabric device revokes the mapping, and the
+    /// process dies of SIGBUS at its next read.
+    Watch {
+        /// Node whose partition is read.
+        #[arg(long)]
+        node: u32,
+        /// How long to keep reading.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+    },
     /// Raise a doorbell interrupt on a node.
     Ring {
         /// Destination node id.
@@ -171,6 +182,20 @@ fn main() -> Result<()> {
                 "{} bytes at node {} offset {:#x} are zero",
                 z.len, z.node, z.offset
             );
+        }
+        Cmd::Watch { node, seconds } => {
+            let mut map = map_range(node, 0, 4096)?;
+            println!("watching 4096 bytes of node {node}'s partition for {seconds} s");
+            let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+            let mut sum = 0u64;
+            while std::time::Instant::now() < end {
+                // Volatile: every pass must really touch the mapping.
+                let first = map.as_mut_slice().as_ptr();
+                // SAFETY: the mapping has at least one byte.
+                sum = sum.wrapping_add(u64::from(unsafe { first.read_volatile() }));
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            println!("read for {seconds} s (checksum {sum})");
         }
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
         Cmd::Scribble(a) => scribble(&a)?,
