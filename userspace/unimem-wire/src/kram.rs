@@ -32,7 +32,8 @@
 //!
 //! A chunk is 1 MiB of the lender's partition, starting at [`LENDABLE_OFFSET`]. Swap instances
 //! 0..[`MAX_INSTANCES`] belong to `unimem_kram`; instance [`NUMA_INSTANCE`] is `unimem_numa`'s,
-//! which needs its range aligned to a memory block to hot-add it ([`reply_service`]).
+//! which needs its range aligned to a memory block to hot-add it, and [`GSAS_INSTANCE`] is the
+//! GSAS atomic service's page pool, borrowed from its own node's daemon ([`reply_service`]).
 //! This file is included by the kernel modules with `#[path]`; `core` only.
 
 use crate::mailbox::layout::RESERVED;
@@ -49,8 +50,11 @@ pub const MAX_REQUEST_CHUNKS: u32 = 255;
 pub const MAX_CHUNKS: u32 = 1 << 16;
 /// Largest v2 grant.
 pub const MAX_REQUEST_CHUNKS_V2: u32 = MAX_CHUNKS - 1;
-/// Swap instances per node (4-bit instance id; the last id is [`NUMA_INSTANCE`]).
-pub const MAX_INSTANCES: u32 = 15;
+/// Swap instances per node (4-bit instance id; the last two are [`GSAS_INSTANCE`] and
+/// [`NUMA_INSTANCE`]).
+pub const MAX_INSTANCES: u32 = 14;
+/// The instance id of the GSAS atomic service's page pool (`unimem_gsas.ko`).
+pub const GSAS_INSTANCE: u8 = 14;
 /// The instance id of a node's NUMA driver: its OFFERs go to service `NUMA_DRIVER`.
 pub const NUMA_INSTANCE: u8 = 15;
 
@@ -69,7 +73,9 @@ pub const SEQ_MOD: u8 = 16;
 // A borrower stops before its lender reclaims, with room for a missed renewal; the NUMA
 // driver's instance id is not a swap instance.
 const _: () = assert!(BORROWER_LEASE_MS + 2 * RENEW_PERIOD_MS < LEASE_MS);
-const _: () = assert!(NUMA_INSTANCE as u32 >= MAX_INSTANCES);
+const _: () =
+    assert!(NUMA_INSTANCE as u32 >= MAX_INSTANCES && GSAS_INSTANCE as u32 >= MAX_INSTANCES);
+const _: () = assert!(GSAS_INSTANCE != NUMA_INSTANCE);
 
 /// Layout versions (the version field).
 pub const V1: u8 = 0;
@@ -95,10 +101,10 @@ pub fn lent_range(
 
 /// The mailbox service a daemon sends an OFFER, ACK or REVOKE for `instance` to.
 pub const fn reply_service(instance: u8) -> u32 {
-    if instance == NUMA_INSTANCE {
-        crate::mailbox::service::NUMA_DRIVER
-    } else {
-        crate::mailbox::service::KRAM_DRIVER
+    match instance {
+        NUMA_INSTANCE => crate::mailbox::service::NUMA_DRIVER,
+        GSAS_INSTANCE => crate::mailbox::service::GSAS,
+        _ => crate::mailbox::service::KRAM_DRIVER,
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod eusrvmem;
 pub mod gas;
+pub mod gsas;
 pub mod kram;
 pub mod lease_record;
 pub mod mailbox;

@@ -88,6 +88,8 @@ pub mod service {
     pub const KRAM_DAEMON: u32 = 2;
     /// NUMA registration driver (`unimem_numa.ko`): OFFERs for `kram::NUMA_INSTANCE`.
     pub const NUMA_DRIVER: u32 = 3;
+    /// GSAS atomic service (`unimem_gsas.ko`): OFFERs for `kram::GSAS_INSTANCE`.
+    pub const GSAS: u32 = 4;
     /// The in-kernel echo client (`unimem_mbox_echo.ko`), for tests.
     pub const ECHO: u32 = 14;
     /// Free for tests and tools.

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+//! GSAS, the global shared address space (seed 000 section 2; seed 001 for Gmem's extensions):
+//! addresses, the requests a thread sends to a node's atomic service in a mailbox packet, and
+//! the per-interface area where the service answers. See `docs/GSAS.md` for the protocol.
+//!
+//! This file is included by the kernel modules with `#[path]`; `core` only.
+
+use crate::mailbox::{layout, INTERFACES};
+use crate::packet::Payload;
+
+/// Bits of an address above the node's offset: the node id (seed Figure 6).
+pub const NODE_SHIFT: u32 = 48;
+/// The offset part of an address: a byte offset inside the node's partition of the GAS.
+pub const OFFSET_MASK: u64 = (1 << NODE_SHIFT) - 1;
+/// GSAS pages are 4 KiB.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// The address of byte `offset` of node `node`'s partition.
+pub const fn addr(node: u16, offset: u64) -> u64 {
+    (node as u64) << NODE_SHIFT | (offset & OFFSET_MASK)
+}
+
+/// The node an address lives on.
+pub const fn node_of(addr: u64) -> u16 {
+    (addr >> NODE_SHIFT) as u16
+}
+
+/// The byte offset of an address inside its node's partition.
+pub const fn offset_of(addr: u64) -> u64 {
+    addr & OFFSET_MASK
+}
+
+/// The mailbox interface of the atomic service on every node. `ALLOC` hands threads the
+/// interfaces below it.
+pub const SERVICE_IFACE: u32 = INTERFACES - 1;
+/// Interfaces threads can allocate.
+pub const USER_INTERFACES: u32 = SERVICE_IFACE;
+
+/// Request opcodes (payload byte 0). `| WIDTH32` makes an operation act on 32 bits (the low
+/// half of `arg1`/`arg2`, results zero-extended) where that is listed as allowed.
+pub mod op {
+    /// Nothing; answered with OK (the service's round trip).
+    pub const NOP: u8 = 0x00;
+    /// 64-bit (or `| WIDTH32`) read: value = the word.
+    pub const READ: u8 = 0x01;
+    /// 64-bit (or `| WIDTH32`) write of `arg1`.
+    pub const WRITE: u8 = 0x02;
+    /// Atomic 128-bit read (16-byte aligned): value bytes 0..16.
+    pub const READ128: u8 = 0x03;
+    /// Atomic 256-bit read (32-byte aligned): value bytes 0..32.
+    pub const READ256: u8 = 0x04;
+    /// Atomic 128-bit write (16-byte aligned): `arg1` low word, `arg2` high word.
+    pub const WRITE128: u8 = 0x05;
+    /// Fetch&Add of `arg1` (wrapping); value = the old word. `WIDTH32` allowed.
+    pub const FETCH_ADD: u8 = 0x06;
+    /// Compare-and-swap: if the word is `arg1`, write `arg2`; value = the old word either way.
+    /// `WIDTH32` allowed.
+    pub const CAS: u8 = 0x07;
+    /// Swap in `arg1`; value = the old word. `WIDTH32` allowed.
+    pub const SWAP: u8 = 0x08;
+    /// Fetch-and of `arg1`; value = the old word. `WIDTH32` allowed.
+    pub const FETCH_AND: u8 = 0x09;
+    /// Fetch-or of `arg1`; value = the old word. `WIDTH32` allowed.
+    pub const FETCH_OR: u8 = 0x0a;
+    /// Fetch-xor of `arg1`; value = the old word. `WIDTH32` allowed.
+    pub const FETCH_XOR: u8 = 0x0b;
+    /// Operand width flag.
+    pub const WIDTH32: u8 = 0x10;
+    /// Read `arg1` bytes (1..=`BULK_MAX`) at `address` into the issuer's bulk-in page.
+    pub const BULK_READ: u8 = 0x20;
+    /// Write `arg1` bytes (1..=`BULK_MAX`) from the issuer's bulk-out page to `address`.
+    pub const BULK_WRITE: u8 = 0x21;
+    /// AllocSharedPage: `arg1` zeroed pages (1..=`MAX_ALLOC_PAGES`) on the node the request is
+    /// sent to, owned by the issuer's protection tree; value = address of the first.
+    pub const ALLOC: u8 = 0x30;
+    /// Frees the allocation that starts at `address` (the issuer's tree must own it).
+    pub const FREE: u8 = 0x31;
+
+    /// Whether `opcode` names an operation (with an allowed width flag).
+    pub const fn valid(opcode: u8) -> bool {
+        match opcode & !WIDTH32 {
+            READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => true,
+            NOP | READ128 | READ256 | WRITE128 | BULK_READ | BULK_WRITE | ALLOC | FREE => {
+                opcode & WIDTH32 == 0
+            }
+            _ => false,
+        }
+    }
+
+    /// Bytes an operation touches at its address (and must be aligned to), if fixed.
+    pub const fn size(opcode: u8) -> Option<u64> {
+        match opcode & !WIDTH32 {
+            READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => {
+                Some(if opcode & WIDTH32 != 0 { 4 } else { 8 })
+            }
+            READ128 | WRITE128 => Some(16),
+            READ256 => Some(32),
+            _ => None,
+        }
+    }
+}
+
+/// Largest bulk transfer per request (one page of the interface area).
+pub const BULK_MAX: u64 = PAGE_SIZE;
+/// Largest allocation per request, in pages.
+pub const MAX_ALLOC_PAGES: u64 = 1 << 16;
+
+/// Result of a request (response byte 4). Stable numbers, mapped to errno by the libraries.
+pub mod status {
+    pub const OK: u8 = 0;
+    /// Unknown opcode, bad length or count (`EINVAL`).
+    pub const INVALID: u8 = 1;
+    /// Address not aligned to the operation's size (`EINVAL`).
+    pub const UNALIGNED: u8 = 2;
+    /// Not an allocated GSAS page of this node, or not this node's address (`EFAULT`).
+    pub const FAULT: u8 = 3;
+    /// The page belongs to another protection tree (`EACCES`); memory unchanged.
+    pub const DENIED: u8 = 4;
+    /// No free pages (`ENOMEM`).
+    pub const NO_MEMORY: u8 = 5;
+    /// The service has no memory pool (its lender did not answer, or the lease lapsed).
+    pub const NO_POOL: u8 = 6;
+}
+
+/// The per-interface area in each node's own partition, after the mailbox rings and before the
+/// KRAM lease record: [`AREA_PAGES`] pages for each of the node's interfaces.
+/// Page 0: one [`RESPONSE_LEN`]-byte response slot per home node (written by that node's
+/// service, read-only to the thread); page 1: bulk-in (data of `BULK_READ`, read-only to the
+/// thread); page 2: bulk-out (data for `BULK_WRITE`, written by the thread, untrusted).
+pub const AREA_OFFSET: u64 = (layout::RESERVED as u64).div_ceil(PAGE_SIZE) * PAGE_SIZE;
+/// Pages per interface.
+pub const AREA_PAGES: u64 = 3;
+/// Page index of the response slots.
+pub const RESPONSES_PAGE: u64 = 0;
+/// Page index of bulk-in.
+pub const BULK_IN_PAGE: u64 = 1;
+/// Page index of bulk-out.
+pub const BULK_OUT_PAGE: u64 = 2;
+/// End of the areas of all interfaces.
+pub const AREA_END: u64 = AREA_OFFSET + INTERFACES as u64 * AREA_PAGES * PAGE_SIZE;
+/// Bytes of one response slot.
+pub const RESPONSE_LEN: usize = 64;
+
+const _: () = assert!(AREA_END <= crate::lease_record::RECORD_OFFSET);
+const _: () = assert!(crate::gas::MAX_NODES as usize * RESPONSE_LEN <= PAGE_SIZE as usize);
+
+/// Partition offset of page `page` of interface `iface`'s area.
+pub const fn area_page(iface: u32, page: u64) -> u64 {
+    AREA_OFFSET + (iface as u64 * AREA_PAGES + page) * PAGE_SIZE
+}
+
+/// Partition offset of the response slot that node `home`'s service writes for `iface`.
+pub const fn response_slot(iface: u32, home: u32) -> u64 {
+    area_page(iface, RESPONSES_PAGE) + home as u64 * RESPONSE_LEN as u64
+}
+
+/// A request as the thread writes it (the packet's payload).
+pub fn request(opcode: u8, address: u64, arg1: u64, arg2: u64) -> Payload {
+    Payload {
+        opcode,
+        address,
+        arg1,
+        arg2,
+    }
+}
+
+/// Why a payload is not a request the service can apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestError {
+    /// Unknown opcode or width.
+    Opcode(u8),
+    /// Not aligned to the operation's size.
+    Unaligned,
+}
+
+impl RequestError {
+    /// The status the service answers with.
+    pub const fn status(self) -> u8 {
+        match self {
+            RequestError::Opcode(_) => status::INVALID,
+            RequestError::Unaligned => status::UNALIGNED,
+        }
+    }
+}
+
+/// Checks the parts of a request that need no memory state: opcode and alignment.
+pub fn check(p: &Payload) -> Result<(), RequestError> {
+    if !op::valid(p.opcode) {
+        return Err(RequestError::Opcode(p.opcode));
+    }
+    match op::size(p.opcode) {
+        Some(n) if p.address % n != 0 => Err(RequestError::Unaligned),
+        _ => Ok(()),
+    }
+}
+
+/// A response slot. The service writes everything else, then `seq` (little-endian, release);
+/// the thread waits for `seq` to move past the value it read before sending, then checks the
+/// echoed opcode and address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Response {
+    /// Responses this service has written to this slot (wrapping).
+    pub seq: u32,
+    pub status: u8,
+    /// Echo of the request's opcode and address.
+    pub opcode: u8,
+    pub address: u64,
+    /// Result bytes: a word in bytes 0..8 (little-endian), READ128 in 0..16, READ256 in 0..32.
+    pub value: [u8; 32],
+}
+
+/// Byte offset of `seq` in a slot.
+pub const SEQ_OFFSET: usize = 0;
+
+impl Response {
+    pub fn encode(&self) -> [u8; RESPONSE_LEN] {
+        let mut b = [0u8; RESPONSE_LEN];
+        b[0..4].copy_from_slice(&self.seq.to_le_bytes());
+        b[4] = self.status;
+        b[5] = self.opcode;
+        b[8..16].copy_from_slice(&self.address.to_le_bytes());
+        b[16..48].copy_from_slice(&self.value);
+        b
+    }
+
+    /// Decodes a slot; every bit pattern is a response (the reader checks the echo).
+    pub fn decode(b: &[u8; RESPONSE_LEN]) -> Self {
+        let mut value = [0u8; 32];
+        value.copy_from_slice(&b[16..48]);
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&b[8..16]);
+        Response {
+            seq: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+            status: b[4],
+            opcode: b[5],
+            address: u64::from_le_bytes(a),
+            value,
+        }
+    }
+
+    /// The first word of the value.
+    pub fn word(&self) -> u64 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&self.value[..8]);
+        u64::from_le_bytes(a)
+    }
+}
+
+/// Protection ids: unique across the cluster (seed 2.2.2 used thread ids, which repeat on
+/// every node). 24 bits: the node that created the tree in bits 16..24, a per-node serial
+/// number (never 0) in bits 0..16.
+pub mod prot {
+    /// The id of the `serial`-th tree made on `node`.
+    pub const fn new(node: u32, serial: u16) -> u32 {
+        (node & 0xff) << 16 | serial as u32
+    }
+
+    /// The node that made tree `id`.
+    pub const fn node(id: u32) -> u32 {
+        (id >> 16) & 0xff
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Header, Packet};
+
+    #[test]
+    fn addresses() {
+        let a = addr(2, 0x1001);
+        assert_eq!(a, 0x0002_0000_0000_1001);
+        assert_eq!((node_of(a), offset_of(a)), (2, 0x1001));
+        assert_eq!(offset_of(addr(1, u64::MAX)), OFFSET_MASK);
+    }
+
+    #[test]
+    fn request_round_trip_through_a_packet() {
+        let p = request(op::CAS | op::WIDTH32, addr(3, 0x4000), 7, 9);
+        let sealed = Packet::seal(
+            Header {
+                node: 1,
+                iface: 5,
+                prot_id: prot::new(1, 42),
+            },
+            &p.encode(),
+        );
+        let back = Packet::decode(&sealed).unwrap();
+        assert_eq!(back.payload, p);
+        assert_eq!(prot::node(back.header.prot_id), 1);
+        assert_eq!(check(&back.payload), Ok(()));
+    }
+
+    #[test]
+    fn malformed_requests() {
+        assert_eq!(
+            check(&request(0x7f, 0, 0, 0)),
+            Err(RequestError::Opcode(0x7f))
+        );
+        assert_eq!(
+            check(&request(op::READ256 | op::WIDTH32, 0, 0, 0)),
+            Err(RequestError::Opcode(0x14))
+        );
+        assert_eq!(
+            check(&request(op::ALLOC | op::WIDTH32, 0, 1, 0)),
+            Err(RequestError::Opcode(0x30 | 0x10))
+        );
+        assert_eq!(
+            check(&request(op::READ, 4, 0, 0)),
+            Err(RequestError::Unaligned)
+        );
+        assert_eq!(check(&request(op::READ | op::WIDTH32, 4, 0, 0)), Ok(()));
+        assert_eq!(
+            check(&request(op::READ256, 16, 0, 0)),
+            Err(RequestError::Unaligned)
+        );
+        assert_eq!(check(&request(op::WRITE128, 16, 0, 0)), Ok(()));
+        assert_eq!(RequestError::Unaligned.status(), status::UNALIGNED);
+        // Every opcode byte is either valid or rejected, never a panic.
+        for o in 0..=u8::MAX {
+            let _ = check(&request(o, u64::MAX, u64::MAX, u64::MAX));
+        }
+    }
+
+    #[test]
+    fn response_round_trip() {
+        let r = Response {
+            seq: 0xdead_beef,
+            status: status::DENIED,
+            opcode: op::SWAP,
+            address: addr(1, 8),
+            value: [7; 32],
+        };
+        assert_eq!(Response::decode(&r.encode()), r);
+        let mut w = Response::default();
+        w.value[..8].copy_from_slice(&0x0102_0304_0506_0708u64.to_le_bytes());
+        assert_eq!(w.word(), 0x0102_0304_0506_0708);
+        // Garbage decodes to something the reader can reject (no panic, fields as written).
+        let g = Response::decode(&[0xff; RESPONSE_LEN]);
+        assert_eq!((g.seq, g.status), (u32::MAX, 0xff));
+    }
+
+    #[test]
+    fn layout_fits_between_rings_and_lease_record() {
+        assert!(AREA_OFFSET >= layout::RESERVED as u64);
+        assert_eq!(AREA_OFFSET % PAGE_SIZE, 0);
+        assert_eq!(area_page(1, 0) - area_page(0, 0), AREA_PAGES * PAGE_SIZE);
+        assert_eq!(
+            response_slot(SERVICE_IFACE, 15) + RESPONSE_LEN as u64,
+            area_page(SERVICE_IFACE, 0) + 16 * 64
+        );
+        assert!(AREA_END <= crate::lease_record::RECORD_OFFSET);
+    }
+}
