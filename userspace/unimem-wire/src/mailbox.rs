@@ -31,6 +31,20 @@ pub const NR_KBIND: u32 = 5;
 pub const NR_KSEND: u32 = 6;
 /// `_IOR(KRECV)`: receive one 64-bit message (blocks unless `O_NONBLOCK`).
 pub const NR_KRECV: u32 = 7;
+/// `_IOW(INHERIT, u32 fd)`: before `ALLOC`, join the protection tree of another mailbox file
+/// the caller holds (which must have allocated). Threads of one process, or a process and the
+/// children it forked, share a tree this way (docs/GSAS.md).
+pub const NR_INHERIT: u32 = 8;
+/// `_IOW(SET_TREE, u32 prot_id)`: before `ALLOC`, put this file in tree `prot_id`
+/// (`CAP_SYS_ADMIN`; remoteFork gives a child its issuer's tree this way).
+pub const NR_SET_TREE: u32 = 9;
+
+/// `mmap` offsets on a mailbox file that has allocated an interface: its GSAS area
+/// (`gsas::AREA_*`) in this node's partition. Responses and bulk-in: 2 pages from offset
+/// [`MMAP_RESPONSES`], read-only; bulk-out: 1 page at [`MMAP_BULK_OUT`], read-write.
+pub const MMAP_RESPONSES: u64 = 0;
+/// See [`MMAP_RESPONSES`].
+pub const MMAP_BULK_OUT: u64 = 2 * 4096;
 
 /// Result of `ALLOC`.
 #[repr(C)]
@@ -42,7 +56,7 @@ pub struct AllocInfo {
     pub node: u32,
     /// Thread id the interface belongs to.
     pub thread_id: u32,
-    /// Initial protection id (equal to the thread id).
+    /// Protection id of the interface's tree (`gsas::prot`: unique across the cluster).
     pub prot_id: u32,
 }
 
