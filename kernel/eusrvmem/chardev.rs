@@ -2,7 +2,7 @@
 //! `/dev/eusrvmem`: privileged mmap of the GAS window (except what became System RAM of this
 //! node), and a doorbell ioctl.
 
-use crate::{fabric, fabric::Fabric, wire::eusrvmem as wire_dev};
+use crate::{fabric, fabric::Fabric, privilege, wire::eusrvmem as wire_dev};
 use kernel::{
     bindings,
     fs::File,
@@ -24,11 +24,8 @@ impl MiscDevice for GasFile {
 
     fn open(file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<Arc<Fabric>> {
         // Another node's memory is as sensitive as /dev/mem: root alone is not enough in a
-        // container without CAP_SYS_ADMIN.
-        // SAFETY: `capable` only inspects the current task's credentials.
-        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
-            return Err(EPERM);
-        }
+        // container without CAP_SYS_ADMIN, and a locked-down kernel refuses it.
+        privilege::require_dev_mem()?;
         let fabric = fabric::current().ok_or(ENODEV)?;
         // Recorded so that unbinding the device can zap this file's mappings.
         fabric.add_file(file.as_ptr())?;
@@ -67,7 +64,7 @@ impl MiscDevice for GasFile {
         vma.set_dontexpand();
         vma.set_dontdump();
         let pfn = phys >> bindings::PAGE_SHIFT;
-        fabric.map_user(|| {
+        fabric.map_user(offset as u64, len as u64, || {
             // SAFETY: the range `[offset, end)` is inside the window (checked above) and the
             // device is bound (`map_user`; unbinding zaps this mapping); `VM_IO | VM_DONTEXPAND`
             // keep the core from treating it as ordinary pages or growing the mapping.

@@ -28,10 +28,25 @@ struct ClientList {
 }
 
 /// The `address_space` of each open `/dev/eusrvmem` file, by file, so that revocation can zap
-/// every user mapping of the window.
+/// every user mapping of the window; and the window ranges clients reserved (by client id),
+/// which user space may not map.
 struct FileList {
     revoked: bool,
     list: KVec<(usize, usize)>,
+    reserved: KVec<(u64, u64, u64)>,
+}
+
+impl FileList {
+    /// Removes every user mapping of window bytes `[offset, offset + len)`.
+    fn zap(&self, offset: u64, len: u64) {
+        for &(_, mapping) in self.list.iter() {
+            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
+            // the list is locked); zapping any range of it is always allowed.
+            unsafe {
+                bindings::unmap_mapping_range(mapping as *mut bindings::address_space, offset as i64, len as i64, 1)
+            };
+        }
+    }
 }
 
 #[pin_data]
@@ -47,7 +62,10 @@ impl Users {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             clients <- new_mutex!(ClientList { revoked: false, next_id: 0, list: KVec::new() }, "unimem_eusrvmem::clients"),
-            files <- new_mutex!(FileList { revoked: false, list: KVec::new() }, "unimem_eusrvmem::files"),
+            files <- new_mutex!(
+                FileList { revoked: false, list: KVec::new(), reserved: KVec::new() },
+                "unimem_eusrvmem::files"
+            ),
         })
     }
 }
@@ -76,6 +94,25 @@ impl Fabric {
 
     pub(crate) fn detach(&self, h: &Handle) {
         self.users.clients.lock().list.retain(|e| e.id != h.id);
+        self.users.files.lock().reserved.retain(|r| r.0 != h.id);
+    }
+
+    /// Reserves (or releases) window bytes `[offset, offset + len)` for client `h`: user space
+    /// cannot map them, and mappings it has are zapped (memory about to become this node's
+    /// RAM, for instance).
+    pub(crate) fn reserve(&self, h: &Handle, offset: u64, len: u64, reserve: bool) -> Result {
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end > self.window.size() as u64 {
+            return Err(EINVAL);
+        }
+        let mut f = self.users.files.lock();
+        if reserve {
+            f.reserved.push((h.id, offset, len), GFP_KERNEL)?;
+            f.zap(offset, len);
+        } else {
+            f.reserved.retain(|r| *r != (h.id, offset, len));
+        }
+        Ok(())
     }
 
     pub(crate) fn set_hook(&self, h: &Handle, hook: Option<(RevokeHook, usize)>) -> Result {
@@ -103,12 +140,16 @@ impl Fabric {
         self.users.files.lock().list.retain(|e| e.0 != file as usize);
     }
 
-    /// Runs `map` unless the device is gone, so that no mapping is made after revocation
-    /// zapped them all.
-    pub(crate) fn map_user(&self, map: impl FnOnce() -> Result) -> Result {
+    /// Runs `map` for window bytes `[offset, offset + len)` unless the device is gone or a
+    /// client reserved some of them, so that no mapping is made after a revocation or a
+    /// reservation zapped them.
+    pub(crate) fn map_user(&self, offset: u64, len: u64, map: impl FnOnce() -> Result) -> Result {
         let f = self.users.files.lock();
         if f.revoked {
             return Err(ENODEV);
+        }
+        if f.reserved.iter().any(|&(_, o, l)| offset < o + l && o < offset + len) {
+            return Err(EPERM);
         }
         let r = map();
         drop(f);
@@ -137,11 +178,8 @@ impl Fabric {
         }
         let mut f = self.users.files.lock();
         f.revoked = true;
-        for &(_, mapping) in f.list.iter() {
-            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
-            // the list is locked); zapping every page of it is always allowed.
-            unsafe { bindings::unmap_mapping_range(mapping as *mut bindings::address_space, 0, 0, 1) };
-        }
+        // A length of 0 means to the end of the file.
+        f.zap(0, 0);
     }
 }
 

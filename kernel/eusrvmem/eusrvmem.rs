@@ -20,6 +20,8 @@ mod chardev;
 mod clients;
 mod doorbell;
 mod fabric;
+#[path = "../include/privilege.rs"]
+mod privilege;
 mod regs;
 // The seam functions are `pub` because other modules link against them (exports.c).
 #[allow(unreachable_pub)]

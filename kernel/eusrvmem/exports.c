@@ -14,3 +14,4 @@ EXPORT_SYMBOL_RUST_GPL(unimem_fabric_live);
 EXPORT_SYMBOL_RUST_GPL(unimem_fabric_on_revoke);
 EXPORT_SYMBOL_RUST_GPL(unimem_fabric_ring);
 EXPORT_SYMBOL_RUST_GPL(unimem_fabric_set_handler);
+EXPORT_SYMBOL_RUST_GPL(unimem_fabric_reserve);

@@ -127,3 +127,20 @@ pub unsafe extern "C" fn unimem_fabric_set_handler(
         Ok(0)
     })
 }
+
+/// Reserves (`reserve != 0`) or releases window bytes `[offset, offset + len)`: while reserved,
+/// user space cannot map them through `/dev/eusrvmem` and existing mappings are zapped. May
+/// sleep.
+///
+/// # Safety
+///
+/// `h` must be a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn unimem_fabric_reserve(h: *mut c_void, offset: u64, len: u64, reserve: c_int) -> c_int {
+    // SAFETY: the caller guarantees a live handle.
+    let h = unsafe { handle(h) };
+    from_result(|| {
+        h.fabric.reserve(h, offset, len, reserve != 0)?;
+        Ok(0)
+    })
+}

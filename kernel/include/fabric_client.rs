@@ -111,6 +111,15 @@ impl Gas {
         Ok(())
     }
 
+    /// Keeps user space from mapping window bytes `[offset, offset + len)` (`reserve`) or lets
+    /// it again; reserving zaps the mappings it has. May sleep.
+    pub(crate) fn reserve(&self, offset: u64, len: u64, reserve: bool) -> Result {
+        // SAFETY: `handle` is live (type invariant).
+        kernel::error::to_result(unsafe {
+            fabric_api::unimem_fabric_reserve(self.handle.as_ptr(), offset, len, kernel::ffi::c_int::from(reserve))
+        })
+    }
+
     /// Raises doorbell `vector` on node `node`. Any context.
     pub(crate) fn ring(&self, node: u32, vector: u32) -> Result {
         // SAFETY: `handle` is live (type invariant).

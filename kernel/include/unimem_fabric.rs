@@ -75,4 +75,9 @@ extern "C" {
         handler: Option<DoorbellHandler>,
         ctx: *mut c_void,
     ) -> c_int;
+    /// Reserves (`reserve != 0`) or releases window bytes `[offset, offset + len)` for this
+    /// client: user space cannot map reserved bytes through `/dev/eusrvmem`, and its existing
+    /// mappings of them are zapped (memory that becomes this node's RAM). Detaching releases
+    /// the client's reservations. `-EINVAL` outside the window.
+    pub fn unimem_fabric_reserve(handle: *mut c_void, offset: u64, len: u64, reserve: c_int) -> c_int;
 }

@@ -27,6 +27,9 @@ use kernel::{
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
+#[path = "../include/privilege.rs"]
+#[allow(dead_code)]
+mod privilege;
 mod procfs;
 
 #[path = "../include/unimem_fabric.rs"]
@@ -270,7 +273,17 @@ impl Numa {
         let region = Region { lender, first_chunk: first, chunks: mib, phys, clock: clock.clone() };
         let held = Held { lender, first_chunk: first, chunks: mib, clock: clock.clone() };
         regions.reserve(1, GFP_KERNEL).inspect_err(|_| give_back())?;
-        self.held.lock().push(held, GFP_KERNEL).inspect_err(|_| give_back())?;
+        // From now on the range is on its way to being this node's RAM: no user mapping of it
+        // through /dev/eusrvmem may exist or be made.
+        let offset = phys - self.info.gas_phys;
+        self.gas.reserve(offset, region.size(), true).inspect_err(|_| give_back())?;
+        let unreserve = || {
+            let _ = self.gas.reserve(offset, region.size(), false);
+        };
+        self.held.lock().push(held, GFP_KERNEL).inspect_err(|_| {
+            unreserve();
+            give_back();
+        })?;
         // SAFETY: the range is memory-block aligned (checked above) memory of the fabric window,
         // which eusrvmem maps without claiming; the lease makes it ours until we send FREE, which
         // happens only after `offline_and_remove` (or if this add fails).
@@ -280,6 +293,7 @@ impl Numa {
         if let Err(e) = added {
             pr_err!("add {}: hot-adding {:#x}+{} MiB to node {} failed: {:?}; memory returned\n", lender, phys, mib, self.nid, e);
             self.forget(lender);
+            unreserve();
             give_back();
             return Err(e);
         }
@@ -475,6 +489,7 @@ impl Numa {
             return Err(e);
         }
         let wiped = self.wipe(&r);
+        let _ = self.gas.reserve(r.phys - self.info.gas_phys, r.size(), false);
         self.forget(r.lender);
         // SAFETY: taken by `add` for this range, which is gone now.
         unsafe { bindings::module_put(self.module.as_ptr()) };

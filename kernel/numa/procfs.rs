@@ -6,7 +6,7 @@
 
 use crate::Numa;
 use core::sync::atomic::Ordering;
-use kernel::{bindings, numa, prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
+use kernel::{numa, prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
 
 pub(crate) struct NumaProc;
 
@@ -94,10 +94,7 @@ impl ProcFile for NumaProc {
     fn write(this: &Numa, buf: &[u8]) -> Result<usize> {
         // Hot-adding or removing memory is for the administrator of the machine: uid 0 in a
         // container without CAP_SYS_ADMIN is not.
-        // SAFETY: `capable` only inspects the current task's credentials.
-        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
-            return Err(EPERM);
-        }
+        crate::privilege::require_admin()?;
         let line = buf.strip_suffix(b"\n").unwrap_or(buf);
         let cmd = parse(line).inspect_err(|_| {
             pr_err!("/proc/unimem_numa: expected `add <lender> [<MiB>]`, `remove <lender>` or `remove all`\n");

@@ -5,7 +5,8 @@
 # oops: the clients are told first (NUMA migrates its range back and returns it, KRAM fails
 # requests with I/O errors, the mailbox fails with ENODEV and wakes its sleepers), the user
 # mapping is zapped (the process dies of SIGBUS on its next access), every module unloads, the
-# lender gets all its memory back, and binding the device again gives a working node.
+# lender gets all its memory back, and binding the device again gives a working node. Also: a
+# mapping of memory that becomes this node's RAM (NUMA hot-add) is zapped at the hot-add.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 DRV=/sys/bus/pci/drivers/unimem_eusrvmem
@@ -31,7 +32,16 @@ kram_daemon $L --no-state
 on $B "insmod $MODS/unimem_kram.ko ninstances=1 size=16"
 on $B "for i in \$(seq 100); do [ -b /dev/kram0 ] && exit 0; sleep 0.2; done; exit 1" || fail "no /dev/kram0"
 on $B "mkswap /dev/kram0 >/dev/null && swapon /dev/kram0 && grep -q '^/dev/kram0' /proc/swaps"
+# A process that maps node $L's lendable memory before part of it becomes node $B's RAM
+# loses the mapping at the hot-add (SIGBUS at its next read).
+bg $B lendable "unimem-gas watch --node $L --offset $((3 << 20)) --len $((1024 << 20)) --seconds 300"
+wait_log $B lendable '^watching'
 on $B "insmod $MODS/unimem_numa.ko && echo add $L > /proc/unimem_numa"
+wait_log $B lendable '^exit=' 20
+on $B "grep -q '^exit=135' /tmp/$BG-lendable.log" ||
+  { on_may_fail $B "cat /tmp/$BG-lendable.log" >&2; fail "a mapping of memory hot-added as RAM survived"; }
+! on_may_fail $B "unimem-gas watch --node $L --offset $((3 << 20)) --len $((1024 << 20)) --seconds 1 2>&1" ||
+  fail "/dev/eusrvmem mapped memory that is this node's RAM"
 on $B "grep -q '^range lender $L ' /proc/unimem_numa" || { on_may_fail $B "cat /proc/unimem_numa; dmesg | tail" >&2; fail "no NUMA range from node $L"; }
 before=$(lent $L)
 echo "node $L lends $before MiB"
@@ -91,6 +101,6 @@ on $B "insmod $MODS/unimem_kram.ko ninstances=1 size=16"
 on $B "for i in \$(seq 100); do [ -b /dev/kram0 ] && exit 0; sleep 0.2; done; exit 1" || fail "no /dev/kram0 after rebinding"
 on $B "dd if=/dev/urandom of=/tmp/x bs=1M count=4 2>/dev/null && dd if=/tmp/x of=/dev/kram0 bs=1M oflag=direct 2>/dev/null &&
        cmp -n 4194304 /tmp/x /dev/kram0 && rm /tmp/x"
-on $B "rmmod unimem_kram"
+on $B "rmmod unimem_kram && rmmod unimem_mailbox"
 dmesg_clean $B "$mark" || fail "node $B logged an error"
 echo "unbind: no oops, clean errors, memory returned, rebind works"

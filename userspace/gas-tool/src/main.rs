@@ -34,13 +34,19 @@ enum Cmd {
     /// Check that a range of a node's partition reads as zeros (exit 1 at the first byte that
     /// does not): lent memory comes back wiped.
     Zeroed(ZeroArgs),
-    /// Keep a range of a node's partition mapped and read it every 10 ms for a while: a
-    /// process using the window. Unbinding the fabric device revokes the mapping, and the
-    /// process dies of SIGBUS at its next read.
+    /// Keep a range of a node's partition mapped and read a byte of every 64 KiB of it every
+    /// 10 ms for a while: a process using the window. Unbinding the fabric device, or the range
+    /// becoming this node's RAM, revokes the mapping: the process dies of SIGBUS.
     Watch {
         /// Node whose partition is read.
         #[arg(long)]
         node: u32,
+        /// Byte offset inside the partition.
+        #[arg(long, default_value_t = 0)]
+        offset: u64,
+        /// Length in bytes.
+        #[arg(long, default_value_t = 4096)]
+        len: u64,
         /// How long to keep reading.
         #[arg(long, default_value_t = 60)]
         seconds: u64,
@@ -183,20 +189,12 @@ fn main() -> Result<()> {
                 z.len, z.node, z.offset
             );
         }
-        Cmd::Watch { node, seconds } => {
-            let mut map = map_range(node, 0, 4096)?;
-            println!("watching 4096 bytes of node {node}'s partition for {seconds} s");
-            let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
-            let mut sum = 0u64;
-            while std::time::Instant::now() < end {
-                // Volatile: every pass must really touch the mapping.
-                let first = map.as_mut_slice().as_ptr();
-                // SAFETY: the mapping has at least one byte.
-                sum = sum.wrapping_add(u64::from(unsafe { first.read_volatile() }));
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            println!("read for {seconds} s (checksum {sum})");
-        }
+        Cmd::Watch {
+            node,
+            offset,
+            len,
+            seconds,
+        } => watch(node, offset, len, seconds)?,
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
         Cmd::Scribble(a) => scribble(&a)?,
         Cmd::WithoutAdmin { command } => without_admin(&command)?,
@@ -218,6 +216,24 @@ fn main() -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+fn watch(node: u32, offset: u64, len: u64, seconds: u64) -> Result<()> {
+    use std::time::{Duration, Instant};
+    let mut map = map_range(node, offset, len)?;
+    println!("watching {len} bytes of node {node}'s partition at {offset:#x} for {seconds} s");
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let mut sum = 0u64;
+    while Instant::now() < end {
+        for b in map.as_mut_slice().iter().step_by(64 << 10) {
+            // SAFETY: `b` is a byte of the live mapping; volatile, so every pass really touches
+            // the mapping.
+            sum = sum.wrapping_add(u64::from(unsafe { std::ptr::read_volatile(b) }));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    println!("read for {seconds} s (checksum {sum})");
     Ok(())
 }
 
