@@ -119,7 +119,7 @@ impl pci::Driver for EusrvmemDriver {
             }),
             GFP_KERNEL,
         )?;
-        let irqs = doorbell::DoorbellIrqs::request(vectors, &fabric.doorbells)?;
+        let irqs = doorbell::DoorbellIrqs::request(vectors, &fabric)?;
 
         let published = fabric::Published::new(fabric.clone()).inspect_err(|_| {
             dev_err!(pdev, "another fabric device is already bound; only one is supported\n");
