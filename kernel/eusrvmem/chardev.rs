@@ -11,10 +11,14 @@ use kernel::{
     mm::virt::VmaNew,
     prelude::*,
     sync::{Arc, ArcBorrow},
+    transmute::FromBytes,
     uaccess::{UserPtr, UserSlice},
 };
 
 const RING: u32 = _IOW::<wire_dev::RingRequest>(wire_dev::IOCTL_TYPE, wire_dev::IOCTL_NR_RING);
+
+// SAFETY: `RingRequest` is `#[repr(C)]` with only `u32` fields: every bit pattern is a valid value.
+unsafe impl FromBytes for wire_dev::RingRequest {}
 
 pub(crate) struct GasFile;
 
@@ -83,11 +87,11 @@ impl MiscDevice for GasFile {
     fn ioctl(fabric: ArcBorrow<'_, Fabric>, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         match cmd {
             RING => {
-                let mut raw = [0u8; core::mem::size_of::<wire_dev::RingRequest>()];
-                UserSlice::new(UserPtr::from_addr(arg), raw.len()).reader().read_slice(&mut raw)?;
-                let node = u32::from_ne_bytes([raw[0], raw[1], raw[2], raw[3]]);
-                let vector = u32::from_ne_bytes([raw[4], raw[5], raw[6], raw[7]]);
-                fabric.ring(node, vector)?;
+                let size = core::mem::size_of::<wire_dev::RingRequest>();
+                let req: wire_dev::RingRequest = UserSlice::new(UserPtr::from_addr(arg), size)
+                    .reader()
+                    .read()?;
+                fabric.ring(req.node, req.vector)?;
                 Ok(0)
             }
             _ => Err(ENOTTY),

@@ -2,14 +2,15 @@
 //! Doorbell interrupts: one MSI-X vector per doorbell, each counted and optionally forwarded to
 //! a client module's handler (see `unimem_fabric_set_handler`).
 
-use crate::fabric_api::DoorbellHandler;
+use crate::{fabric::Fabric, fabric_api::DoorbellHandler};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use kernel::{
-    bindings,
-    ffi::{c_int, c_void},
+    ffi::c_void,
+    irq::{self, IrqRequest, IrqReturn, Registration},
     pci,
     prelude::*,
+    sync::{rcu, Arc},
 };
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// A client handler and its context, published to the IRQ path through one pointer so the pair
 /// can never be seen half-updated.
@@ -18,10 +19,14 @@ struct HandlerSlot {
     ctx: *mut c_void,
 }
 
-/// Per-vector state, shared with the IRQ handler (its `dev_id`).
+/// Per-vector state, shared by the IRQ handler, sysfs and the seam.
+///
+/// # Invariants
+///
+/// `handler` is null or a pointer from `KBox::into_raw`, read by the IRQ path only inside an RCU
+/// read-side critical section; a slot taken out of it is freed only after a grace period.
 pub(crate) struct Doorbell {
     vector: u32,
-    irq: AtomicU32,
     count: AtomicU64,
     handler: AtomicPtr<HandlerSlot>,
 }
@@ -30,7 +35,6 @@ impl Doorbell {
     pub(crate) fn new(vector: u32) -> Self {
         Self {
             vector,
-            irq: AtomicU32::new(0),
             count: AtomicU64::new(0),
             handler: AtomicPtr::new(core::ptr::null_mut()),
         }
@@ -40,14 +44,20 @@ impl Doorbell {
         self.count.load(Ordering::Relaxed)
     }
 
-    /// Installs (`Some`) or removes (`None`) the client handler of this vector.
+    /// Installs (`Some`) or removes (`None`) the client handler of this vector. Removing waits
+    /// until no IRQ handler still calls the old one.
     pub(crate) fn set_handler(&self, func: Option<DoorbellHandler>, ctx: *mut c_void) -> Result {
         match func {
             Some(func) => {
                 let slot = KBox::into_raw(KBox::new(HandlerSlot { func, ctx }, GFP_KERNEL)?);
                 if self
                     .handler
-                    .compare_exchange(core::ptr::null_mut(), slot, Ordering::AcqRel, Ordering::Acquire)
+                    .compare_exchange(
+                        core::ptr::null_mut(),
+                        slot,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
                     .is_err()
                 {
                     // SAFETY: `slot` was never published; we still own it.
@@ -57,19 +67,32 @@ impl Doorbell {
             }
             None => {
                 let old = self.handler.swap(core::ptr::null_mut(), Ordering::AcqRel);
-                let irq = self.irq.load(Ordering::Relaxed);
-                if irq != 0 {
-                    // SAFETY: `irq` is requested for this vector; waiting for running handlers
-                    // guarantees none still uses `old` after this returns.
-                    unsafe { bindings::synchronize_irq(irq) };
-                }
                 if !old.is_null() {
-                    // SAFETY: `old` came from `KBox::into_raw` above and is unpublished now.
+                    // The IRQ path reads the slot under `rcu::read_lock`: after a grace period
+                    // no handler still uses `old`.
+                    rcu::synchronize_rcu();
+                    // SAFETY: `old` came from `KBox::into_raw` in `Some` above, is unpublished,
+                    // and no reader is left (type invariant, grace period above).
                     drop(unsafe { KBox::from_raw(old) });
                 }
             }
         }
         Ok(())
+    }
+
+    /// The doorbell rang: count it and call the client handler, if any. Hard-IRQ context.
+    fn ring(&self) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        let _guard = rcu::read_lock();
+        let slot = self.handler.load(Ordering::Acquire);
+        if !slot.is_null() {
+            // SAFETY: a published slot is freed only after a grace period that begins after it
+            // was unpublished (type invariant), and we are inside a read-side critical section.
+            let slot = unsafe { &*slot };
+            // SAFETY: the client promised (`unimem_fabric_set_handler`) that `func` is callable
+            // in hard-IRQ context with `ctx` until it is removed.
+            unsafe { (slot.func)(slot.ctx, self.vector) };
+        }
     }
 }
 
@@ -77,82 +100,75 @@ impl Drop for Doorbell {
     fn drop(&mut self) {
         let old = *self.handler.get_mut();
         if !old.is_null() {
-            // SAFETY: no IRQ handler runs any more (the IRQs are freed before the fabric is
-            // dropped) and `old` came from `KBox::into_raw`.
+            // SAFETY: `&mut self`: no IRQ handler can use this doorbell any more (each holds a
+            // reference to the fabric that owns it), and `old` came from `KBox::into_raw`.
             drop(unsafe { KBox::from_raw(old) });
         }
     }
 }
 
-/// # Safety
-///
-/// Called by the IRQ core with the `dev_id` passed to `request_threaded_irq`: a live `Doorbell`.
-unsafe extern "C" fn doorbell_irq(_irq: c_int, dev_id: *mut c_void) -> bindings::irqreturn_t {
-    // SAFETY: `dev_id` is the `Doorbell` this IRQ was requested with; it outlives the request
-    // (`DoorbellIrqs` holds the fabric that owns it and frees the IRQ first).
-    let db = unsafe { &*dev_id.cast::<Doorbell>() };
-    db.count.fetch_add(1, Ordering::Relaxed);
-    let slot = db.handler.load(Ordering::Acquire);
-    if !slot.is_null() {
-        // SAFETY: a published slot stays valid until `set_handler(None)` has synchronized with
-        // this handler.
-        let slot = unsafe { &*slot };
-        // SAFETY: the client promised (`unimem_fabric_set_handler`) that `func` is callable in
-        // hard-IRQ context with `ctx`.
-        unsafe { (slot.func)(slot.ctx, db.vector) };
-    }
-    bindings::irqreturn_t(bindings::irqreturn::IRQ_HANDLED.0)
+/// The IRQ handler of one doorbell vector.
+struct DoorbellIrq {
+    fabric: Arc<Fabric>,
+    index: usize,
 }
 
-/// The device-bound part: MSI-X vectors and the IRQs requested on them.
+impl irq::Handler for DoorbellIrq {
+    fn handle(&self) -> IrqReturn {
+        if let Some(db) = self.fabric.doorbells.get(self.index) {
+            db.ring();
+        }
+        IrqReturn::Handled
+    }
+}
+
+/// The device-bound part: the MSI-X vectors and one IRQ registration per doorbell.
 ///
 /// # Invariants
 ///
-/// Every `(irq, doorbell)` in `requested` is a live `request_irq` with `dev_id == doorbell`.
+/// `vectors` is neither moved out of its box nor dropped while `irqs` holds a registration:
+/// the registrations borrow it for `'bound` (see [`DoorbellIrqs::request`]).
 pub(crate) struct DoorbellIrqs<'bound> {
-    requested: KVec<(u32, usize)>,
-    // Dropped after `Drop::drop` has freed the IRQs, which is what `pci_free_irq_vectors` needs.
-    _vectors: pci::IrqVectorRegistration<'bound>,
+    // Declared first so that it drops first: every IRQ is freed before its vector.
+    irqs: KVec<Pin<KBox<Registration<'bound, DoorbellIrq>>>>,
+    vectors: KBox<pci::IrqVectorRegistration<'bound>>,
 }
 
 impl<'bound> DoorbellIrqs<'bound> {
-    /// Requests one IRQ per vector in `vectors`, each delivering to `doorbells[i]`.
+    /// Registers one IRQ handler per doorbell of `fabric`, on the vectors of the same index.
     pub(crate) fn request(
         vectors: pci::IrqVectorRegistration<'bound>,
-        doorbells: &[Doorbell],
+        fabric: &Arc<Fabric>,
     ) -> Result<Self> {
-        // Capacity up front: a failed push after a successful request_irq would leak the IRQ.
-        let requested = KVec::with_capacity(doorbells.len(), GFP_KERNEL)?;
-        let mut this = Self { requested, _vectors: vectors };
-        for (i, db) in doorbells.iter().enumerate() {
-            let irq = kernel::irq::IrqRequest::from(this._vectors.index(i)?).irq();
-            let dev_id = core::ptr::from_ref(db).cast_mut().cast::<c_void>();
-            // SAFETY: `irq` belongs to our device; `dev_id` points at a `Doorbell` that outlives
-            // the request (see `doorbell_irq`); the name is a static C string.
-            kernel::error::to_result(unsafe {
-                bindings::request_threaded_irq(
-                    irq,
-                    Some(doorbell_irq),
-                    None,
-                    0,
-                    c"unimem_doorbell".as_char_ptr(),
-                    dev_id,
+        let count = fabric.doorbells.len();
+        let mut this = Self {
+            irqs: KVec::with_capacity(count, GFP_KERNEL)?,
+            vectors: KBox::new(vectors, GFP_KERNEL)?,
+        };
+        // SAFETY: the registration lives in its own heap allocation, which stays where it is
+        // until `this.vectors` is dropped; that happens after `this.irqs` (field order; also on
+        // the error paths below, which drop `this`), and `DoorbellIrqs` hands neither field out
+        // (type invariant). So every IRQ registration made from it ends while it is alive.
+        let vectors: &'bound pci::IrqVectorRegistration<'bound> =
+            unsafe { &*core::ptr::from_ref(&*this.vectors) };
+        for index in 0..count {
+            let request = IrqRequest::from(vectors.index(index)?);
+            let handler = Ok::<_, Error>(DoorbellIrq {
+                fabric: fabric.clone(),
+                index,
+            });
+            // SAFETY: the registration is kept in `this.irqs` and dropped with it, never leaked.
+            let reg = unsafe {
+                Registration::new(
+                    request,
+                    irq::Flags::TRIGGER_NONE,
+                    c"unimem_doorbell",
+                    handler,
                 )
-            })?;
-            db.irq.store(irq, Ordering::Relaxed);
-            this.requested.push((irq, dev_id as usize), GFP_KERNEL)?;
+            };
+            this.irqs
+                .push(KBox::pin_init(reg, GFP_KERNEL)?, GFP_KERNEL)?;
         }
         Ok(this)
-    }
-}
-
-impl Drop for DoorbellIrqs<'_> {
-    fn drop(&mut self) {
-        for &(irq, dev_id) in self.requested.iter() {
-            // SAFETY: requested in `request` with exactly this `dev_id` (type invariant).
-            unsafe { bindings::free_irq(irq, dev_id as *mut c_void) };
-            // SAFETY: `dev_id` points at the live `Doorbell` the IRQ was requested for.
-            unsafe { (*(dev_id as *const Doorbell)).irq.store(0, Ordering::Relaxed) };
-        }
     }
 }

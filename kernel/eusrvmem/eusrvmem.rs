@@ -48,12 +48,11 @@ struct EusrvmemDriver;
 
 /// Per-device state. Fields drop in declaration order, which is the teardown order: unpublish
 /// (no new users), revoke the users there are (client modules stop using the window, user
-/// mappings are zapped), remove sysfs, remove `/dev/eusrvmem`, free IRQs, then the fabric
-/// reference (the window is unmapped when the last holder lets go).
+/// mappings are zapped), remove `/dev/eusrvmem` and its sysfs attributes, free IRQs, then the
+/// fabric reference (the window is unmapped when the last holder lets go).
 struct DeviceData<'bound> {
     _published: fabric::Published,
     _revoker: clients::Revoker,
-    _attrs: sysfs::Attributes,
     _misc: Pin<KBox<MiscDeviceRegistration<chardev::GasFile>>>,
     _irqs: doorbell::DoorbellIrqs<'bound>,
     _fabric: Arc<fabric::Fabric>,
@@ -121,16 +120,18 @@ impl pci::Driver for EusrvmemDriver {
             }),
             GFP_KERNEL,
         )?;
-        let irqs = doorbell::DoorbellIrqs::request(vectors, &fabric.doorbells)?;
+        let irqs = doorbell::DoorbellIrqs::request(vectors, &fabric)?;
 
         let published = fabric::Published::new(fabric.clone()).inspect_err(|_| {
             dev_err!(pdev, "another fabric device is already bound; only one is supported\n");
         })?;
         let misc = KBox::pin_init(
-            MiscDeviceRegistration::register(MiscDeviceOptions { name: c"eusrvmem" }),
+            MiscDeviceRegistration::register_with_groups(
+                MiscDeviceOptions { name: c"eusrvmem" },
+                sysfs::groups(),
+            ),
             GFP_KERNEL,
         )?;
-        let attrs = sysfs::Attributes::attach(misc.as_raw())?;
 
         dev_info!(
             pdev,
@@ -146,7 +147,6 @@ impl pci::Driver for EusrvmemDriver {
         Ok(DeviceData {
             _published: published,
             _revoker: clients::Revoker(fabric.clone()),
-            _attrs: attrs,
             _misc: misc,
             _irqs: irqs,
             _fabric: fabric,

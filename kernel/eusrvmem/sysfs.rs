@@ -1,12 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Read-only attributes in `/sys/class/misc/eusrvmem/`: node id, node count, layout, counters.
 //!
-//! The 7.3 Rust crate has no sysfs attribute abstraction, so this attaches a plain
-//! `attribute_group` to the misc device's kobject. Values come from the published fabric.
+//! The 7.3 Rust crate has no sysfs attribute abstraction, so the attributes are a C
+//! `attribute_group` in `static`s (lockdep keys them statically: no `sysfs_attr_init`), which the
+//! misc device is created with (`MiscDeviceRegistration::register_with_groups`, kernel patch
+//! 0009): the driver core adds them before the device is announced and removes them with it.
+//! Values come from the published fabric.
 
 use crate::fabric::{self, Fabric};
-use core::fmt::Write;
-use kernel::{bindings, ffi::c_char, prelude::*, str::Formatter};
+use core::{cell::UnsafeCell, fmt::Write};
+use kernel::{
+    bindings,
+    ffi::c_char,
+    miscdevice::AttributeGroups,
+    prelude::*,
+    str::{as_char_ptr_in_const_context, Formatter},
+};
 
 const NAMES: [&CStr; 10] = [
     c"node_id",
@@ -69,49 +78,67 @@ unsafe extern "C" fn show(
     }
 }
 
-struct Table {
-    attrs: [bindings::device_attribute; NAMES.len()],
-    ptrs: [*mut bindings::attribute; NAMES.len() + 1],
-    group: bindings::attribute_group,
+/// A C object in a `static`, handed to C code as a mutable pointer.
+#[repr(transparent)]
+struct CStatic<T>(UnsafeCell<T>);
+
+// SAFETY: the tables below are only written by their constant initializers; afterwards sysfs
+// only reads them.
+unsafe impl<T> Sync for CStatic<T> {}
+
+const N: usize = NAMES.len();
+
+const fn attribute(name: &'static CStr) -> bindings::device_attribute {
+    // SAFETY: all-zero is a valid `device_attribute`: no `store`, no lockdep `key` (sysfs then
+    // uses the `skey` inside the attribute, which is static here).
+    let mut attr: bindings::device_attribute = unsafe { core::mem::zeroed() };
+    attr.attr.name = as_char_ptr_in_const_context(name);
+    attr.attr.mode = 0o444;
+    attr.__bindgen_anon_1.show = Some(show);
+    attr
 }
 
-/// The attribute group while it is attached to the misc device.
-///
-/// # Invariants
-///
-/// `table.group` is registered on `kobj` until `Drop`.
-pub(crate) struct Attributes {
-    kobj: *mut bindings::kobject,
-    table: KBox<Table>,
-}
-
-// SAFETY: the pointers refer to the misc device (outlives us, see the driver's field order) and
-// to our own heap table; sysfs calls are allowed from any thread.
-unsafe impl Send for Attributes {}
-
-impl Attributes {
-    /// Attaches the attributes to `misc`'s device.
-    pub(crate) fn attach(misc: *mut bindings::miscdevice) -> Result<Self> {
-        // SAFETY: all-zero is a valid value for these plain C structs.
-        let mut table = KBox::new(unsafe { core::mem::zeroed::<Table>() }, GFP_KERNEL)?;
-        for (i, name) in NAMES.iter().enumerate() {
-            table.attrs[i].attr.name = name.as_char_ptr();
-            table.attrs[i].attr.mode = 0o444;
-            table.attrs[i].__bindgen_anon_1.show = Some(show);
-            table.ptrs[i] = &raw mut table.attrs[i].attr;
-        }
-        table.group.__bindgen_anon_2.attrs = table.ptrs.as_mut_ptr();
-        // SAFETY: `misc` is a registered misc device, so `this_device` is a live device.
-        let kobj = unsafe { &raw mut (*(*misc).this_device).kobj };
-        // SAFETY: `kobj` is live; the group and its attributes live in `table` until `Drop`.
-        kernel::error::to_result(unsafe { bindings::sysfs_create_group(kobj, &table.group) })?;
-        Ok(Self { kobj, table })
+static ATTRS: CStatic<[bindings::device_attribute; N]> = CStatic(UnsafeCell::new({
+    // SAFETY: all-zero is a valid `device_attribute`; every element is overwritten below.
+    let mut attrs: [bindings::device_attribute; N] = unsafe { core::mem::zeroed() };
+    let mut i = 0;
+    while i < N {
+        attrs[i] = attribute(NAMES[i]);
+        i += 1;
     }
-}
+    attrs
+}));
 
-impl Drop for Attributes {
-    fn drop(&mut self) {
-        // SAFETY: registered in `attach` on this kobject (type invariant).
-        unsafe { bindings::sysfs_remove_group(self.kobj, &self.table.group) };
+/// `ATTRS` as the NULL-terminated list of `struct attribute *` an `attribute_group` takes.
+static ATTR_PTRS: CStatic<[*mut bindings::attribute; N + 1]> = CStatic(UnsafeCell::new({
+    let mut ptrs = [core::ptr::null_mut(); N + 1];
+    let mut i = 0;
+    while i < N {
+        // SAFETY: `i < N`, so this is the address of the `attr` of an element of `ATTRS`; no
+        // reference is created.
+        ptrs[i] = unsafe { &raw mut (*ATTRS.0.get())[i].attr };
+        i += 1;
     }
+    ptrs
+}));
+
+static GROUP: CStatic<bindings::attribute_group> = CStatic(UnsafeCell::new({
+    // SAFETY: all-zero is a valid `attribute_group` (no name: the attributes go in the device's
+    // own directory; no visibility or binary-attribute callbacks).
+    let mut group: bindings::attribute_group = unsafe { core::mem::zeroed() };
+    group.__bindgen_anon_2.attrs = ATTR_PTRS.0.get().cast();
+    group
+}));
+
+static GROUPS: CStatic<[*const bindings::attribute_group; 2]> = CStatic(UnsafeCell::new([
+    GROUP.0.get().cast_const(),
+    core::ptr::null(),
+]));
+
+/// The attribute groups of `/dev/eusrvmem`'s device.
+pub(crate) fn groups() -> AttributeGroups {
+    // SAFETY: `GROUPS` is a NULL-terminated array holding one group whose attributes, names and
+    // `show` are statics of this module, never written after their initializers; the misc
+    // device registered with them is deregistered before the module's memory goes away.
+    unsafe { AttributeGroups::from_raw(GROUPS.0.get().cast_const().cast()) }
 }

@@ -3,7 +3,6 @@
 
 use crate::{
     mailbox as abi,
-    packet::PAYLOAD_LEN,
     state::{State, Take},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -18,6 +17,7 @@ use kernel::{
         poll::{PollCondVar, PollTable},
         Arc,
     },
+    transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
 };
 
@@ -54,18 +54,35 @@ fn require_admin() -> Result {
     }
 }
 
-fn read_arg<const N: usize>(arg: usize) -> Result<[u8; N]> {
-    let mut raw = [0u8; N];
-    UserSlice::new(UserPtr::from_addr(arg), N).reader().read_slice(&mut raw)?;
-    Ok(raw)
+// The ioctl arguments are `#[repr(C)]` structs of integers and byte arrays, defined once in
+// `unimem-wire`, which asserts that each is as large as its fields together (no padding).
+
+// SAFETY: integers and a byte array only: every bit pattern is a valid value.
+unsafe impl FromBytes for abi::SendArgs {}
+// SAFETY: two `u32`s: every bit pattern is a valid value.
+unsafe impl FromBytes for abi::SetProtArgs {}
+// SAFETY: `u32`, `u32`, `u64`: every bit pattern is a valid value.
+unsafe impl FromBytes for abi::KmsgArgs {}
+// SAFETY: four `u32`s and no padding (asserted in `unimem-wire`): every byte is initialized.
+unsafe impl AsBytes for abi::AllocInfo {}
+// SAFETY: one byte array: every byte is initialized.
+unsafe impl AsBytes for abi::RecvArgs {}
+// SAFETY: `u32`, `u32`, `u64` and no padding (asserted in `unimem-wire`): every byte is
+// initialized.
+unsafe impl AsBytes for abi::KmsgArgs {}
+
+/// Reads the ioctl argument `T` from user memory at `arg`.
+fn read_arg<T: FromBytes>(arg: usize) -> Result<T> {
+    UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<T>())
+        .reader()
+        .read()
 }
 
-fn write_arg(arg: usize, bytes: &[u8]) -> Result {
-    UserSlice::new(UserPtr::from_addr(arg), bytes.len()).writer().write_slice(bytes)
-}
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_ne_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]])
+/// Writes the ioctl result `value` to user memory at `arg`.
+fn write_arg<T: AsBytes>(arg: usize, value: &T) -> Result {
+    UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<T>())
+        .writer()
+        .write(value)
 }
 
 fn nonblocking(file: &File) -> bool {
@@ -86,29 +103,33 @@ impl MboxFile {
         }
         let thread_id = kernel::current!().pid();
         let id = self.state.alloc(thread_id)?;
-        if self.iface.compare_exchange(NONE, id, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if self
+            .iface
+            .compare_exchange(NONE, id, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             // A concurrent ALLOC on the same file won.
             self.state.free(id);
             return Err(EINVAL);
         }
-        let mut out = [0u8; 16];
-        out[0..4].copy_from_slice(&id.to_ne_bytes());
-        out[4..8].copy_from_slice(&self.state.node.to_ne_bytes());
-        out[8..12].copy_from_slice(&(thread_id as u32).to_ne_bytes());
-        out[12..16].copy_from_slice(&(thread_id as u32 & crate::packet::MAX_24).to_ne_bytes());
+        let info = abi::AllocInfo {
+            iface: id,
+            node: self.state.node,
+            thread_id: thread_id as u32,
+            prot_id: thread_id as u32 & crate::packet::MAX_24,
+        };
         self.armed.notify_all();
-        write_arg(arg, &out)?;
+        write_arg(arg, &info)?;
         Ok(0)
     }
 
     fn send(&self, arg: usize) -> Result<isize> {
-        let raw = read_arg::<{ core::mem::size_of::<abi::SendArgs>() }>(arg)?;
-        if raw[8 + PAYLOAD_LEN..].iter().any(|&b| b != 0) {
+        let args: abi::SendArgs = read_arg(arg)?;
+        if args.reserved.iter().any(|&b| b != 0) {
             return Err(EINVAL);
         }
-        let mut payload = [0u8; PAYLOAD_LEN];
-        payload.copy_from_slice(&raw[8..8 + PAYLOAD_LEN]);
-        self.state.send(self.iface()?, u32_at(&raw, 0), u32_at(&raw, 4), &payload)?;
+        self.state
+            .send(self.iface()?, args.node, args.iface, &args.payload)?;
         Ok(0)
     }
 
@@ -140,20 +161,20 @@ impl MboxFile {
             }
         };
         crate::iface::Iface::count(&iface.received);
-        write_arg(arg, &packet)?;
+        write_arg(arg, &abi::RecvArgs { packet })?;
         Ok(0)
     }
 
     fn set_prot(&self, arg: usize) -> Result<isize> {
         require_admin()?;
-        let raw = read_arg::<8>(arg)?;
-        self.state.set_prot(u32_at(&raw, 0), u32_at(&raw, 4))?;
+        let args: abi::SetProtArgs = read_arg(arg)?;
+        self.state.set_prot(args.iface, args.prot_id)?;
         Ok(0)
     }
 
     fn kbind(&self, arg: usize) -> Result<isize> {
         require_admin()?;
-        let service = u32_at(&read_arg::<4>(arg)?, 0);
+        let service: u32 = read_arg(arg)?;
         if self.service.load(Ordering::Acquire) != NONE {
             return Err(EINVAL);
         }
@@ -165,9 +186,8 @@ impl MboxFile {
 
     fn ksend(&self, arg: usize) -> Result<isize> {
         require_admin()?;
-        let raw = read_arg::<16>(arg)?;
-        let word = u64::from_ne_bytes([raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]]);
-        self.state.ksend(u32_at(&raw, 0), u32_at(&raw, 4), word)?;
+        let args: abi::KmsgArgs = read_arg(arg)?;
+        self.state.ksend(args.node, args.service, args.word)?;
         Ok(0)
     }
 
@@ -195,11 +215,14 @@ impl MboxFile {
                 }
             }
         };
-        let mut out = [0u8; 16];
-        out[0..4].copy_from_slice(&sender.to_ne_bytes());
-        out[4..8].copy_from_slice(&service.to_ne_bytes());
-        out[8..16].copy_from_slice(&word.to_ne_bytes());
-        write_arg(arg, &out)?;
+        write_arg(
+            arg,
+            &abi::KmsgArgs {
+                node: sender,
+                service,
+                word,
+            },
+        )?;
         Ok(0)
     }
 }

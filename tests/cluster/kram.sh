@@ -74,6 +74,13 @@ cycle() {
     on 0 "awk -F';' '{ if (\$5 != 0) exit 1 }' /tmp/fio-$d.out" || fail "fio reported errors on /dev/$d"
   done
 
+  step "transfermode=$mode: discard (a request without data) zeroes its range and nothing else"
+  # fio left random data everywhere; discard MiB 1 of kram0 and check MiB 0-2.
+  nonzero() { on 0 "dd if=/dev/kram0 bs=1M skip=$1 count=1 iflag=direct 2>/dev/null | tr -d '\\000' | wc -c"; }
+  on 0 "blkdiscard -o $((1 << 20)) -l $((1 << 20)) /dev/kram0" || fail "blkdiscard failed on /dev/kram0"
+  expect_eq "$(nonzero 1)" 0 "non-zero bytes left in the discarded MiB"
+  for mib in 0 2; do [ "$(nonzero $mib)" -gt 0 ] || fail "discard zeroed MiB $mib too"; done
+
   step "transfermode=$mode: swap on both, a verifying workload 1.5x node 0's RAM"
   on 0 "mkswap /dev/kram0 >/dev/null && mkswap /dev/kram1 >/dev/null && swapon /dev/kram0 && swapon /dev/kram1"
   # A 96 MiB node's default reserve (~1 MiB) leaves kswapd nothing to allocate its swap tables

@@ -21,5 +21,8 @@ pub struct RingRequest {
     pub vector: u32,
 }
 
+// No padding: the kernel reads it from user memory as plain bytes (`FromBytes`).
+const _: () = assert!(core::mem::size_of::<RingRequest>() == 4 + 4);
+
 /// Name of the misc device and of its sysfs directory under `/sys/class/misc/`.
 pub const DEVICE_NAME: &str = "eusrvmem";

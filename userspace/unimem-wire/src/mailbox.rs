@@ -94,6 +94,17 @@ pub struct KmsgArgs {
     pub word: u64,
 }
 
+// The ioctl arguments have no padding: the kernel copies them to and from user memory as
+// plain bytes (`FromBytes`/`AsBytes`), so every byte must belong to a field.
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<AllocInfo>() == 4 * 4);
+    assert!(size_of::<SendArgs>() == 4 + 4 + PAYLOAD_LEN + 7);
+    assert!(size_of::<RecvArgs>() == PACKET_LEN);
+    assert!(size_of::<SetProtArgs>() == 4 + 4);
+    assert!(size_of::<KmsgArgs>() == 4 + 4 + 8);
+};
+
 /// Services of 64-bit kernel messages (the addressee on the destination node).
 pub mod service {
     /// KRAM block driver (kernel).
