@@ -8,6 +8,7 @@ APT_PKGS=(
   build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils patch kmod python3
   qemu-system-x86 busybox-static e2fsprogs
   numactl libnuma-dev fio stress-ng util-linux procps
+  shellcheck
 )
 
 missing=()
