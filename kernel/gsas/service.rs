@@ -184,13 +184,20 @@ impl Service {
     }
 }
 
-fn read64(p: *mut u8) -> u64 {
-    // SAFETY: callers pass an 8-byte aligned address of the window inside a live access.
+/// # Safety
+///
+/// `p` must be an 8-byte aligned address of the window, inside an access that lives across the
+/// call.
+unsafe fn read64(p: *mut u8) -> u64 {
+    // SAFETY: guaranteed by the caller.
     u64::from_le(unsafe { p.cast::<u64>().read_volatile() })
 }
 
-fn write64(p: *mut u8, v: u64) {
-    // SAFETY: see `read64`.
+/// # Safety
+///
+/// As for [`read64`].
+unsafe fn write64(p: *mut u8, v: u64) {
+    // SAFETY: guaranteed by the caller.
     unsafe { p.cast::<u64>().write_volatile(v.to_le()) }
 }
 
@@ -204,16 +211,19 @@ fn apply_word(w: &Access<'_>, at: u64, req: &crate::packet::Payload, value: &mut
     match base {
         op::READ128 | op::READ256 => {
             for k in 0..(size / 8) as usize {
-                // SAFETY: `k * 8 < size`: inside the aligned range `ptr` returned.
-                let word = read64(unsafe { p.add(k * 8) });
+                // SAFETY: `k * 8 < size`: an aligned word inside the range `ptr` returned for
+                // `w`, which lives across the call.
+                let word = unsafe { read64(p.add(k * 8)) };
                 value[k * 8..k * 8 + 8].copy_from_slice(&word.to_le_bytes());
             }
             return Ok(());
         }
         op::WRITE128 => {
-            write64(p, req.arg1);
-            // SAFETY: inside the 16-byte range.
-            write64(unsafe { p.add(8) }, req.arg2);
+            // SAFETY: the two aligned words of the 16-byte range `ptr` returned for `w`.
+            unsafe {
+                write64(p, req.arg1);
+                write64(p.add(8), req.arg2);
+            }
             return Ok(());
         }
         _ => {}
@@ -222,7 +232,8 @@ fn apply_word(w: &Access<'_>, at: u64, req: &crate::packet::Payload, value: &mut
         // SAFETY: a 4-byte aligned word inside the range.
         (u64::from(u32::MAX), u64::from(u32::from_le(unsafe { p.cast::<u32>().read_volatile() })))
     } else {
-        (u64::MAX, read64(p))
+        // SAFETY: the aligned word `ptr` returned for `w`.
+        (u64::MAX, unsafe { read64(p) })
     };
     let (a, b) = (req.arg1 & mask, req.arg2 & mask);
     let new = match base {
@@ -241,7 +252,8 @@ fn apply_word(w: &Access<'_>, at: u64, req: &crate::packet::Payload, value: &mut
             // SAFETY: as the read above.
             unsafe { p.cast::<u32>().write_volatile((new as u32).to_le()) };
         } else {
-            write64(p, new);
+            // SAFETY: as the read above.
+            unsafe { write64(p, new) };
         }
     }
     if base != op::WRITE {

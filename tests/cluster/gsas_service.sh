@@ -5,7 +5,8 @@
 # processes and nodes of one tree, every operation's result, Fetch&Add from two nodes at once
 # ends at the exact sum, a request from another tree is DENIED, counted, memory unchanged,
 # UNALIGNED / FAULT / INVALID for bad addresses and arguments, the counters in sysfs and
-# debugfs, unload refused while pages are allocated, and unload returns the pool (0 lent).
+# debugfs, unload refused while pages are allocated, unload returns the pool (0 lent), and
+# device removal zaps mapped response slots (SIGBUS) and stops the service (rebind works).
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 KO=$MODS/unimem_gsas.ko
@@ -26,6 +27,7 @@ BG=gsas
 cleanup() {
   bg_cleanup
   for n in $(seq 0 $((NODES - 1))); do
+    rebind "$n" >/dev/null 2>&1 || true
     "$CLUSTER" exec "$n" --timeout 60 -- "rmmod unimem_gsas 2>/dev/null; killall kram-daemon 2>/dev/null; true" >/dev/null 2>&1 || true
   done
 }
@@ -42,6 +44,13 @@ expect_resp() { # OUTPUT K STATUS [VALUE]
   [ -z "${4:-}" ] || [ "$((v))" = "$(($4))" ] || { echo "$1" >&2; fail "response $2: value $v, expected $4"; }
 }
 counter() { on "$HOME_NODE" "cat $SYS/$1"; }
+DRV=/sys/bus/pci/drivers/unimem_eusrvmem
+# rebind NODE: the fabric device bound to unimem_eusrvmem again.
+rebind() {
+  on "$1" "ls $DRV | grep -q '^0000:' || for d in /sys/bus/pci/devices/*; do
+    [ \"\$(cat \$d/vendor):\$(cat \$d/device)\" = 0x1af4:0x1110 ] && echo \${d##*/} > $DRV/bind
+  done; test -c /dev/eusrvmem"
+}
 
 step "load the base modules; dmesg marks"
 declare -A marks
@@ -122,8 +131,8 @@ step "Fetch&Add from nodes 0 and 1 at once, $FAA each: exactly $((2 * FAA))"
 C=$((A + 128))
 raw 0 --tree $TREE "write:$C:0" >/dev/null
 before=$(counter requests_fetch_add)
-bg 0 faa "unimem-mbox gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
-bg 1 faa "unimem-mbox gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
+bg 0 faa "unimem-mbox --timeout 600 gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
+bg 1 faa "unimem-mbox --timeout 600 gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
 TIMEOUT=300 wait_log 0 faa '^exit=' 300
 TIMEOUT=300 wait_log 1 faa '^exit=' 300
 for n in 0 1; do
@@ -204,6 +213,38 @@ on "$HOME_NODE" "kram-daemon --status | grep -q '^free 64, offered 0, lent 0'" |
 
 step "no answer without the service (the request waits in the ring, the client times out)"
 ! on_may_fail 0 "unimem-mbox gsas-raw --node $HOME_NODE --wait-ms 1500 nop" 2>/dev/null || fail "answered without a service"
+
+step "device removal: node 0's mapped response slots are zapped (SIGBUS), node $HOME_NODE's service stops and unloads"
+on "$HOME_NODE" "insmod $KO"
+out=$(raw 0 --tree $TREE alloc:0:1)
+expect_resp "$out" 0 OK
+bg 0 watch "unimem-mbox --timeout 0 gsas-raw --node $HOME_NODE --then-watch 300 nop"
+wait_log 0 watch '^watching'
+for n in 0 "$HOME_NODE"; do
+  addr=$(on "$n" "ls $DRV | grep -m1 '^0000:'")
+  TIMEOUT=240 on "$n" "echo $addr > $DRV/unbind"
+  echo "node $n: unbound $addr"
+done
+wait_log 0 watch '^exit=' 30
+on 0 "cat /tmp/gsas-watch.log"
+on 0 "grep -q '^exit=135' /tmp/gsas-watch.log" || fail "the process with the zapped mapping did not die of SIGBUS"
+on "$HOME_NODE" "dmesg | grep -E 'unimem_gsas: fabric device go'"
+on "$HOME_NODE" "dmesg | grep -q 'unimem_gsas: fabric device going: 1 GSAS allocations (1 pages) are lost'" ||
+  fail "node $HOME_NODE did not report the allocation lost with the device"
+on "$HOME_NODE" "rmmod unimem_gsas && rmmod unimem_mailbox"
+on 0 "rmmod unimem_mailbox"
+for n in 0 "$HOME_NODE"; do
+  rebind "$n"
+  load_base "$n"
+done
+step "after rebinding, the service works again"
+on "$HOME_NODE" "kram-daemon --status >/dev/null 2>&1 || true; killall kram-daemon 2>/dev/null; true"
+kram_daemon "$HOME_NODE" --chunks 64 --offer-timeout 6 --no-state
+on "$HOME_NODE" "insmod $KO"
+out=$(raw 0 --tree $TREE alloc:0:1 write:A:77 read:A free:A)
+expect_resp "$out" 2 OK 77
+expect_resp "$out" 3 OK
+on "$HOME_NODE" "rmmod unimem_gsas"
 
 step "no kernel warnings"
 for n in $(seq 0 $((NODES - 1))); do

@@ -37,6 +37,10 @@ pub struct GsasRawArgs {
     /// Give up on a response after this many milliseconds.
     #[arg(long, default_value_t = 20_000)]
     wait_ms: u64,
+    /// After the requests, keep reading the mapped response slot for this many seconds
+    /// (tests: a revoked mapping ends the process with SIGBUS).
+    #[arg(long, default_value_t = 0)]
+    then_watch: u64,
     /// Requests: OP:ADDR:ARG1:ARG2.
     #[arg(required = true)]
     requests: Vec<String>,
@@ -242,6 +246,17 @@ pub fn run(a: &GsasRawArgs) -> Result<()> {
             }
             last = resp;
         }
+    }
+    if a.then_watch > 0 {
+        println!("watching the response slot for {} s", a.then_watch);
+        let end = Instant::now() + Duration::from_secs(a.then_watch);
+        let mut reads = 0u64;
+        while Instant::now() < end {
+            std::hint::black_box(area.seq(a.node));
+            reads += 1;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        println!("watch: {reads} reads, the mapping stayed readable");
     }
     let us = started.elapsed().as_secs_f64() * 1e6 / sent.max(1) as f64;
     let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
