@@ -144,6 +144,15 @@ out=$(raw 0 --tree $TREE "read:$C")
 expect_resp "$out" 0 OK $((2 * FAA))
 expect_eq "$(( $(counter requests_fetch_add) - before ))" $((2 * FAA)) "fetch_add requests counted"
 
+step "round trips (informational): NOP and Fetch&Add, remote (node 0 -> $HOME_NODE) and local"
+for n in 0 "$HOME_NODE"; do
+  for req in nop "fetch_add:$C:1"; do
+    r=$(on "$n" "unimem-mbox gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat 200 $req | tail -1")
+    echo "node $n -> $HOME_NODE ${req%%:*}: $r"
+  done
+done
+raw 0 --tree $TREE "write:$C:$((2 * FAA))" >/dev/null
+
 step "another tree (a fresh one on node 1) is DENIED, counted, memory unchanged"
 denied=$(counter denied)
 out=$(raw 1 "write:$A:999" "read:$A" "fetch_add:$C:1" "free:$A" "bulk_read:$((A + 4000)):200")
