@@ -19,7 +19,7 @@ use kernel::{
     ffi::c_char,
     prelude::*,
     str::{as_char_ptr_in_const_context, Formatter},
-    sync::{Arc, ArcBorrow},
+    sync::Arc,
 };
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
@@ -211,9 +211,9 @@ unsafe extern "C" fn show(_kobj: *mut bindings::kobject, attr: *mut bindings::ko
     if p.is_null() {
         return ENODEV.to_errno() as isize;
     }
-    // SAFETY: `SHOWN` holds an `Arc` reference of `Sysfs`, which removes the files (waiting for
-    // running `show` calls) before it releases it.
-    let service = unsafe { ArcBorrow::<Service>::from_raw(p) };
+    // SAFETY: `SHOWN` points to the `Service` whose `Arc` `Sysfs` holds; `Sysfs` removes the
+    // files (waiting for running `show` calls) before it clears `SHOWN` and drops that `Arc`.
+    let service = unsafe { &*p };
     let mut out = Formatter::new(buf);
     match service.value(name) {
         Some(v) if writeln!(out, "{}", v).is_ok() => out.bytes_written() as isize,
@@ -276,8 +276,8 @@ static GROUP: CStatic<bindings::attribute_group> = CStatic(UnsafeCell::new({
 ///
 /// # Invariants
 ///
-/// `kobj` is a kobject of `kobject_create_and_add` with `GROUP` on it, and `SHOWN` holds a
-/// reference of `service`, until `Drop`.
+/// `kobj` is a kobject of `kobject_create_and_add` with `GROUP` on it, and `SHOWN` points to
+/// `service`, until `Drop`.
 pub(crate) struct Sysfs {
     kobj: *mut bindings::kobject,
     service: Arc<Service>,
