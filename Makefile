@@ -4,7 +4,7 @@ SHELL := /bin/bash
 KDIR ?= $(shell scripts/build-kernel.sh)
 CACHE_ARGS := $(shell bash -c 'source scripts/lib/common.sh; kmake_args')
 # Out-of-tree: the Kconfig symbols are set here rather than in the kernel's .config.
-UNIMEM_CONFIG := CONFIG_UNIMEM_EUSRVMEM=m CONFIG_UNIMEM_MAILBOX=m CONFIG_UNIMEM_MBOX_ECHO=m CONFIG_UNIMEM_KRAM=m CONFIG_UNIMEM_NUMA=m
+UNIMEM_CONFIG := CONFIG_UNIMEM_EUSRVMEM=m CONFIG_UNIMEM_MAILBOX=m CONFIG_UNIMEM_MBOX_ECHO=m CONFIG_UNIMEM_KRAM=m CONFIG_UNIMEM_NUMA=m CONFIG_UNIMEM_GSAS=m
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR)/kernel $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
 .PHONY: all modules modules-clippy userspace clean check test setup cluster

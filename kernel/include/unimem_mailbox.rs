@@ -1,13 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Seam of `unimem_mailbox.ko` for kernel clients: 64-bit messages with per-opcode callbacks
-//! (the KRAM protocol). Same scheme as `unimem_fabric.rs`: `#[no_mangle] extern "C"` functions
-//! exported by the provider's `exports.c`; provider and clients include this file.
+//! (the KRAM protocol), and packet services on the interfaces reserved for the kernel (GSAS's
+//! atomic service on `gsas::SERVICE_IFACE`). Same scheme as `unimem_fabric.rs`:
+//! `#[no_mangle] extern "C"` functions exported by the provider's `exports.c`; provider and
+//! clients include this file.
 
 use kernel::ffi::{c_int, c_void};
 
 /// Called in process context (a workqueue) for every message of the registered service and
 /// opcode, with the sending node. May sleep; must not call `unimem_mbox_register`.
 pub type KmsgHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, word: u64);
+
+/// Called in process context (the mailbox's dispatch work) for every packet that reached the
+/// served interface: `packet` points to the 32 bytes as the sending node's driver sealed them
+/// (`packet::Packet`), copied out of the ring, valid for the call only. The mailbox has checked
+/// that the header's node is the node whose ring the packet came from and that the reserved
+/// byte is zero; everything else (the sender's interface, the payload) is the handler's to
+/// check. May sleep (briefly: it delays every other packet and kernel message of this node);
+/// must not call `unimem_mbox_serve`.
+pub type PacketHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, packet: *const u8);
 
 extern "C" {
     /// Installs `handler` for messages of `service` whose opcode (4 most significant bits of
@@ -23,4 +34,11 @@ extern "C" {
     /// destination's ring for this node is full, `-EINVAL` for a bad node or service.
     /// Callable from any context.
     pub fn unimem_mbox_send(node: u32, service: u32, word: u64) -> c_int;
+    /// Serves the packets of interface `iface` of this node with `handler`: `iface` must be one
+    /// threads cannot allocate (`gsas::USER_INTERFACES..INTERFACES`), else `-EINVAL`; `-EBUSY`
+    /// if served already, `-ENODEV` once the fabric device is gone. Packets queued before are
+    /// discarded (counted as dropped): they were sent to a service that was not there. At most
+    /// one ring's worth per sending node is handled per pass of the dispatch work, which queues
+    /// itself again for more. `None` removes the handler and waits for a running call.
+    pub fn unimem_mbox_serve(iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void) -> c_int;
 }

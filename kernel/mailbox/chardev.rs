@@ -2,20 +2,22 @@
 //! `/dev/unimem_mailbox`: one interface pair per open file, packets and 64-bit messages.
 
 use crate::{
+    gsas::{area_page, AREA_PAGES, BULK_OUT_PAGE, PAGE_SIZE as GSAS_PAGE},
     mailbox as abi,
     state::{State, Take},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     bindings,
-    fs::{file, File},
+    fs::{file, File, LocalFile},
     ioctl::{_IOR, _IOW},
     miscdevice::{MiscDevice, MiscDeviceRegistration},
-    new_poll_condvar,
+    mm::virt::{flags as vm, VmaNew},
+    new_mutex, new_poll_condvar,
     prelude::*,
     sync::{
         poll::{PollCondVar, PollTable},
-        Arc,
+        Arc, Mutex,
     },
     transmute::{AsBytes, FromBytes},
     uaccess::{UserPtr, UserSlice},
@@ -28,6 +30,11 @@ const SET_PROT: u32 = _IOW::<abi::SetProtArgs>(abi::IOCTL_TYPE, abi::NR_SET_PROT
 const KBIND: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_KBIND);
 const KSEND: u32 = _IOW::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KSEND);
 const KRECV: u32 = _IOR::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KRECV);
+const INHERIT: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_INHERIT);
+const SET_TREE: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_SET_TREE);
+
+// The interface area is mapped page by page with the kernel's pages.
+const _: () = assert!(GSAS_PAGE as usize == bindings::PAGE_SIZE);
 
 const NONE: u32 = u32::MAX;
 
@@ -39,6 +46,10 @@ pub(crate) struct MboxFile {
     service: AtomicU32,
     /// Round-robin start among senders, so one busy node cannot starve the others.
     next_sender: AtomicU32,
+    /// The protection tree `ALLOC` puts the interface in (`INHERIT`, `SET_TREE`); `None`: a
+    /// fresh one. Also serializes those ioctls with `ALLOC`.
+    #[pin]
+    tree: Mutex<Option<u32>>,
     /// Always registered by `poll`, and signalled by `ALLOC`/`KBIND`: an epoll set that
     /// watched the file before it had anything to wait for re-polls and picks up the rest.
     #[pin]
@@ -98,26 +109,15 @@ impl MboxFile {
     }
 
     fn alloc(&self, arg: usize) -> Result<isize> {
+        let tree = self.tree.lock();
         if self.iface.load(Ordering::Acquire) != NONE {
             return Err(EINVAL);
         }
         let thread_id = kernel::current!().pid();
-        let id = self.state.alloc(thread_id)?;
-        if self
-            .iface
-            .compare_exchange(NONE, id, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            // A concurrent ALLOC on the same file won.
-            self.state.free(id);
-            return Err(EINVAL);
-        }
-        let info = abi::AllocInfo {
-            iface: id,
-            node: self.state.node,
-            thread_id: thread_id as u32,
-            prot_id: thread_id as u32 & crate::packet::MAX_24,
-        };
+        let (id, prot_id) = self.state.alloc(thread_id, *tree)?;
+        self.iface.store(id, Ordering::Release);
+        drop(tree);
+        let info = abi::AllocInfo { iface: id, node: self.state.node, thread_id: thread_id as u32, prot_id };
         self.armed.notify_all();
         write_arg(arg, &info)?;
         Ok(0)
@@ -169,6 +169,43 @@ impl MboxFile {
         require_admin()?;
         let args: abi::SetProtArgs = read_arg(arg)?;
         self.state.set_prot(args.iface, args.prot_id)?;
+        Ok(0)
+    }
+
+    /// `INHERIT(fd)`: before `ALLOC`, join the protection tree of the mailbox file `fd` (which
+    /// has allocated). Holding that file is the capability.
+    fn inherit(&self, file: &File, arg: usize) -> Result<isize> {
+        let fd: u32 = read_arg(arg)?;
+        let other = LocalFile::fget(fd).map_err(|_| EBADF)?;
+        // SAFETY: both files are alive (ours is being operated on, `other` is referenced).
+        let same_driver = unsafe { (*other.as_ptr()).f_op == (*file.as_ptr()).f_op };
+        if !same_driver || core::ptr::eq(other.as_ptr(), file.as_ptr()) {
+            return Err(EINVAL);
+        }
+        // SAFETY: a file with this driver's file operations is an open mailbox file, whose
+        // private data is the `MboxFile` that `open` returned (a `Pin<KBox<MboxFile>>` turned
+        // into its raw pointer), freed only at release, which `other`'s reference holds off.
+        let theirs = unsafe { &*(*other.as_ptr()).private_data.cast::<MboxFile>() };
+        let tree = theirs.iface().ok().and_then(|id| self.state.tree_of(id)).ok_or(EINVAL)?;
+        self.join(tree)
+    }
+
+    /// `SET_TREE(id)` (`CAP_SYS_ADMIN`): before `ALLOC`, put this file in tree `id`.
+    fn set_tree(&self, arg: usize) -> Result<isize> {
+        require_admin()?;
+        let tree: u32 = read_arg(arg)?;
+        if !State::valid_tree(tree) {
+            return Err(EINVAL);
+        }
+        self.join(tree)
+    }
+
+    fn join(&self, id: u32) -> Result<isize> {
+        let mut tree = self.tree.lock();
+        if self.iface.load(Ordering::Acquire) != NONE {
+            return Err(EINVAL);
+        }
+        *tree = Some(id);
         Ok(0)
     }
 
@@ -239,13 +276,17 @@ impl MiscDevice for MboxFile {
                 iface: AtomicU32::new(NONE),
                 service: AtomicU32::new(NONE),
                 next_sender: AtomicU32::new(0),
+                tree <- new_mutex!(None, "unimem_mailbox::tree"),
                 armed <- new_poll_condvar!("unimem_mailbox::armed"),
             }),
             GFP_KERNEL,
         )
     }
 
-    fn release(this: Pin<KBox<Self>>, _file: &File) {
+    fn release(this: Pin<KBox<Self>>, file: &File) {
+        // Every mapping of the interface area held the file, so none is left: the next owner
+        // of the interface cannot be reached through an old one.
+        this.state.unmap_file(file.as_ptr());
         if let Ok(id) = this.iface() {
             this.state.free(id);
         }
@@ -264,8 +305,62 @@ impl MiscDevice for MboxFile {
             KBIND => this.kbind(arg),
             KSEND => this.ksend(arg),
             KRECV => this.krecv(file, arg),
+            INHERIT => this.inherit(file, arg),
+            SET_TREE => this.set_tree(arg),
             _ => Err(ENOTTY),
         }
+    }
+
+    /// The interface's GSAS area in this node's partition (`gsas::AREA_*`): offset
+    /// `MMAP_RESPONSES` (responses, bulk-in) read-only, `MMAP_BULK_OUT` (bulk-out) read-write
+    /// and shared. Only after `ALLOC`; never executable.
+    fn mmap(this: Pin<&Self>, file: &File, vma: &VmaNew) -> Result {
+        let id = this.iface()?;
+        let len = vma.end() - vma.start();
+        // SAFETY: `vma` is a valid VMA being set up; `vm_pgoff` is plain data.
+        let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
+        let offset = (pgoff as u64).checked_mul(GSAS_PAGE).ok_or(EINVAL)?;
+        let end = offset.checked_add(len as u64).ok_or(EINVAL)?;
+        if len == 0 || end > AREA_PAGES * GSAS_PAGE {
+            return Err(EINVAL);
+        }
+        vma.try_clear_mayexec()?;
+        if offset < BULK_OUT_PAGE * GSAS_PAGE {
+            // Responses and bulk-in are written by the services only.
+            if vma.writable() {
+                return Err(EACCES);
+            }
+            vma.try_clear_maywrite()?;
+        } else if vma.flags() & vm::SHARED == 0 && vma.flags() & vm::MAYWRITE != 0 {
+            // A private copy of bulk-out would never reach the service.
+            return Err(EINVAL);
+        }
+        let s = &this.state;
+        let info = s.gas().info();
+        let phys = info.gas_phys
+            + info.ctl_size
+            + u64::from(s.node) * info.partition_size
+            + area_page(id, 0)
+            + offset;
+        vma.set_io();
+        vma.set_dontexpand();
+        vma.set_dontdump();
+        s.map_user(file.as_ptr(), || {
+            // SAFETY: `[phys, phys + len)` is this interface's area in this node's partition of
+            // the window (`AREA_END` lies inside the reserved start of every partition, which
+            // `State::new` checked), the device is bound (`map_user`; revocation zaps this
+            // mapping), and `VM_IO | VM_DONTEXPAND` keep the core from treating it as ordinary
+            // pages or growing it.
+            kernel::error::to_result(unsafe {
+                bindings::remap_pfn_range(
+                    vma.as_ptr(),
+                    vma.start(),
+                    (phys >> bindings::PAGE_SHIFT) as usize,
+                    len,
+                    (*vma.as_ptr()).vm_page_prot,
+                )
+            })
+        })
     }
 
     fn poll(this: Pin<&Self>, file: &File, table: &PollTable<'_>) -> Result<u32> {

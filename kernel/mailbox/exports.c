@@ -9,3 +9,4 @@
 
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_register);
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_send);
+EXPORT_SYMBOL_RUST_GPL(unimem_mbox_serve);

@@ -42,9 +42,14 @@ mod kmsg_api;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
-// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
+#[path = "../include/wire_gsas.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod wire_gsas;
+// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`, ...
 #[allow(unused_imports)]
-use wire::{gas, mailbox, packet};
+use wire::{gas, kram, mailbox, packet};
+#[allow(unused_imports)]
+use wire_gsas::{gsas, lease_record};
 
 use fabric_client::{Gas, OnRevoke, RevokeHook};
 use state::State;
@@ -119,9 +124,11 @@ impl State {
 }
 
 impl OnRevoke for State {
-    /// The fabric device goes: no ring is touched again, nothing is dispatched, and every
-    /// sleeping reader wakes up to fail with `ENODEV`.
+    /// The fabric device goes: user mappings of interface areas are zapped (SIGBUS at the next
+    /// access), no ring is touched again, nothing is dispatched, and every sleeping reader
+    /// wakes up to fail with `ENODEV`.
     fn revoke(&self) {
+        self.zap_user_maps();
         self.gas().revoke();
         self.stopping.store(true, Ordering::Release);
         self.cancel_work();
@@ -174,6 +181,6 @@ module! {
     type: MailboxModule,
     name: "unimem_mailbox",
     authors: ["unimem developers"],
-    description: "unimem virtualized mailbox and packetizer (atomicity driver): /dev/unimem_mailbox",
+    description: "unimem virtualized mailbox and packetizer (atomicity driver): /dev/unimem_mailbox; serves GSAS interface areas and protection trees",
     license: "GPL v2",
 }

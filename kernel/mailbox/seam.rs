@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The C ABI for kernel clients (declared in `kernel/include/unimem_mailbox.rs`).
 
-use crate::kmsg_api::KmsgHandler;
+use crate::kmsg_api::{KmsgHandler, PacketHandler};
 use kernel::{
     error::from_result,
     ffi::{c_int, c_void},
@@ -33,6 +33,25 @@ pub unsafe extern "C" fn unimem_mbox_register(
 pub extern "C" fn unimem_mbox_send(node: u32, service: u32, word: u64) -> c_int {
     from_result(|| {
         crate::current_state().ok_or(ENODEV)?.ksend(node, service, word)?;
+        Ok(0)
+    })
+}
+
+/// Installs or removes the kernel service of a kernel interface. May sleep.
+///
+/// # Safety
+///
+/// `handler`, if any, must be callable in process context with `ctx` until removed with `None`
+/// (which waits for a running call), and be removed before the caller's module unloads.
+#[no_mangle]
+pub unsafe extern "C" fn unimem_mbox_serve(iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void) -> c_int {
+    from_result(|| {
+        let state = crate::current_state().ok_or(ENODEV)?;
+        state.serve(iface, handler, ctx)?;
+        if handler.is_some() {
+            // Packets may have arrived between the discard and now.
+            state.kick();
+        }
         Ok(0)
     })
 }

@@ -3,21 +3,42 @@
 
 use crate::{
     fabric_client::{Access, Gas},
+    gsas::{prot, USER_INTERFACES},
     iface::{Iface, Owner},
     kmsg::Services,
+    kmsg_api::PacketHandler,
     log_limit::LogLimit,
     ring::{Resynced, Ring},
     mailbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES},
-    packet::{Header, Packet, PACKET_LEN, PAYLOAD_LEN},
+    packet::{Header, Packet, MAX_24, PACKET_LEN, PAYLOAD_LEN},
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
-    new_spinlock_irq,
+    bindings,
+    ffi::c_void,
+    new_mutex, new_spinlock_irq,
     prelude::*,
-    sync::{Arc, ArcBorrow, SpinLockIrq},
+    sync::{Arc, ArcBorrow, Mutex, SpinLockIrq},
     time::{Instant, Monotonic},
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
+
+/// Interfaces threads cannot allocate: `USER_INTERFACES..INTERFACES`, served by kernel clients.
+pub(crate) const KERNEL_IFACES: usize = (INTERFACES - USER_INTERFACES) as usize;
+
+/// A kernel service on one of the kernel's interfaces (`unimem_mbox_serve`).
+#[derive(Clone, Copy)]
+struct Served {
+    func: PacketHandler,
+    ctx: usize,
+}
+
+/// Where user mappings of interface areas live, so that revocation can zap them.
+pub(crate) struct Maps {
+    revoked: bool,
+    /// (file, its `address_space`), by address.
+    list: KVec<(usize, usize)>,
+}
 
 #[pin_data]
 pub(crate) struct State {
@@ -42,6 +63,17 @@ pub(crate) struct State {
     epoch: Instant<Monotonic>,
     /// Set at module exit: the dispatch work no longer queues itself again.
     pub(crate) stopping: AtomicBool,
+    /// Kernel services of the interfaces `USER_INTERFACES..`; held while a handler runs (so
+    /// removal waits for it) and while their rings are read (one consumer).
+    #[pin]
+    served: Mutex<[Option<Served>; KERNEL_IFACES]>,
+    /// Mirrors `served` for the doorbell handler.
+    serving: [AtomicBool; KERNEL_IFACES],
+    /// The next serial to try for a protection tree made on this node. Also serializes `alloc`.
+    #[pin]
+    trees: Mutex<u16>,
+    #[pin]
+    maps: Mutex<Maps>,
 }
 
 /// What [`State::take_packet`] found.
@@ -70,7 +102,9 @@ impl WorkItem for State {
     fn run(this: Arc<State>) {
         // One ring's worth per sender and run; a peer that keeps its ring full gets another run
         // later, not a CPU spinning here.
-        if this.drain_kmsgs() && !this.stopping.load(Ordering::Acquire) {
+        let more = this.drain_kmsgs();
+        let more = this.drain_served() || more;
+        if more && !this.stopping.load(Ordering::Acquire) {
             // Already queued is fine: that run will see the rest.
             let _ = workqueue::system_percpu().enqueue(this);
         }
@@ -80,7 +114,8 @@ impl WorkItem for State {
 impl State {
     pub(crate) fn new(gas: Arc<Gas>) -> Result<Arc<Self>> {
         let info = *gas.info();
-        let reserved = layout::RESERVED as u64;
+        // The rings, then the interfaces' GSAS areas (mapped into their threads).
+        let reserved = (layout::RESERVED as u64).max(crate::gsas::AREA_END);
         let partitions_end = u64::from(info.node_count)
             .checked_mul(info.partition_size)
             .and_then(|p| p.checked_add(info.ctl_size));
@@ -128,6 +163,13 @@ impl State {
                 noisy: LogLimit::new(),
                 epoch: Instant::now(),
                 stopping: AtomicBool::new(false),
+                served <- new_mutex!([None; KERNEL_IFACES], "unimem_mailbox::served"),
+                serving: [const { AtomicBool::new(false) }; KERNEL_IFACES],
+                // SAFETY: `get_random_u32` has no preconditions. A random start makes it less
+                // likely that a tree id of a previous load (whose GSAS pages may still exist)
+                // is handed out again soon.
+                trees <- new_mutex!((unsafe { bindings::get_random_u32() } as u16).max(1), "unimem_mailbox::trees"),
+                maps <- new_mutex!(Maps { revoked: false, list: KVec::new() }, "unimem_mailbox::maps"),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -165,14 +207,20 @@ impl State {
         self.ring_at(w, dest, layout::kmsg_ring(sender))
     }
 
-    /// Gives the lowest free interface to `thread_id`, with protection id = thread id.
-    pub(crate) fn alloc(&self, thread_id: i32) -> Result<u32> {
-        for (id, iface) in self.ifaces.iter().enumerate() {
+    /// Gives the lowest free interface a thread may have to `thread_id`, in protection tree
+    /// `tree` or, if `None`, a fresh one; returns the interface and the tree.
+    pub(crate) fn alloc(&self, thread_id: i32, tree: Option<u32>) -> Result<(u32, u32)> {
+        let mut next_serial = self.trees.lock();
+        let prot_id = match tree {
+            Some(t) => t,
+            None => self.fresh_tree(&mut next_serial)?,
+        };
+        for (id, iface) in self.ifaces.iter().enumerate().take(USER_INTERFACES as usize) {
             let mut owner = iface.owner.lock();
             if owner.is_some() {
                 continue;
             }
-            *owner = Some(Owner { thread_id, prot_id: thread_id as u32 & crate::packet::MAX_24 });
+            *owner = Some(Owner { thread_id, prot_id });
             iface.in_use.store(true, Ordering::Release);
             // Whatever a previous owner left unread is not for this thread.
             let Some(w) = self.gas.access() else {
@@ -184,9 +232,29 @@ impl State {
                 let stale = self.packet_ring(&w, self.node, id as u32, sender).discard();
                 iface.dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
             }
-            return Ok(id as u32);
+            return Ok((id as u32, prot_id));
         }
         Err(EBUSY)
+    }
+
+    /// A protection tree id made here that no interface of this node holds: `prot::new(node,
+    /// serial)`, serials counting up from a random start, never 0. Called under `trees`.
+    fn fresh_tree(&self, next: &mut u16) -> Result<u32> {
+        // At most `USER_INTERFACES` ids are held, so this ends within that many + 1 tries.
+        for _ in 0..=USER_INTERFACES {
+            let serial = (*next).max(1);
+            *next = serial.wrapping_add(1);
+            let id = prot::new(self.node, serial);
+            if !self.ifaces.iter().any(|i| i.owner.lock().is_some_and(|o| o.prot_id == id)) {
+                return Ok(id);
+            }
+        }
+        Err(EBUSY)
+    }
+
+    /// The protection tree of local interface `id`, if allocated.
+    pub(crate) fn tree_of(&self, id: u32) -> Option<u32> {
+        Some(self.ifaces.get(id as usize)?.owner.lock().as_ref()?.prot_id)
     }
 
     pub(crate) fn free(&self, id: u32) {
@@ -196,11 +264,16 @@ impl State {
         }
     }
 
+    /// Whether `prot_id` can name a protection tree: 24 bits, not 0 (the GSAS service's "free").
+    pub(crate) fn valid_tree(prot_id: u32) -> bool {
+        prot_id != 0 && prot_id <= MAX_24
+    }
+
     pub(crate) fn set_prot(&self, id: u32, prot_id: u32) -> Result {
-        let iface = self.ifaces.get(id as usize).ok_or(EINVAL)?;
-        if prot_id > crate::packet::MAX_24 {
+        if id >= USER_INTERFACES || !Self::valid_tree(prot_id) {
             return Err(EINVAL);
         }
+        let iface = self.ifaces.get(id as usize).ok_or(EINVAL)?;
         let mut owner = iface.owner.lock();
         match &mut *owner {
             Some(owner) => {
@@ -349,7 +422,10 @@ impl State {
                 iface.wait.notify_all();
             }
         }
-        if (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()) {
+        let served = (0..KERNEL_IFACES).any(|k| {
+            self.serving[k].load(Ordering::Acquire) && self.queued(&w, USER_INTERFACES + k as u32)
+        });
+        if served || (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()) {
             // SAFETY: `self` lives in an `Arc` (`State::new`) that outlives every doorbell
             // handler call and local send (the module keeps one reference until both stopped).
             let this: Arc<State> = unsafe { ArcBorrow::from_raw(self) }.into();
@@ -423,4 +499,122 @@ impl State {
         self.gas.access().is_some_and(|w| (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()))
     }
 
+
+    /// Installs (`Some`) or removes (`None`, waiting for a running call) the kernel service of
+    /// interface `iface` (`unimem_mbox_serve`).
+    pub(crate) fn serve(&self, iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void) -> Result {
+        let k = iface.checked_sub(USER_INTERFACES).map(|k| k as usize).filter(|&k| k < KERNEL_IFACES).ok_or(EINVAL)?;
+        let mut served = self.served.lock();
+        match handler {
+            Some(func) => {
+                if served[k].is_some() {
+                    return Err(EBUSY);
+                }
+                // Sent while nobody served the interface: not for this service.
+                let w = self.gas.access().ok_or(ENODEV)?;
+                for sender in 0..self.nodes {
+                    let stale = self.packet_ring(&w, self.node, iface, sender).discard();
+                    self.ifaces[iface as usize].dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
+                }
+                drop(w);
+                served[k] = Some(Served { func, ctx: ctx as usize });
+                self.serving[k].store(true, Ordering::Release);
+            }
+            None => {
+                self.serving[k].store(false, Ordering::Release);
+                served[k] = None;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the packets the served interfaces' rings held when this pass started (at most one
+    /// ring's worth per sender) to their services; `true` when peers have queued more since.
+    fn drain_served(&self) -> bool {
+        // Handlers may sleep, so each ring's entries are copied out of the window first.
+        let Ok(mut batch) = KVec::<[u8; PACKET_LEN]>::with_capacity(layout::SLOTS as usize, GFP_KERNEL) else {
+            return true;
+        };
+        let served = self.served.lock();
+        let mut more = false;
+        for (k, service) in served.iter().enumerate() {
+            let Some(service) = service else { continue };
+            let id = USER_INTERFACES + k as u32;
+            let iface = &self.ifaces[id as usize];
+            for sender in 0..self.nodes {
+                batch.clear();
+                {
+                    let Some(w) = self.gas.access() else { return false };
+                    let mut pass = match self.packet_ring(&w, self.node, id, sender).pass() {
+                        Ok(pass) => pass,
+                        Err(Resynced) => {
+                            self.resynced.fetch_add(1, Ordering::Relaxed);
+                            if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                                pr_warn!("packet ring of node {} for interface {} had impossible indices: resynced (rate-limited)\n", sender, id);
+                            }
+                            continue;
+                        }
+                    };
+                    let mut slot = [0u8; layout::SLOT_LEN];
+                    while pass.next(&mut slot) {
+                        // As in `take_packet`: the ring says who the producer was.
+                        let valid = Packet::decode(&slot)
+                            .is_ok_and(|p| u32::from(p.header.node) == sender && u32::from(p.header.iface) < INTERFACES);
+                        if !valid {
+                            self.malformed.fetch_add(1, Ordering::Relaxed);
+                            if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                                pr_warn!("malformed entry from node {} for interface {} dropped (rate-limited)\n", sender, id);
+                            }
+                            continue;
+                        }
+                        let mut packet = [0u8; PACKET_LEN];
+                        packet.copy_from_slice(&slot[..PACKET_LEN]);
+                        // A pass takes at most `SLOTS` entries, the capacity.
+                        drop(batch.push_within_capacity(packet));
+                    }
+                }
+                for packet in batch.iter() {
+                    Iface::count(&iface.received);
+                    // SAFETY: the registrant promised `func` is callable with `ctx` in process
+                    // context until removed, which waits for `served`, held here; `packet` is
+                    // `PACKET_LEN` bytes valid for the call.
+                    unsafe { (service.func)(service.ctx as *mut c_void, sender, packet.as_ptr()) };
+                }
+            }
+            more |= self.gas.access().is_some_and(|w| self.queued(&w, id));
+        }
+        more
+    }
+
+    /// Runs `map` (which maps part of the GAS window into user space through `file`) unless the
+    /// device is gone, and records the file's mapping so that revocation zaps it.
+    pub(crate) fn map_user(&self, file: *mut bindings::file, map: impl FnOnce() -> Result) -> Result {
+        let mut m = self.maps.lock();
+        if m.revoked {
+            return Err(ENODEV);
+        }
+        if !m.list.iter().any(|e| e.0 == file as usize) {
+            // SAFETY: `file` is a file being mmapped, so alive; `f_mapping` is set at open.
+            let mapping = unsafe { (*file).f_mapping };
+            m.list.push((file as usize, mapping as usize), GFP_KERNEL)?;
+        }
+        map()
+    }
+
+    /// Forgets the mapping of a file being released (its mappings are gone: each held the file).
+    pub(crate) fn unmap_file(&self, file: *mut bindings::file) {
+        self.maps.lock().list.retain(|e| e.0 != file as usize);
+    }
+
+    /// Zaps every user mapping of an interface area (the process gets SIGBUS at its next
+    /// access) and refuses new ones: the fabric device goes.
+    pub(crate) fn zap_user_maps(&self) {
+        let mut m = self.maps.lock();
+        m.revoked = true;
+        for &(_, mapping) in m.list.iter() {
+            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
+            // the list is locked); zapping every page of it is always allowed.
+            unsafe { bindings::unmap_mapping_range(mapping as *mut bindings::address_space, 0, 0, 1) };
+        }
+    }
 }

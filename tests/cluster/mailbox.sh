@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # mailbox acceptance: cross-node and same-node ping-pong, headers that user space cannot forge,
 # the 64-interface limit, invalid arguments, ring overflow (EAGAIN + debugfs counter),
-# SET_PROT, 64-bit kernel messages, and unload refused while in use / reload.
+# SET_PROT, protection trees (INHERIT, SET_TREE), the GSAS area mmap, 64-bit kernel messages,
+# and unload refused while in use / reload.
 # Uses `unimem-mbox` (userspace/mailbox); every step checks something that can fail, and the
 # steps marked "can fail" show that a check rejects a wrong expectation.
 source "$(dirname "$0")/lib.sh"
@@ -99,12 +100,12 @@ on 2 "unimem-mbox set-prot --iface $fi --prot 777"
 on 0 "unimem-mbox expect-sender --go --count 3 --node 2 --iface $fi --prot 777" | tail -1
 expect_ok 2 forge
 
-step "64 interfaces per node: the 65th ALLOC is EBUSY (node 1)"
+step "63 interfaces per node for threads (63 is the GSAS service's): the 64th ALLOC is EBUSY; fresh trees, INHERIT (node 1)"
 out=$(on 1 "unimem-mbox alloc-max")
 echo "$out"
-echo "$out" | grep -q '^65th alloc: EBUSY' || fail "65th alloc did not report EBUSY"
+echo "$out" | grep -q '^64th alloc: EBUSY' || fail "64th alloc did not report EBUSY"
 
-step "invalid arguments: EINVAL / ENOENT / EBUSY, and EPERM without CAP_SYS_ADMIN (node 1)"
+step "invalid arguments: EINVAL / ENOENT / EBUSY / EBADF / EACCES (trees, mmap), and EPERM without CAP_SYS_ADMIN (node 1)"
 on 1 "unimem-mbox bad-args"
 
 step "overflow: node 1 floods an interface of node 0 that does not read"

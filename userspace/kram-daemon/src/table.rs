@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::{
-    to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, LEASE_MS, MAX_CHUNKS, MAX_CHUNKS_V1,
-    NUMA_INSTANCE, V1, V2,
+    to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, GSAS_INSTANCE, LEASE_MS, MAX_CHUNKS,
+    MAX_CHUNKS_V1, NUMA_INSTANCE, V1, V2,
 };
 
 /// How many expired offers are remembered for late confirmations.
@@ -37,7 +37,7 @@ pub const LEASE: Duration = Duration::from_millis(LEASE_MS);
 pub struct Grant {
     /// The borrowing node.
     pub node: u8,
-    /// Its instance (swap instances 0..15, the NUMA driver 15).
+    /// Its instance (swap instances 0..14, the GSAS pool 14, the NUMA driver 15).
     pub instance: u8,
     /// First chunk index.
     pub first: u32,
@@ -85,13 +85,13 @@ impl fmt::Display for Grant {
     }
 }
 
-/// " (NUMA)" for the instance id of the NUMA driver, so logs and status say what the memory
-/// is used for; "" for swap instances.
+/// " (NUMA)" for the instance id of the NUMA driver and " (GSAS)" for the GSAS service's page
+/// pool, so logs and status say what the memory is used for; "" for swap instances.
 pub fn role(instance: u8) -> &'static str {
-    if instance == NUMA_INSTANCE {
-        " (NUMA)"
-    } else {
-        ""
+    match instance {
+        NUMA_INSTANCE => " (NUMA)",
+        GSAS_INSTANCE => " (GSAS)",
+        _ => "",
     }
 }
 

@@ -6,7 +6,8 @@ use crate::sim::{run_bytes, Harness, XorShift, RECORD};
 use crate::table::*;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::{
-    reply_service, to_daemon, to_driver, KramError, KramMsg, MAX_CHUNKS, NUMA_INSTANCE, V1, V2,
+    reply_service, to_daemon, to_driver, KramError, KramMsg, GSAS_INSTANCE, MAX_CHUNKS,
+    NUMA_INSTANCE, V1, V2,
 };
 use unimem_wire::lease_record::{self, RecordedGrant, RECORD_SIZE};
 
@@ -1219,4 +1220,36 @@ fn aligned_request_gets_an_aligned_range() {
         Outcome::Unanswered { .. }
     ));
     offered_any(odd.handle(0, request(0, 0, 4), now));
+}
+
+/// The GSAS service borrows its page pool from its own node's daemon: a request from the
+/// daemon's own node is served like any other, the replies go to the GSAS service, and the
+/// status names the instance.
+#[test]
+fn own_node_lends_the_gsas_pool() {
+    let mut h = harness(64);
+    let me = ME as u8;
+    let (first, n) = offered(
+        step(&mut h, ME, request(me, GSAS_INSTANCE, 16)),
+        ME,
+        GSAS_INSTANCE,
+    );
+    assert_eq!(n, 16);
+    let out = step(&mut h, ME, confirm(me, GSAS_INSTANCE, first, n));
+    let (to, m) = out.reply().unwrap();
+    assert_eq!((to, m.opcode), (ME, to_driver::ACK));
+    assert_eq!(
+        reply_service(m.instance),
+        unimem_wire::mailbox::service::GSAS
+    );
+    assert_eq!(role(GSAS_INSTANCE), " (GSAS)");
+    let g = Grant {
+        node: me,
+        instance: GSAS_INSTANCE,
+        first,
+        chunks: n,
+    };
+    assert!(g.to_string().ends_with("instance 14 (GSAS)"), "{g}");
+    step(&mut h, ME, free(me, GSAS_INSTANCE, first, n));
+    assert!(h.table.entries().is_empty());
 }

@@ -21,6 +21,10 @@ pub enum Op {
     Poll,
     /// `fcntl(2)` toggling `O_NONBLOCK` for `try_recv` on a blocking file.
     Fcntl,
+    Inherit,
+    SetTree,
+    /// `mmap(2)` of the interface's GSAS area.
+    Mmap,
 }
 
 impl fmt::Display for Op {
@@ -36,6 +40,9 @@ impl fmt::Display for Op {
             Op::KRecv => "KRECV",
             Op::Poll => "poll",
             Op::Fcntl => "fcntl",
+            Op::Inherit => "INHERIT",
+            Op::SetTree => "SET_TREE",
+            Op::Mmap => "mmap",
         })
     }
 }
@@ -88,7 +95,9 @@ pub fn hint(op: Op, errno: Errno) -> Option<&'static str> {
         (_, ENOTTY) => "the driver does not know this ioctl: ABI mismatch with unimem-wire?",
         (_, ENODEV) => "the device went away",
         (_, EINTR) => "interrupted by a signal",
-        (Op::Alloc, EBUSY) => "all 64 interfaces of this node are allocated",
+        (Op::Alloc, EBUSY) => {
+            "all 63 interfaces threads may have on this node are allocated (64th: the GSAS service's)"
+        }
         (Op::Alloc, EINVAL) => "this file already has an interface",
         (Op::Send, EAGAIN) => "the destination ring is full (32 slots per sender node)",
         (Op::Send, EINVAL) => {
@@ -96,8 +105,19 @@ pub fn hint(op: Op, errno: Errno) -> Option<&'static str> {
         }
         (Op::Recv, EAGAIN) => "no packet waiting",
         (Op::Recv, EINVAL) => "no ALLOC on this file",
-        (Op::SetProt | Op::KBind | Op::KSend | Op::KRecv, EPERM) => "needs CAP_SYS_ADMIN",
-        (Op::SetProt, EINVAL) => "interface >= 64 or protection id >= 2^24",
+        (Op::SetProt | Op::SetTree | Op::KBind | Op::KSend | Op::KRecv, EPERM) => {
+            "needs CAP_SYS_ADMIN"
+        }
+        (Op::SetProt, EINVAL) => {
+            "interface not one threads may have (>= 63), or protection id 0 or >= 2^24"
+        }
+        (Op::SetTree, EINVAL) => "protection id 0 or >= 2^24, or this file has allocated already",
+        (Op::Inherit, EBADF) => "not an open file descriptor",
+        (Op::Inherit, EINVAL) => {
+            "not another mailbox file that has allocated, or this file has allocated already"
+        }
+        (Op::Mmap, EINVAL) => "no ALLOC on this file, or offset/length outside the 3-page area",
+        (Op::Mmap, EACCES) => "responses and bulk-in are read-only",
         (Op::SetProt, ENOENT) => "that interface is not allocated",
         (Op::KBind, EBUSY) => "another file on this node has bound that service",
         (Op::KBind, EINVAL) => "services are 1..15",
@@ -135,7 +155,7 @@ mod tests {
     fn message_names_op_errno_and_meaning() {
         let s = Error::sys(Op::Alloc, Errno::EBUSY).to_string();
         assert!(s.starts_with("ALLOC: EBUSY"), "{s}");
-        assert!(s.contains("all 64 interfaces"), "{s}");
+        assert!(s.contains("all 63 interfaces"), "{s}");
         let s = Error::sys(Op::KBind, Errno::EPERM).to_string();
         assert!(
             s.contains("KBIND: EPERM") && s.contains("CAP_SYS_ADMIN"),

@@ -7,8 +7,8 @@
 //! with `ENOTTY` at run time, far from the cause.
 
 use unimem_wire::mailbox::{
-    AllocInfo, KmsgArgs, RecvArgs, SendArgs, SetProtArgs, IOCTL_TYPE, NR_ALLOC, NR_KBIND, NR_KRECV,
-    NR_KSEND, NR_RECV, NR_SEND, NR_SET_PROT,
+    AllocInfo, KmsgArgs, RecvArgs, SendArgs, SetProtArgs, IOCTL_TYPE, NR_ALLOC, NR_INHERIT,
+    NR_KBIND, NR_KRECV, NR_KSEND, NR_RECV, NR_SEND, NR_SET_PROT, NR_SET_TREE,
 };
 
 const TY: u8 = IOCTL_TYPE as u8;
@@ -20,6 +20,8 @@ nix::ioctl_write_ptr!(set_prot, TY, NR_SET_PROT as u8, SetProtArgs);
 nix::ioctl_write_ptr!(kbind, TY, NR_KBIND as u8, u32);
 nix::ioctl_write_ptr!(ksend, TY, NR_KSEND as u8, KmsgArgs);
 nix::ioctl_read!(krecv, TY, NR_KRECV as u8, KmsgArgs);
+nix::ioctl_write_ptr!(inherit, TY, NR_INHERIT as u8, u32);
+nix::ioctl_write_ptr!(set_tree, TY, NR_SET_TREE as u8, u32);
 
 /// `_IOC_WRITE` of asm-generic (x86, arm64, riscv): user space writes, the kernel reads.
 pub const IOC_WRITE: u32 = 1;
@@ -43,6 +45,8 @@ pub mod code {
     pub const KBIND: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_KBIND, size_of::<u32>());
     pub const KSEND: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_KSEND, size_of::<KmsgArgs>());
     pub const KRECV: u32 = ioc(IOC_READ, IOCTL_TYPE, NR_KRECV, size_of::<KmsgArgs>());
+    pub const INHERIT: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_INHERIT, size_of::<u32>());
+    pub const SET_TREE: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SET_TREE, size_of::<u32>());
 }
 
 #[cfg(test)]
@@ -53,7 +57,15 @@ mod tests {
     #[test]
     fn kernel_formula_matches_nix() {
         let ty = IOCTL_TYPE as u8;
-        let pairs: [(u32, u64); 7] = [
+        let pairs: [(u32, u64); 9] = [
+            (
+                code::INHERIT,
+                nix::request_code_write!(ty, NR_INHERIT, size_of::<u32>()) as u64,
+            ),
+            (
+                code::SET_TREE,
+                nix::request_code_write!(ty, NR_SET_TREE, size_of::<u32>()) as u64,
+            ),
             (
                 code::ALLOC,
                 nix::request_code_read!(ty, NR_ALLOC, size_of::<AllocInfo>()) as u64,
@@ -99,6 +111,8 @@ mod tests {
         assert_eq!(code::KBIND, 0x4004_4d05);
         assert_eq!(code::KSEND, 0x4010_4d06);
         assert_eq!(code::KRECV, 0x8010_4d07);
+        assert_eq!(code::INHERIT, 0x4004_4d08);
+        assert_eq!(code::SET_TREE, 0x4004_4d09);
     }
 
     #[test]
@@ -111,6 +125,8 @@ mod tests {
             code::KBIND,
             code::KSEND,
             code::KRECV,
+            code::INHERIT,
+            code::SET_TREE,
         ];
         for (i, a) in all.iter().enumerate() {
             assert!(all[i + 1..].iter().all(|b| a != b));

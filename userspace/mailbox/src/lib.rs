@@ -24,7 +24,7 @@ mod mailbox;
 pub mod stats;
 
 pub use error::{hint, Error, Op, Result};
-pub use mailbox::{Mailbox, DEVICE_PATH};
+pub use mailbox::{Area, Mailbox, DEVICE_PATH};
 pub use nix::errno::Errno;
 pub use unimem_wire::mailbox::{service, AllocInfo, Kmsg, SendArgs, INTERFACES};
 pub use unimem_wire::packet::{

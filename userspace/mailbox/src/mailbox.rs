@@ -84,8 +84,10 @@ impl Mailbox {
         self.nonblocking
     }
 
-    /// Allocates the lowest free interface of this node for the calling thread.
-    /// Errors: `EBUSY` (all 64 taken), `EINVAL` (this file already has one).
+    /// Allocates the lowest free interface of this node for the calling thread (interfaces
+    /// 0..63; 63 is the GSAS service's), in a fresh protection tree unless
+    /// [`inherit`](Self::inherit) or [`set_tree`](Self::set_tree) chose one.
+    /// Errors: `EBUSY` (all 63 taken), `EINVAL` (this file already has one).
     pub fn alloc(&self) -> Result<AllocInfo> {
         let mut info = AllocInfo::default();
         // SAFETY: the driver writes one `AllocInfo` to the pointer, valid for the call.
@@ -143,6 +145,31 @@ impl Mailbox {
         // SAFETY: the driver reads one `SetProtArgs` from the pointer, valid for the call.
         unsafe { ioctl::set_prot(self.raw(), &args) }.map_err(|e| Error::sys(Op::SetProt, e))?;
         Ok(())
+    }
+
+    /// Before [`alloc`](Self::alloc): puts the interface this file will allocate in the
+    /// protection tree of `other` (a mailbox file that has allocated). Threads of a process,
+    /// or a process and its children, share a tree this way.
+    /// Errors: `EINVAL` (other has not allocated, is this file, or this file has allocated).
+    pub fn inherit(&self, other: &impl AsRawFd) -> Result<()> {
+        let fd = other.as_raw_fd() as u32;
+        // SAFETY: the driver reads one `u32` from the pointer, valid for the call.
+        unsafe { ioctl::inherit(self.raw(), &fd) }.map_err(|e| Error::sys(Op::Inherit, e))?;
+        Ok(())
+    }
+
+    /// Before [`alloc`](Self::alloc): puts the interface in protection tree `prot_id`
+    /// (`CAP_SYS_ADMIN`; remoteFork). Errors: `EPERM`, `EINVAL` (0, >= 2^24, after ALLOC).
+    pub fn set_tree(&self, prot_id: u32) -> Result<()> {
+        // SAFETY: the driver reads one `u32` from the pointer, valid for the call.
+        unsafe { ioctl::set_tree(self.raw(), &prot_id) }.map_err(|e| Error::sys(Op::SetTree, e))?;
+        Ok(())
+    }
+
+    /// Maps the allocated interface's GSAS area: its response slots and bulk-in page
+    /// (read-only) and its bulk-out page (read-write). See [`Area`].
+    pub fn map_area(&self) -> Result<Area> {
+        Area::map(self.fd.as_fd())
     }
 
     /// Receives the 64-bit messages of `service` on this node through this file
@@ -288,6 +315,133 @@ impl Mailbox {
         };
         fcntl(self.raw(), FcntlArg::F_SETFL(flags)).map_err(fcntl_err)?;
         Ok(())
+    }
+}
+
+/// The mapped GSAS area of an interface (`unimem_wire::gsas::AREA_*`, docs/GSAS.md): page 0
+/// holds one 64-byte response slot per home node, written by that node's atomic service; page
+/// 1 is bulk-in (what `BULK_READ` brought); both are read-only. Bulk-out is one writable page,
+/// read by a service for `BULK_WRITE`. The memory is shared with other nodes: every access is
+/// volatile, and a slot's `seq` is read with acquire ordering (the service writes it last,
+/// with release). Unmapped on drop; the mapping keeps the mailbox file (and so the interface)
+/// alive.
+#[derive(Debug)]
+pub struct Area {
+    ro: std::ptr::NonNull<std::ffi::c_void>,
+    out: std::ptr::NonNull<std::ffi::c_void>,
+}
+
+// SAFETY: the mappings are plain shared memory, accessed only with volatile/atomic operations.
+unsafe impl Send for Area {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Area {}
+
+const PAGE: usize = unimem_wire::gsas::PAGE_SIZE as usize;
+
+impl Area {
+    fn map(fd: BorrowedFd<'_>) -> Result<Self> {
+        use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+        use std::num::NonZeroUsize;
+        let err = |e| Error::sys(Op::Mmap, e);
+        let two = NonZeroUsize::new(2 * PAGE).expect("nonzero");
+        let one = NonZeroUsize::new(PAGE).expect("nonzero");
+        let off = |o: u64| o as nix::libc::off_t;
+        // SAFETY: a new mapping of the device at an address the kernel chooses; nothing else
+        // is affected.
+        let ro = unsafe {
+            mmap(
+                None,
+                two,
+                ProtFlags::PROT_READ,
+                MapFlags::MAP_SHARED,
+                fd,
+                off(unimem_wire::mailbox::MMAP_RESPONSES),
+            )
+        }
+        .map_err(err)?;
+        // SAFETY: as above.
+        let out = unsafe {
+            mmap(
+                None,
+                one,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                fd,
+                off(unimem_wire::mailbox::MMAP_BULK_OUT),
+            )
+        };
+        match out {
+            Ok(out) => Ok(Area { ro, out }),
+            Err(e) => {
+                // SAFETY: `ro` was mapped above with this length and is not used elsewhere.
+                let _ = unsafe { nix::sys::mman::munmap(ro, 2 * PAGE) };
+                Err(err(e))
+            }
+        }
+    }
+
+    /// The `seq` word of the slot that node `home`'s service writes (acquire).
+    pub fn seq(&self, home: u32) -> u32 {
+        let off = home as usize * unimem_wire::gsas::RESPONSE_LEN;
+        assert!(off < PAGE, "home node {home} out of range");
+        // SAFETY: the slot lies in the mapped, 4-byte aligned response page.
+        let p = unsafe { self.ro.as_ptr().cast::<u8>().add(off) }.cast::<u32>();
+        // SAFETY: `p` is aligned and mapped for the life of `self`; the service writes it with
+        // release ordering.
+        let seq = unsafe { std::sync::atomic::AtomicU32::from_ptr(p) }
+            .load(std::sync::atomic::Ordering::Acquire);
+        u32::from_le(seq)
+    }
+
+    /// A copy of the response slot node `home`'s service writes (read after [`seq`](Self::seq)).
+    pub fn response(&self, home: u32) -> unimem_wire::gsas::Response {
+        let off = home as usize * unimem_wire::gsas::RESPONSE_LEN;
+        assert!(off < PAGE, "home node {home} out of range");
+        let mut b = [0u8; unimem_wire::gsas::RESPONSE_LEN];
+        for (i, byte) in b.iter_mut().enumerate() {
+            // SAFETY: inside the mapped response page.
+            *byte = unsafe { self.ro.as_ptr().cast::<u8>().add(off + i).read_volatile() };
+        }
+        unimem_wire::gsas::Response::decode(&b)
+    }
+
+    /// Copies `out.len()` (at most a page) bytes of bulk-in.
+    pub fn read_bulk_in(&self, out: &mut [u8]) {
+        assert!(out.len() <= PAGE);
+        for (i, byte) in out.iter_mut().enumerate() {
+            // SAFETY: inside the mapped bulk-in page (the second page of `ro`).
+            *byte = unsafe { self.ro.as_ptr().cast::<u8>().add(PAGE + i).read_volatile() };
+        }
+    }
+
+    /// Writes `data` (at most a page) at the start of bulk-out.
+    pub fn write_bulk_out(&self, data: &[u8]) {
+        assert!(data.len() <= PAGE);
+        for (i, byte) in data.iter().enumerate() {
+            // SAFETY: inside the mapped bulk-out page.
+            unsafe { self.out.as_ptr().cast::<u8>().add(i).write_volatile(*byte) };
+        }
+    }
+
+    /// The response and bulk-in pages, for callers that read them themselves (volatile).
+    pub fn responses_ptr(&self) -> *const u8 {
+        self.ro.as_ptr().cast()
+    }
+
+    /// The bulk-out page (volatile writes).
+    pub fn bulk_out_ptr(&self) -> *mut u8 {
+        self.out.as_ptr().cast()
+    }
+}
+
+impl Drop for Area {
+    fn drop(&mut self) {
+        // SAFETY: both were mapped in `map` with these lengths; no reference into them outlives
+        // `self`.
+        unsafe {
+            let _ = nix::sys::mman::munmap(self.ro, 2 * PAGE);
+            let _ = nix::sys::mman::munmap(self.out, PAGE);
+        }
     }
 }
 

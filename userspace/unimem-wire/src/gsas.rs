@@ -72,9 +72,10 @@ pub mod op {
     pub const BULK_WRITE: u8 = 0x21;
     /// AllocSharedPage: `arg1` zeroed pages (1..=`MAX_ALLOC_PAGES`) on the node the request is
     /// sent to, owned by the issuer's protection tree; value = address of the first.
-    pub const ALLOC: u8 = 0x30;
+    /// (0x40, not 0x30: bit 4 is [`WIDTH32`], and 0x30 would read as `BULK_READ | WIDTH32`.)
+    pub const ALLOC: u8 = 0x40;
     /// Frees the allocation that starts at `address` (the issuer's tree must own it).
-    pub const FREE: u8 = 0x31;
+    pub const FREE: u8 = 0x41;
 
     /// Whether `opcode` names an operation (with an allowed width flag).
     pub const fn valid(opcode: u8) -> bool {
@@ -303,7 +304,7 @@ mod tests {
         );
         assert_eq!(
             check(&request(op::ALLOC | op::WIDTH32, 0, 1, 0)),
-            Err(RequestError::Opcode(0x30 | 0x10))
+            Err(RequestError::Opcode(0x40 | 0x10))
         );
         assert_eq!(
             check(&request(op::READ, 4, 0, 0)),
@@ -320,6 +321,37 @@ mod tests {
         for o in 0..=u8::MAX {
             let _ = check(&request(o, u64::MAX, u64::MAX, u64::MAX));
         }
+    }
+
+    /// Every operation is valid without the width flag, none of their codes has the flag's
+    /// bit, and no two of them share a base code (0x30 for ALLOC was `BULK_READ | WIDTH32`).
+    #[test]
+    fn opcodes_are_distinct_from_the_width_flag() {
+        let all = [
+            op::NOP,
+            op::READ,
+            op::WRITE,
+            op::READ128,
+            op::READ256,
+            op::WRITE128,
+            op::FETCH_ADD,
+            op::CAS,
+            op::SWAP,
+            op::FETCH_AND,
+            op::FETCH_OR,
+            op::FETCH_XOR,
+            op::BULK_READ,
+            op::BULK_WRITE,
+            op::ALLOC,
+            op::FREE,
+        ];
+        for (i, &o) in all.iter().enumerate() {
+            assert_eq!(o & op::WIDTH32, 0, "{o:#x} has the width bit");
+            assert!(op::valid(o), "{o:#x} is not valid");
+            assert!(all[i + 1..].iter().all(|&p| p != o), "{o:#x} twice");
+        }
+        assert_eq!(check(&request(op::ALLOC, 0, 1, 0)), Ok(()));
+        assert_eq!(check(&request(op::FREE, 0x1000, 0, 0)), Ok(()));
     }
 
     #[test]

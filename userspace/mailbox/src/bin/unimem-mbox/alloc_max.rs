@@ -1,9 +1,11 @@
-//! `alloc-max`: the 64-interface limit, lowest-free allocation, freeing on close, and the
-//! identity ALLOC reports. Needs a node where no other interface is allocated.
+//! `alloc-max`: the 63-interface limit (interface 63 is the GSAS service's), lowest-free
+//! allocation, freeing on close, fresh protection trees, and the identity ALLOC reports. Needs
+//! a node where no other interface is allocated.
 
 use crate::verdict::Checks;
 use anyhow::{bail, Result};
-use unimem_mailbox::{fabric, Errno, Mailbox, INTERFACES};
+use unimem_mailbox::{fabric, Errno, Mailbox};
+use unimem_wire::gsas::{prot, USER_INTERFACES as INTERFACES};
 
 pub fn run() -> Result<()> {
     let mut c = Checks::new("alloc-max");
@@ -22,7 +24,7 @@ pub fn run() -> Result<()> {
     }
     let ifaces: Vec<u32> = held.iter().map(|(_, i)| i.iface).collect();
     c.expect(
-        "64 allocations get interfaces 0..63, lowest free first",
+        "63 allocations get interfaces 0..62, lowest free first",
         ifaces == (0..INTERFACES).collect::<Vec<_>>(),
         format!("{ifaces:?}"),
     );
@@ -33,9 +35,10 @@ pub fn run() -> Result<()> {
         format!("thread {} (gettid {tid})", first.thread_id),
     );
     c.expect(
-        "initial protection id is the thread id",
-        first.prot_id == first.thread_id,
-        format!("prot {}", first.prot_id),
+        "each file gets a fresh protection tree made on this node (node << 16 | serial, serial > 0)",
+        held.iter().all(|(_, i)| prot::node(i.prot_id) == i.node && i.prot_id & 0xffff != 0)
+            && (1..held.len()).all(|k| held[..k].iter().all(|(_, i)| i.prot_id != held[k].1.prot_id)),
+        format!("first {:#x}, last {:#x}", first.prot_id, held[held.len() - 1].1.prot_id),
     );
     match fabric::node_id() {
         Ok(node) => c.expect(
@@ -49,9 +52,13 @@ pub fn run() -> Result<()> {
     let extra = Mailbox::open()?;
     let r = extra.alloc();
     if let Some(errno) = r.as_ref().err().and_then(|e| e.errno()) {
-        println!("65th alloc: {errno:?} (errno {})", errno as i32);
+        println!("64th alloc: {errno:?} (errno {})", errno as i32);
     }
-    c.expect_errno("65th alloc fails with EBUSY", r, Errno::EBUSY);
+    c.expect_errno(
+        "64th alloc fails with EBUSY (interface 63 is the GSAS service's)",
+        r,
+        Errno::EBUSY,
+    );
 
     // Closing interface 17 frees it; the file whose ALLOC failed can allocate again and gets
     // the lowest free interface, i.e. 17.
@@ -65,6 +72,24 @@ pub fn run() -> Result<()> {
         Err(e) => c.expect("after closing iface 17, a new alloc succeeds", false, e),
     };
     drop(extra);
+
+    // INHERIT: a new file joins the tree of one that has allocated (and gets iface 17 again,
+    // which closing `extra` freed).
+    let joined = Mailbox::open()?;
+    let tree = held[0].1.prot_id;
+    let inherited = joined.inherit(&held[0].0).and_then(|_| joined.alloc());
+    match inherited {
+        Ok(info) => c.expect(
+            "INHERIT then ALLOC: the interface is in the other file's tree",
+            info.prot_id == tree && info.iface == 17,
+            format!(
+                "iface {} prot {:#x} (tree {tree:#x})",
+                info.iface, info.prot_id
+            ),
+        ),
+        Err(e) => c.expect("INHERIT then ALLOC", false, e),
+    };
+    drop(joined);
     drop(held);
 
     // Everything closed: allocation works again, and from another thread it reports that

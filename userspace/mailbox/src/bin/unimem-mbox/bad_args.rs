@@ -1,13 +1,14 @@
 //! `bad-args`: every invalid request the ABI defines must fail with its errno, and the
 //! privileged ioctls must fail with EPERM once CAP_SYS_ADMIN is gone. Valid controls next to
 //! the invalid ones show that the errno comes from the bad argument, not from the setup.
-//! Assumes an idle node: interface 63 unallocated and service 15 unbound.
+//! Assumes an idle node: interface 62 unallocated and service 15 unbound.
 
 use crate::verdict::Checks;
 use anyhow::{Context, Result};
 use nix::sys::wait::{waitpid, WaitStatus};
 use nix::unistd::{fork, setuid, ForkResult, Uid};
 use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 use unimem_mailbox::{fabric, service, Errno, Mailbox, SendArgs, MAX_24, PAYLOAD_LEN};
 
@@ -96,7 +97,13 @@ pub fn run() -> Result<()> {
         a.set_prot(me.iface, MAX_24 + 1),
         Errno::EINVAL,
     );
-    let spare = if me.iface == 63 { 62 } else { 63 };
+    c.expect_errno(
+        "SET_PROT of iface 63 (the GSAS service's)",
+        a.set_prot(63, 1),
+        Errno::EINVAL,
+    );
+    c.expect_errno("SET_PROT prot 0", a.set_prot(me.iface, 0), Errno::EINVAL);
+    let spare = if me.iface == 62 { 61 } else { 62 };
     c.expect_errno(
         &format!("SET_PROT of unallocated iface {spare}"),
         a.set_prot(spare, 1),
@@ -122,6 +129,11 @@ pub fn run() -> Result<()> {
     };
     a.set_prot(me.iface, me.prot_id)
         .context("restoring the protection id")?;
+
+    // --- protection trees: INHERIT and SET_TREE (root), before ALLOC only
+    trees(&mut c, &a)?;
+    // --- the GSAS area mapping
+    mapping(&mut c, &a)?;
 
     // --- kernel messages (root)
     let k1 = Mailbox::open_nonblocking()?;
@@ -198,6 +210,131 @@ pub fn run() -> Result<()> {
     c.finish()
 }
 
+/// INHERIT and SET_TREE: errors and controls. `a` has allocated.
+fn trees(c: &mut Checks, a: &Mailbox) -> Result<()> {
+    let f = Mailbox::open_nonblocking()?;
+    let unallocated = Mailbox::open_nonblocking()?;
+    let null = std::fs::File::open("/dev/null")?;
+    c.expect_errno(
+        "INHERIT of a file that is not a mailbox (/dev/null)",
+        f.inherit(&null),
+        Errno::EINVAL,
+    );
+    c.expect_errno(
+        "INHERIT of a mailbox file without ALLOC",
+        f.inherit(&unallocated),
+        Errno::EINVAL,
+    );
+    c.expect_errno("INHERIT of itself", f.inherit(&f), Errno::EINVAL);
+    c.expect_errno(
+        "INHERIT on a file that has allocated",
+        a.inherit(&f),
+        Errno::EINVAL,
+    );
+    for id in [0, MAX_24 + 1] {
+        c.expect_errno(&format!("SET_TREE {id:#x}"), f.set_tree(id), Errno::EINVAL);
+    }
+    c.expect_errno(
+        "SET_TREE on a file that has allocated",
+        a.set_tree(0x0a_0001),
+        Errno::EINVAL,
+    );
+    let bad = nix::libc::c_int::MAX;
+    // SAFETY: the ioctl only reads the u32 argument.
+    let r = unsafe { unimem_mailbox::ioctl::inherit(f.as_raw_fd(), &(bad as u32)) };
+    c.expect(
+        "INHERIT of a closed fd: EBADF",
+        r == Err(Errno::EBADF),
+        format!("{r:?}"),
+    );
+    c.expect(
+        "control: SET_TREE 0x0a0001, then ALLOC gets that tree",
+        f.set_tree(0x0a_0001).is_ok() && f.alloc().is_ok_and(|i| i.prot_id == 0x0a_0001),
+        "tree 0x0a0001",
+    );
+    Ok(())
+}
+
+/// mmap of the interface's GSAS area: only after ALLOC, responses read-only, inside the area.
+fn mapping(c: &mut Checks, a: &Mailbox) -> Result<()> {
+    use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+    use std::num::NonZeroUsize;
+    let page = unimem_wire::gsas::PAGE_SIZE as usize;
+    let try_map =
+        |mb: &Mailbox, len: usize, prot: ProtFlags, off: u64| -> unimem_mailbox::Result<()> {
+            // SAFETY: a new mapping at an address the kernel chooses, unmapped at once.
+            let p = unsafe {
+                mmap(
+                    None,
+                    NonZeroUsize::new(len).expect("nonzero"),
+                    prot,
+                    MapFlags::MAP_SHARED,
+                    mb.as_fd(),
+                    off as nix::libc::off_t,
+                )
+            }
+            .map_err(|e| unimem_mailbox::Error::sys(unimem_mailbox::Op::Mmap, e))?;
+            // SAFETY: mapped just above with this length.
+            let _ = unsafe { munmap(p, len) };
+            Ok(())
+        };
+    let unallocated = Mailbox::open_nonblocking()?;
+    c.expect_errno(
+        "mmap before ALLOC",
+        try_map(&unallocated, page, ProtFlags::PROT_READ, 0),
+        Errno::EINVAL,
+    );
+    c.expect_errno(
+        "mmap of the responses writable",
+        try_map(a, 2 * page, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, 0),
+        Errno::EACCES,
+    );
+    c.expect_errno(
+        "mmap of 4 pages (the area has 3)",
+        try_map(a, 4 * page, ProtFlags::PROT_READ, 0),
+        Errno::EINVAL,
+    );
+    c.expect_errno(
+        "mmap at page 3",
+        try_map(a, page, ProtFlags::PROT_READ, 3 * page as u64),
+        Errno::EINVAL,
+    );
+    c.expect(
+        "control: responses read-only and bulk-out read-write map",
+        try_map(a, 2 * page, ProtFlags::PROT_READ, 0).is_ok()
+            && try_map(
+                a,
+                page,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                2 * page as u64,
+            )
+            .is_ok(),
+        "mapped",
+    );
+    match a.map_area() {
+        Ok(area) => {
+            // SAFETY: a read-only page of the mapping; mprotect must refuse to make it writable.
+            let r = unsafe {
+                nix::sys::mman::mprotect(
+                    std::ptr::NonNull::new(area.responses_ptr() as *mut std::ffi::c_void)
+                        .expect("mapped"),
+                    page,
+                    ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                )
+            };
+            c.expect(
+                "mprotect cannot make the responses writable",
+                r == Err(Errno::EACCES),
+                format!("{r:?}"),
+            );
+        }
+        Err(e) => {
+            c.expect("Mailbox::map_area", false, e);
+        }
+    }
+    Ok(())
+}
+
 /// A packet that should already be on its way (a same-node send may still be delivered
 /// asynchronously by the driver, so allow it a moment).
 fn recv_within(mb: &Mailbox) -> unimem_mailbox::Result<Option<unimem_mailbox::Packet>> {
@@ -228,6 +365,11 @@ fn unprivileged(
     c.expect_errno(
         "KBIND without CAP_SYS_ADMIN",
         unbound.kbind(14),
+        Errno::EPERM,
+    );
+    c.expect_errno(
+        "SET_TREE without CAP_SYS_ADMIN",
+        fresh.set_tree(0x0a_0001),
         Errno::EPERM,
     );
     c.expect_errno(

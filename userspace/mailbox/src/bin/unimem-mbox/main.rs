@@ -9,6 +9,7 @@ mod deadline;
 mod echo;
 mod flood;
 mod forge;
+mod gsas_raw;
 mod kmsg;
 mod latency;
 mod verdict;
@@ -78,6 +79,9 @@ enum Cmd {
     Stats,
     /// Ping-pong over a pipe and over eventfds between two threads of this process.
     BenchBaseline(baseline::BaselineArgs),
+    /// Send raw requests to a node's GSAS atomic service and print the response slots
+    /// (tests of unimem_gsas.ko without the GSAS library).
+    GsasRaw(gsas_raw::GsasRawArgs),
 }
 
 fn main() {
@@ -94,7 +98,12 @@ fn run(cli: Cli) -> Result<()> {
     // clear message rather than a test-harness kill.
     let waits_for_peer = matches!(
         cli.cmd,
-        Cmd::Ping(_) | Cmd::ExpectSender(_) | Cmd::SendForged(_) | Cmd::Kping(_) | Cmd::BadArgs
+        Cmd::Ping(_)
+            | Cmd::ExpectSender(_)
+            | Cmd::SendForged(_)
+            | Cmd::Kping(_)
+            | Cmd::BadArgs
+            | Cmd::GsasRaw(_)
     );
     deadline::arm(cli.timeout.unwrap_or(if waits_for_peer { 60 } else { 0 }))?;
     match cli.cmd {
@@ -119,6 +128,7 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Cmd::BenchBaseline(a) => baseline::run(&a),
+        Cmd::GsasRaw(a) => gsas_raw::run(&a),
     }
 }
 

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0
+//! unimem GSAS: the atomic service of the global shared address space (seed 000 section 2,
+//! docs/GSAS.md).
+//!
+//! Threads of any node send requests (256-bit mailbox packets, header sealed by their node's
+//! driver) to interface `SERVICE_IFACE` of the node whose memory they address. This module
+//! serves that interface: it applies every operation on this node's GSAS pages under one lock
+//! (so operations on a node's memory are linearizable, which TCG's non-atomic cross-VM atomics
+//! require), checks that the page belongs to the issuer's protection tree, and answers in the
+//! issuer's response slot. The pages come from a pool borrowed from this node's own
+//! kram-daemon (KRAM instance `GSAS_INSTANCE`, leased and renewed like any loan).
+
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{
+    bindings, debugfs,
+    ffi::c_void,
+    impl_has_hr_timer, new_spinlock,
+    prelude::*,
+    sync::{Arc, ArcBorrow, SpinLock},
+    time::{
+        hrtimer::{
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle, HrTimerPointer,
+            HrTimerRestart, RelativeMode,
+        },
+        Delta, Monotonic,
+    },
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
+};
+
+mod pool;
+mod service;
+mod stats;
+
+#[path = "../include/unimem_fabric.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod fabric_api;
+#[path = "../include/fabric_client.rs"]
+#[allow(dead_code)]
+mod fabric_client;
+#[path = "../include/kram_borrow.rs"]
+mod kram_borrow;
+#[path = "../include/kram_client.rs"]
+// Shared with unimem_kram, which uses all of it.
+#[allow(dead_code)]
+mod kram_client;
+#[path = "../include/unimem_mailbox.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod kmsg_api;
+#[path = "../include/wire.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod wire;
+#[path = "../include/wire_gsas.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod wire_gsas;
+// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`, ...
+#[allow(unused_imports)]
+use wire::{gas, kram, mailbox, packet};
+#[allow(unused_imports)]
+use wire_gsas::{gsas, lease_record};
+
+use fabric_api::FabricInfo;
+use fabric_client::{Gas, OnRevoke, RevokeHook};
+use kram_borrow::{Borrow, Delivery};
+use kram_client::{set_handler, Epoch, LenderSink, LogLimit};
+use mailbox::{service as mbox_service, INTERFACES};
+use packet::PACKET_LEN;
+use service::PoolState;
+use stats::{Stats, Sysfs};
+use wire::kram::{CHUNK_SIZE, GSAS_INSTANCE, MAX_REQUEST_CHUNKS_V2, RENEW_PERIOD_MS};
+
+module! {
+    type: GsasModule,
+    name: "unimem_gsas",
+    authors: ["unimem developers"],
+    description: "unimem GSAS atomic service: applies global shared address space requests (mailbox interface 63) to a page pool borrowed from this node's kram-daemon",
+    license: "GPL v2",
+    params: {
+        pool_mib: u32 {
+            default: 16,
+            description: "MiB of this node's partition the service borrows from its own kram-daemon as its page pool (1-4096)",
+        },
+        offer_timeout_ms: u32 {
+            default: 5000,
+            description: "How long loading waits for the kram-daemon's offer and acknowledgement before it fails (100-60000 ms)",
+        },
+    },
+}
+
+/// What the service lock protects.
+pub(crate) struct Inner {
+    /// `None` once the fabric device went.
+    pool: Option<PoolState>,
+    /// Per (issuer node, interface): `1 << 32 | last seq` once answered since load, else 0.
+    seqs: KVec<u64>,
+    /// A module reference is held while allocations exist (unload is refused: nothing would
+    /// renew their lease).
+    module_held: bool,
+}
+
+#[pin_data]
+pub(crate) struct Service {
+    gas: Arc<Gas>,
+    info: FabricInfo,
+    node: u32,
+    /// Window offset of this node's partition.
+    part: u64,
+    module: &'static ThisModule,
+    #[pin]
+    inner: SpinLock<Inner>,
+    #[pin]
+    borrow: Borrow,
+    epoch: Epoch,
+    stats: Stats,
+    noisy: LogLimit,
+    stopping: AtomicBool,
+    #[pin]
+    timer: HrTimer<Service>,
+    #[pin]
+    tick: Work<Service>,
+}
+
+// SAFETY: the window is reached only through `gas` accesses; everything mutable is behind the
+// lock or atomic.
+unsafe impl Send for Service {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Service {}
+
+impl_has_hr_timer! {
+    impl HasHrTimer<Self> for Service {
+        mode: RelativeMode<Monotonic>, field: self.timer
+    }
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Service { self.tick }
+}
+
+const PERIOD: Delta = Delta::from_millis(RENEW_PERIOD_MS as i64);
+
+impl HrTimerCallback for Service {
+    type Pointer<'a> = Arc<Self>;
+
+    fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+        if this.stopping.load(Ordering::Acquire) {
+            return HrTimerRestart::NoRestart;
+        }
+        // Sending may wait for a ring; do it in process context.
+        let _ = workqueue::system_percpu().enqueue(Arc::<Service>::from(this));
+        ctx.forward_now(PERIOD);
+        HrTimerRestart::Restart
+    }
+}
+
+impl WorkItem for Service {
+    type Pointer = Arc<Service>;
+
+    fn run(this: Arc<Service>) {
+        if !this.gas.is_revoked() {
+            this.borrow.renew();
+            this.check_lease();
+        }
+    }
+}
+
+impl LenderSink for Service {
+    fn message(this: ArcBorrow<'_, Self>, from: u32, word: u64) {
+        match this.borrow.message(from, word) {
+            Delivery::Revoke => pr_crit!("node {}'s kram-daemon revoked the page pool: every request is answered NO_POOL until unimem_gsas is reloaded\n", from),
+            Delivery::Malformed | Delivery::Stray => {
+                if this.noisy.allow(this.epoch.now()) {
+                    pr_warn!("message {:#018x} from node {} is not about this pool: dropped (rate-limited)\n", word, from);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// # Safety
+///
+/// Called by unimem_mailbox in process context with the `ctx` given to `unimem_mbox_serve`: a
+/// `Service` kept alive by `Serving` until the handler is removed; `packet` is `PACKET_LEN`
+/// bytes valid for the call.
+unsafe extern "C" fn on_packet(ctx: *mut c_void, from_node: u32, packet: *const u8) {
+    // SAFETY: see above.
+    let service = unsafe { &*ctx.cast::<Service>() };
+    // SAFETY: see above.
+    let raw = unsafe { &*packet.cast::<[u8; PACKET_LEN]>() };
+    service.handle(from_node, raw);
+}
+
+impl Service {
+    /// Takes a module reference for the first allocation. Under the lock.
+    fn hold_module(&self, inner: &mut Inner) {
+        if !inner.module_held {
+            // SAFETY: `module` is this module, alive while its code runs; dropped by
+            // `release_module` when the last allocation is freed.
+            unsafe { bindings::__module_get(self.module.as_ptr()) };
+            inner.module_held = true;
+        }
+    }
+
+    /// Drops the module reference once no allocation is left (or the pool is gone). Under the
+    /// lock.
+    fn release_module(&self, inner: &mut Inner) {
+        let none_left = inner.pool.as_ref().is_none_or(|p| p.pages.allocations == 0);
+        if inner.module_held && none_left {
+            // SAFETY: taken by `hold_module`.
+            unsafe { bindings::module_put(self.module.as_ptr()) };
+            inner.module_held = false;
+        }
+    }
+
+    /// Drops a pool whose lease lapsed or was revoked: its memory may be lent to someone else
+    /// by now, so every allocation in it is lost; requests get `NO_POOL` from now on, and the
+    /// module can be unloaded (nothing left to keep).
+    fn check_lease(&self) {
+        let mut inner = self.inner.lock();
+        let lost = inner.pool.as_ref().is_some_and(|p| !p.clock.usable(self.epoch.now()));
+        if !lost {
+            return;
+        }
+        if let Some(pool) = inner.pool.take() {
+            pr_crit!(
+                "page pool lost (lease {}): {} allocations ({} pages) are gone; requests are answered NO_POOL until unimem_gsas is reloaded\n",
+                if pool.clock.is_revoked() { "revoked" } else { "not acknowledged in time: is kram-daemon running?" },
+                pool.pages.allocations,
+                pool.pages.used
+            );
+        }
+        self.release_module(&mut inner);
+    }
+
+    /// Borrows the pool, wipes it (lent memory is not trusted to be zero) and installs it.
+    fn take_pool(&self, mib: u32, timeout_ms: u32) -> Result {
+        let (first, clock) = self.borrow.lease(self.node, mib, 0, timeout_ms).inspect_err(|e| {
+            pr_err!(
+                "no page pool: node {}'s kram-daemon did not lend {} MiB within {} ms ({:?}); is kram-daemon running on this node, with that much contiguous free memory? (pool_mib= sets the size)\n",
+                self.node, mib, timeout_ms, e
+            );
+        })?;
+        let installed = (|| {
+            let (offset, len) = self.gas.lent_range(self.node, first, mib).ok_or(EINVAL)?;
+            self.gas.wipe(offset, len)?;
+            let pages = pool::Pool::new((len / gsas::PAGE_SIZE) as usize)?;
+            self.inner.lock().pool = Some(PoolState { pages, offset: offset - self.part, clock });
+            pr_info!("node {}: page pool of {} MiB (chunks {}+{}, partition offset {:#x}) lent by this node's kram-daemon\n", self.node, mib, first, mib, offset - self.part);
+            Ok(())
+        })();
+        if installed.is_err() {
+            self.borrow.give_back();
+        }
+        installed
+    }
+
+    /// Wipes the pool and gives it back to the daemon (unload).
+    fn return_pool(&self) {
+        let Some(pool) = self.inner.lock().pool.take() else { return };
+        let len = pool.pages.pages() as u64 * gsas::PAGE_SIZE;
+        if pool.clock.usable(self.epoch.now()) && self.gas.wipe(self.part + pool.offset, len).is_ok() {
+            if self.borrow.give_back() {
+                pr_info!("node {}: page pool wiped and returned to this node's kram-daemon\n", self.node);
+            }
+        } else {
+            pr_warn!("node {}: page pool not wiped (lease lapsed or device gone): left to the daemon's expiry\n", self.node);
+        }
+    }
+}
+
+impl OnRevoke for Service {
+    /// The fabric device goes: no request is applied or answered again; the pool (and every
+    /// allocation in it) is lost, since its lease can no longer be renewed.
+    fn revoke(&self) {
+        self.gas.revoke();
+        let mut inner = self.inner.lock();
+        if let Some(pool) = inner.pool.take() {
+            if pool.pages.allocations > 0 {
+                pr_crit!("fabric device going: {} GSAS allocations ({} pages) are lost\n", pool.pages.allocations, pool.pages.used);
+            }
+        }
+        self.release_module(&mut inner);
+        drop(inner);
+        pr_warn!("fabric device gone: GSAS requests are no longer served until unimem_gsas is reloaded\n");
+    }
+}
+
+/// The interface served while alive; keeps the handler's context alive.
+struct Serving {
+    _service: Arc<Service>,
+}
+
+impl Serving {
+    fn start(service: Arc<Service>) -> Result<Self> {
+        let ctx = Arc::as_ptr(&service).cast_mut().cast::<c_void>();
+        // SAFETY: `on_packet` runs in process context with `ctx` alive until `Drop` removes it
+        // (which waits for a running call).
+        let ret = unsafe { kmsg_api::unimem_mbox_serve(gsas::SERVICE_IFACE, Some(on_packet), ctx) };
+        if ret != 0 {
+            pr_err!("cannot serve mailbox interface {}: {} (another unimem_gsas?)\n", gsas::SERVICE_IFACE, ret);
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self { _service: service })
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        // SAFETY: removal passes no handler and waits for a running call.
+        unsafe { kmsg_api::unimem_mbox_serve(gsas::SERVICE_IFACE, None, core::ptr::null_mut()) };
+    }
+}
+
+struct GsasModule {
+    // Teardown order: no stats readers, no requests (waits for a running one), no revocation,
+    // then the pool goes back (Drop), then no renewals and no lender messages.
+    _sysfs: Option<Sysfs>,
+    _stats: Option<Pin<KBox<debugfs::File<Arc<Service>>>>>,
+    _dir: Option<debugfs::Dir>,
+    serving: Option<Serving>,
+    revoke: Option<RevokeHook<Service>>,
+    service: Arc<Service>,
+    timer: Option<ArcHrTimerHandle<Service>>,
+}
+
+fn check_params() -> Result<(u32, u32)> {
+    let mib = *module_parameters::pool_mib.value_ref();
+    if !(1..=4096).contains(&mib) || mib > MAX_REQUEST_CHUNKS_V2 {
+        pr_err!("pool_mib={} is out of range (1-4096)\n", mib);
+        return Err(EINVAL);
+    }
+    let timeout = *module_parameters::offer_timeout_ms.value_ref();
+    if !(100..=60000).contains(&timeout) {
+        pr_err!("offer_timeout_ms={} is out of range (100-60000)\n", timeout);
+        return Err(EINVAL);
+    }
+    Ok((mib, timeout))
+}
+
+impl kernel::Module for GsasModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let (mib, timeout) = check_params()?;
+        let gas = Gas::attach()?;
+        let info = *gas.info();
+        let part = info.ctl_size + u64::from(info.node_id) * info.partition_size;
+        if info.partition_size < wire::kram::LENDABLE_OFFSET + u64::from(mib) * CHUNK_SIZE {
+            pr_err!("pool_mib={}: partitions of {} MiB cannot hold it\n", mib, info.partition_size >> 20);
+            return Err(EINVAL);
+        }
+        let mut seqs = KVec::with_capacity((info.node_count * INTERFACES) as usize, GFP_KERNEL)?;
+        for _ in 0..info.node_count * INTERFACES {
+            seqs.push(0, GFP_KERNEL)?;
+        }
+        let gas_ref = gas.clone();
+        let service = Arc::pin_init(
+            pin_init!(Service {
+                gas: gas_ref,
+                info,
+                node: info.node_id,
+                part,
+                module,
+                inner <- new_spinlock!(Inner { pool: None, seqs, module_held: false }, "unimem_gsas::inner"),
+                borrow <- Borrow::new(info.node_id, GSAS_INSTANCE, Epoch::new()),
+                epoch: Epoch::new(),
+                stats: Stats::new(),
+                noisy: LogLimit::new(),
+                stopping: AtomicBool::new(false),
+                timer <- HrTimer::new(),
+                tick <- new_work!("unimem_gsas::tick"),
+            }),
+            GFP_KERNEL,
+        )?;
+        set_handler(mbox_service::GSAS, Some(&service)).inspect_err(|e| {
+            pr_err!("cannot take mailbox service {} (GSAS): {:?}\n", mbox_service::GSAS, e);
+        })?;
+        // From here on `Drop` undoes what was done, whatever fails.
+        let mut this = Self {
+            _sysfs: None,
+            _stats: None,
+            _dir: None,
+            serving: None,
+            revoke: None,
+            service: service.clone(),
+            timer: None,
+        };
+        service.take_pool(mib, timeout)?;
+        // Renewals from now on (the ACK made the lease good for `BORROWER_LEASE_MS`).
+        this.timer = Some(service.clone().start(PERIOD));
+        this.revoke = Some(gas.on_revoke(service.clone())?);
+        this.serving = Some(Serving::start(service.clone())?);
+        let dir = debugfs::Dir::new(c"unimem_gsas");
+        this._stats = Some(KBox::pin_init(
+            dir.read_callback_file(c"stats", service.clone(), &|s: &Arc<Service>, f| s.write_stats(f)),
+            GFP_KERNEL,
+        )?);
+        this._dir = Some(dir);
+        this._sysfs = Some(Sysfs::new(service.clone())?);
+        pr_info!(
+            "node {}: serving GSAS on mailbox interface {}, {} pages of 4 KiB\n",
+            info.node_id,
+            gsas::SERVICE_IFACE,
+            u64::from(mib) * CHUNK_SIZE / gsas::PAGE_SIZE
+        );
+        Ok(this)
+    }
+}
+
+impl Drop for GsasModule {
+    fn drop(&mut self) {
+        drop(self._sysfs.take());
+        drop(self._stats.take());
+        drop(self._dir.take());
+        drop(self.serving.take());
+        drop(self.revoke.take());
+        // Unload is refused while allocations exist (module reference), so the pool is all
+        // free and zero here, but wipe it anyway before it goes back.
+        self.service.return_pool();
+        self.service.stopping.store(true, Ordering::Release);
+        if let Some(mut timer) = self.timer.take() {
+            timer.cancel();
+        }
+        // SAFETY: the work item is initialized and lives as long as `service`.
+        unsafe { bindings::flush_work(Work::<Service>::raw_get(&self.service.tick)) };
+        let _ = set_handler::<Service>(mbox_service::GSAS, None);
+    }
+}

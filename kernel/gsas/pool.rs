@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The bookkeeping of the service's page pool: for every page its owner (a protection tree,
+//! 0 = free) and, at the first page of an allocation, its length. No memory is touched here.
+
+use crate::gsas::status;
+use kernel::{alloc::KVVec, prelude::*};
+
+/// Owner of a free page.
+pub(crate) const FREE: u32 = 0;
+/// Owner of the pages of a freed allocation while they are being zeroed: neither usable nor
+/// allocatable (not a 24-bit tree id, so no request can match it).
+pub(crate) const ZEROING: u32 = u32::MAX;
+
+pub(crate) struct Pool {
+    owner: KVVec<u32>,
+    /// Pages of the allocation that starts at this page; 0 elsewhere.
+    len: KVVec<u32>,
+    /// Pages not free (allocated or being zeroed).
+    pub(crate) used: usize,
+    /// Allocations not freed yet.
+    pub(crate) allocations: usize,
+}
+
+impl Pool {
+    pub(crate) fn new(pages: usize) -> Result<Self> {
+        let mut owner = KVVec::with_capacity(pages, GFP_KERNEL)?;
+        let mut len = KVVec::with_capacity(pages, GFP_KERNEL)?;
+        for _ in 0..pages {
+            owner.push(FREE, GFP_KERNEL)?;
+            len.push(0, GFP_KERNEL)?;
+        }
+        Ok(Self { owner, len, used: 0, allocations: 0 })
+    }
+
+    pub(crate) fn pages(&self) -> usize {
+        self.owner.len()
+    }
+
+    /// First fit: `n` contiguous free pages, now owned by `tree`; the first page's index.
+    pub(crate) fn alloc(&mut self, n: usize, tree: u32) -> Option<usize> {
+        let mut run = 0;
+        for i in 0..self.pages() {
+            run = if self.owner[i] == FREE { run + 1 } else { 0 };
+            if run == n {
+                let first = i + 1 - n;
+                self.owner[first..=i].fill(tree);
+                self.len[first] = n as u32;
+                self.used += n;
+                self.allocations += 1;
+                return Some(first);
+            }
+        }
+        None
+    }
+
+    /// Whether pages `first..=last` may be used by `tree`: `FAULT` if one is not allocated
+    /// (or past the pool), `DENIED` if one belongs to another tree.
+    pub(crate) fn check(&self, first: usize, last: usize, tree: u32) -> Result<(), u8> {
+        let owners = self.owner.get(first..=last).ok_or(status::FAULT)?;
+        if owners.iter().any(|&o| o == FREE || o == ZEROING) {
+            return Err(status::FAULT);
+        }
+        if owners.iter().any(|&o| o != tree) {
+            return Err(status::DENIED);
+        }
+        Ok(())
+    }
+
+    /// Starts freeing the allocation that begins at `first` on behalf of `tree`: its pages
+    /// become `ZEROING`; returns how many. `FAULT` if no allocation starts there, `DENIED` if
+    /// it is another tree's.
+    pub(crate) fn start_free(&mut self, first: usize, tree: u32) -> Result<usize, u8> {
+        let n = *self.len.get(first).ok_or(status::FAULT)? as usize;
+        if n == 0 {
+            return Err(status::FAULT);
+        }
+        if self.owner[first] != tree {
+            return Err(status::DENIED);
+        }
+        self.owner[first..first + n].fill(ZEROING);
+        self.len[first] = 0;
+        self.allocations -= 1;
+        Ok(n)
+    }
+
+    /// The zeroed pages of a freed allocation are free again.
+    pub(crate) fn finish_free(&mut self, first: usize, n: usize) {
+        if let Some(pages) = self.owner.get_mut(first..first + n) {
+            pages.fill(FREE);
+            self.used -= n;
+        }
+    }
+}

@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Applying requests: decode, check, apply to the pool's memory under the service lock, answer
+//! in the issuer's response slot.
+
+use crate::{
+    fabric_client::Access,
+    gsas::{self, op, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE, USER_INTERFACES},
+    mailbox::INTERFACES,
+    packet::{Packet, PACKET_LEN},
+    pool::Pool,
+    stats::Counter,
+    Inner, Service,
+};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::{prelude::*, sync::Arc};
+
+/// What applying a request left to do after the lock is released.
+enum After {
+    Nothing,
+    /// Zero pages `first..first + n` of a freed allocation, then make them free.
+    Zero(usize, usize),
+}
+
+impl Service {
+    /// A packet for `SERVICE_IFACE` from node `from` (the mailbox checked the header's node).
+    pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) {
+        let p = match Packet::decode(raw) {
+            Ok(p) if u32::from(p.header.node) == from && u32::from(p.header.iface) < USER_INTERFACES => p,
+            // Only another node's kernel could send from its own kernel interfaces; nobody
+            // reads a kernel interface's response slots.
+            _ => return self.stats.bump(Counter::Malformed),
+        };
+        let iface = u32::from(p.header.iface);
+        let req = p.payload;
+        self.stats.request(req.opcode);
+        let mut resp = Response { seq: 0, status: status::OK, opcode: req.opcode, address: req.address, value: [0; 32] };
+        let mut after = After::Nothing;
+        {
+            let mut inner = self.inner.lock();
+            let result = match gsas::check(&req) {
+                Err(e) => Err(e.status()),
+                Ok(()) => self.apply(&mut inner, from, iface, p.header.prot_id, &req, &mut resp.value, &mut after),
+            };
+            resp.status = result.err().unwrap_or(status::OK);
+            self.stats.status(resp.status);
+            // Under the lock: responses are written in the order the requests were applied.
+            self.respond(&mut inner, from, iface, &mut resp);
+        }
+        if let After::Zero(first, n) = after {
+            self.zero_freed(first, n);
+        }
+    }
+
+    /// Applies `req` of tree `tree` (issued by `iface` of node `from`); the value goes to
+    /// `value`. Called under the service lock.
+    #[allow(clippy::too_many_arguments)]
+    fn apply(
+        &self,
+        inner: &mut Inner,
+        from: u32,
+        iface: u32,
+        tree: u32,
+        req: &crate::packet::Payload,
+        value: &mut [u8; 32],
+        after: &mut After,
+    ) -> Result<(), u8> {
+        let base = req.opcode & !op::WIDTH32;
+        if base == op::NOP {
+            return Ok(());
+        }
+        let pool = inner.pool.as_mut().ok_or(status::NO_POOL)?;
+        if !pool.clock.usable(self.epoch.now()) {
+            return Err(status::NO_POOL);
+        }
+        if base == op::ALLOC {
+            let n = req.arg1;
+            if n == 0 || n > gsas::MAX_ALLOC_PAGES {
+                return Err(status::INVALID);
+            }
+            if tree == 0 {
+                return Err(status::DENIED);
+            }
+            let first = pool.pages.alloc(n as usize, tree).ok_or(status::NO_MEMORY)?;
+            let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
+            value[..8].copy_from_slice(&addr.to_le_bytes());
+            self.hold_module(inner);
+            return Ok(());
+        }
+        // Every other operation names an address of this node's pool.
+        if gsas::node_of(req.address) != self.node as u16 {
+            return Err(status::FAULT);
+        }
+        let off = gsas::offset_of(req.address);
+        let rel = off.checked_sub(pool.offset).ok_or(status::FAULT)?;
+        let page = (rel / PAGE_SIZE) as usize;
+        if base == op::FREE {
+            if rel % PAGE_SIZE != 0 {
+                return Err(status::UNALIGNED);
+            }
+            let n = pool.pages.start_free(page, tree)?;
+            *after = After::Zero(page, n);
+            return Ok(());
+        }
+        let len = match op::size(req.opcode) {
+            Some(n) => n,
+            None => {
+                // Bulk: 1..=BULK_MAX bytes, any alignment, every page touched checked.
+                if req.arg1 == 0 || req.arg1 > BULK_MAX {
+                    return Err(status::INVALID);
+                }
+                req.arg1
+            }
+        };
+        let last = ((rel + len - 1) / PAGE_SIZE) as usize;
+        pool.pages.check(page, last, tree)?;
+        let w = self.gas.access().ok_or(status::NO_POOL)?;
+        let at = self.part + off;
+        match base {
+            op::BULK_READ => self.copy(&w, self.area(from, iface, BULK_IN_PAGE), at, len),
+            op::BULK_WRITE => self.copy(&w, at, self.area(from, iface, BULK_OUT_PAGE), len),
+            _ => apply_word(&w, at, req, value),
+        }
+    }
+
+    /// Window offset of page `page` of the area of `iface` of node `node`.
+    fn area(&self, node: u32, iface: u32, page: u64) -> u64 {
+        self.info.ctl_size + u64::from(node) * self.info.partition_size + gsas::area_page(iface, page)
+    }
+
+    /// Copies `len` bytes inside the window (from an area or the pool to the other).
+    fn copy(&self, w: &Access<'_>, to: u64, from: u64, len: u64) -> Result<(), u8> {
+        let (Some(dst), Some(src)) = (w.ptr(to, len), w.ptr(from, len)) else { return Err(status::FAULT) };
+        // SAFETY: both ranges are inside the window (`ptr`), usable while `w` lives, and do not
+        // overlap (one is in an interface area, before `AREA_END`, the other in the pool, after
+        // `LENDABLE_OFFSET`). Other nodes may write the source meanwhile: its bytes are data,
+        // never interpreted.
+        unsafe { core::ptr::copy_nonoverlapping(src, dst, len as usize) };
+        Ok(())
+    }
+
+    /// Writes `resp` into the response slot of (`from`, `iface`) for this node: everything but
+    /// `seq`, then `seq` with release ordering. Called under the service lock.
+    fn respond(&self, inner: &mut Inner, from: u32, iface: u32, resp: &mut Response) {
+        let slot = self.info.ctl_size + u64::from(from) * self.info.partition_size + gsas::response_slot(iface, self.node);
+        let Some(w) = self.gas.access() else { return self.stats.bump(Counter::Unanswered) };
+        let Some(p) = w.ptr(slot, gsas::RESPONSE_LEN as u64) else { return self.stats.bump(Counter::Unanswered) };
+        let idx = (from * INTERFACES + iface) as usize;
+        // SAFETY: `p` is the 64-byte, 64-byte aligned slot inside the window (`ptr`), usable
+        // while `w` lives; `seq` is its first word.
+        let seq_word = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
+        let Some(seq) = inner.seqs.get_mut(idx) else { return self.stats.bump(Counter::Unanswered) };
+        // The first answer since load continues from what the slot holds, so that a reload
+        // never repeats the value a thread read before sending.
+        let last = match *seq {
+            s if s >> 32 != 0 => s as u32,
+            _ => u32::from_le(seq_word.load(Ordering::Relaxed)),
+        };
+        resp.seq = last.wrapping_add(1);
+        *seq = 1 << 32 | u64::from(resp.seq);
+        let bytes = resp.encode();
+        for (i, b) in bytes.iter().enumerate().skip(4) {
+            // SAFETY: inside the slot (see above).
+            unsafe { p.add(i).write_volatile(*b) };
+        }
+        seq_word.store(resp.seq.to_le(), Ordering::Release);
+    }
+
+    /// Zeroes a freed allocation outside the lock (it may be large), then frees its pages.
+    fn zero_freed(&self, first: usize, n: usize) {
+        let offset = {
+            let inner = self.inner.lock();
+            let Some(pool) = inner.pool.as_ref() else { return };
+            self.part + pool.offset + first as u64 * PAGE_SIZE
+        };
+        if let Err(e) = self.gas.wipe(offset, n as u64 * PAGE_SIZE) {
+            pr_err!("zeroing {} freed pages failed ({:?}): they stay out of use\n", n, e);
+            return;
+        }
+        let mut inner = self.inner.lock();
+        if let Some(pool) = inner.pool.as_mut() {
+            pool.pages.finish_free(first, n);
+        }
+        self.release_module(&mut inner);
+    }
+}
+
+/// # Safety
+///
+/// `p` must be an 8-byte aligned address of the window, inside an access that lives across the
+/// call.
+unsafe fn read64(p: *mut u8) -> u64 {
+    // SAFETY: guaranteed by the caller.
+    u64::from_le(unsafe { p.cast::<u64>().read_volatile() })
+}
+
+/// # Safety
+///
+/// As for [`read64`].
+unsafe fn write64(p: *mut u8, v: u64) {
+    // SAFETY: guaranteed by the caller.
+    unsafe { p.cast::<u64>().write_volatile(v.to_le()) }
+}
+
+/// READ, WRITE, the 128/256-bit operations and the atomics, on the aligned word(s) at window
+/// offset `at` (checked: allocated to the issuer's tree, aligned by `gsas::check`).
+fn apply_word(w: &Access<'_>, at: u64, req: &crate::packet::Payload, value: &mut [u8; 32]) -> Result<(), u8> {
+    let base = req.opcode & !op::WIDTH32;
+    let narrow = req.opcode & op::WIDTH32 != 0;
+    let size = op::size(req.opcode).ok_or(status::INVALID)?;
+    let p = w.ptr(at, size).ok_or(status::FAULT)?;
+    match base {
+        op::READ128 | op::READ256 => {
+            for k in 0..(size / 8) as usize {
+                // SAFETY: `k * 8 < size`: an aligned word inside the range `ptr` returned for
+                // `w`, which lives across the call.
+                let word = unsafe { read64(p.add(k * 8)) };
+                value[k * 8..k * 8 + 8].copy_from_slice(&word.to_le_bytes());
+            }
+            return Ok(());
+        }
+        op::WRITE128 => {
+            // SAFETY: the two aligned words of the 16-byte range `ptr` returned for `w`.
+            unsafe {
+                write64(p, req.arg1);
+                write64(p.add(8), req.arg2);
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
+    let (mask, old) = if narrow {
+        // SAFETY: a 4-byte aligned word inside the range.
+        (u64::from(u32::MAX), u64::from(u32::from_le(unsafe { p.cast::<u32>().read_volatile() })))
+    } else {
+        // SAFETY: the aligned word `ptr` returned for `w`.
+        (u64::MAX, unsafe { read64(p) })
+    };
+    let (a, b) = (req.arg1 & mask, req.arg2 & mask);
+    let new = match base {
+        op::READ => None,
+        op::WRITE => Some(a),
+        op::FETCH_ADD => Some(old.wrapping_add(a) & mask),
+        op::CAS => (old == a).then_some(b),
+        op::SWAP => Some(a),
+        op::FETCH_AND => Some(old & a),
+        op::FETCH_OR => Some(old | a),
+        op::FETCH_XOR => Some(old ^ a),
+        _ => return Err(status::INVALID),
+    };
+    if let Some(new) = new {
+        if narrow {
+            // SAFETY: as the read above.
+            unsafe { p.cast::<u32>().write_volatile((new as u32).to_le()) };
+        } else {
+            // SAFETY: as the read above.
+            unsafe { write64(p, new) };
+        }
+    }
+    if base != op::WRITE {
+        value[..8].copy_from_slice(&old.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// The pool as the service sees it: bookkeeping, where it lies, its lease.
+pub(crate) struct PoolState {
+    pub(crate) pages: Pool,
+    /// Partition offset of page 0.
+    pub(crate) offset: u64,
+    pub(crate) clock: Arc<crate::kram_client::LeaseClock>,
+}

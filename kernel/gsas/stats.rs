@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The service's counters: `/sys/kernel/debug/unimem_gsas/stats` (all of them, one `name value`
+//! per line) and `/sys/kernel/unimem_gsas/<name>` (one value per file).
+//!
+//! The sysfs attributes are a C `attribute_group` in `static`s (lockdep keys them statically,
+//! as `unimem_eusrvmem`'s), on a kobject made for them under `/sys/kernel`.
+
+use crate::{
+    gsas::{op, status},
+    Service,
+};
+use core::{
+    cell::UnsafeCell,
+    fmt::{self, Write},
+    sync::atomic::{AtomicPtr, AtomicU64, Ordering},
+};
+use kernel::{
+    bindings,
+    ffi::c_char,
+    prelude::*,
+    str::{as_char_ptr_in_const_context, Formatter},
+    sync::Arc,
+};
+
+/// Request opcodes by counter index (the base opcode, width flag removed).
+const OPS: [(u8, &str); 16] = [
+    (op::NOP, "nop"),
+    (op::READ, "read"),
+    (op::WRITE, "write"),
+    (op::READ128, "read128"),
+    (op::READ256, "read256"),
+    (op::WRITE128, "write128"),
+    (op::FETCH_ADD, "fetch_add"),
+    (op::CAS, "cas"),
+    (op::SWAP, "swap"),
+    (op::FETCH_AND, "fetch_and"),
+    (op::FETCH_OR, "fetch_or"),
+    (op::FETCH_XOR, "fetch_xor"),
+    (op::BULK_READ, "bulk_read"),
+    (op::BULK_WRITE, "bulk_write"),
+    (op::ALLOC, "alloc"),
+    (op::FREE, "free"),
+];
+
+/// Counters other than the per-opcode ones.
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    /// Requests answered OK.
+    Ok,
+    /// Another tree's page: nothing changed.
+    Denied,
+    /// Not an allocated page of this node.
+    Faults,
+    /// Unknown opcode or width, bad length or count.
+    Invalid,
+    Unaligned,
+    NoMemory,
+    NoPool,
+    /// Packets dropped: not from an interface threads have.
+    Malformed,
+    /// Answers that could not be written (the fabric device went away).
+    Unanswered,
+}
+
+const COUNTERS: [(Counter, &str); 9] = [
+    (Counter::Ok, "ok"),
+    (Counter::Denied, "denied"),
+    (Counter::Faults, "faults"),
+    (Counter::Invalid, "invalid"),
+    (Counter::Unaligned, "unaligned"),
+    (Counter::NoMemory, "no_memory"),
+    (Counter::NoPool, "no_pool"),
+    (Counter::Malformed, "malformed"),
+    (Counter::Unanswered, "unanswered"),
+];
+
+pub(crate) struct Stats {
+    requests: [AtomicU64; OPS.len()],
+    /// Requests whose opcode names no operation (also counted `invalid` when answered).
+    unknown: AtomicU64,
+    counters: [AtomicU64; COUNTERS.len()],
+}
+
+impl Stats {
+    pub(crate) const fn new() -> Self {
+        Self {
+            requests: [const { AtomicU64::new(0) }; OPS.len()],
+            unknown: AtomicU64::new(0),
+            counters: [const { AtomicU64::new(0) }; COUNTERS.len()],
+        }
+    }
+
+    pub(crate) fn request(&self, opcode: u8) {
+        let base = opcode & !op::WIDTH32;
+        match OPS.iter().position(|&(o, _)| o == base) {
+            Some(i) => self.requests[i].fetch_add(1, Ordering::Relaxed),
+            None => self.unknown.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    pub(crate) fn bump(&self, c: Counter) {
+        self.counters[c as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn status(&self, s: u8) {
+        self.bump(match s {
+            status::OK => Counter::Ok,
+            status::DENIED => Counter::Denied,
+            status::FAULT => Counter::Faults,
+            status::UNALIGNED => Counter::Unaligned,
+            status::NO_MEMORY => Counter::NoMemory,
+            status::NO_POOL => Counter::NoPool,
+            _ => Counter::Invalid,
+        });
+    }
+
+    fn get(&self, name: &[u8]) -> Option<u64> {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        if let Some(op) = name.strip_prefix(b"requests_") {
+            if op == b"unknown" {
+                return Some(load(&self.unknown));
+            }
+            let i = OPS.iter().position(|(_, n)| n.as_bytes() == op)?;
+            return Some(load(&self.requests[i]));
+        }
+        let i = COUNTERS.iter().position(|(_, n)| n.as_bytes() == name)?;
+        Some(load(&self.counters[i]))
+    }
+}
+
+impl Service {
+    /// The pool's figures: pages, pages in use, allocations.
+    fn pool_figures(&self) -> (usize, usize, usize) {
+        let inner = self.inner.lock();
+        inner.pool.as_ref().map_or((0, 0, 0), |p| (p.pages.pages(), p.pages.used, p.pages.allocations))
+    }
+
+    fn value(&self, name: &[u8]) -> Option<u64> {
+        let (pages, used, allocations) = self.pool_figures();
+        Some(match name {
+            b"node" => u64::from(self.node),
+            b"pool_pages" => pages as u64,
+            b"used_pages" => used as u64,
+            b"allocations" => allocations as u64,
+            _ => return self.stats.get(name),
+        })
+    }
+
+    pub(crate) fn write_stats(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for name in NAMES {
+            let name = name.to_bytes();
+            if let (Ok(s), Some(v)) = (core::str::from_utf8(name), self.value(name)) {
+                writeln!(f, "{} {}", s, v)?;
+            }
+        }
+        if let Some(p) = self.inner.lock().pool.as_ref() {
+            let left = p.clock.left(self.epoch.now()) / 1_000_000;
+            writeln!(f, "pool_offset {:#x}", p.offset)?;
+            writeln!(f, "lease_ms_left {}", if p.clock.is_revoked() { -1 } else { left })?;
+        }
+        Ok(())
+    }
+}
+
+/// Every name shown, in order (sysfs files and debugfs lines).
+const NAMES: [&CStr; 30] = [
+    c"node",
+    c"pool_pages",
+    c"used_pages",
+    c"allocations",
+    c"requests_nop",
+    c"requests_read",
+    c"requests_write",
+    c"requests_read128",
+    c"requests_read256",
+    c"requests_write128",
+    c"requests_fetch_add",
+    c"requests_cas",
+    c"requests_swap",
+    c"requests_fetch_and",
+    c"requests_fetch_or",
+    c"requests_fetch_xor",
+    c"requests_bulk_read",
+    c"requests_bulk_write",
+    c"requests_alloc",
+    c"requests_free",
+    c"requests_unknown",
+    c"ok",
+    c"denied",
+    c"faults",
+    c"invalid",
+    c"unaligned",
+    c"no_memory",
+    c"no_pool",
+    c"malformed",
+    c"unanswered",
+];
+
+/// The service the sysfs files show, set while they exist.
+static SHOWN: AtomicPtr<Service> = AtomicPtr::new(core::ptr::null_mut());
+
+/// # Safety
+///
+/// Called by sysfs with one of our attributes and a PAGE_SIZE buffer.
+unsafe extern "C" fn show(_kobj: *mut bindings::kobject, attr: *mut bindings::kobj_attribute, buf: *mut c_char) -> isize {
+    // SAFETY: sysfs passes one of our attributes, whose name is a static C string.
+    let name = unsafe { CStr::from_char_ptr((*attr).attr.name) }.to_bytes();
+    // SAFETY: sysfs hands `show` a zeroed buffer of PAGE_SIZE bytes.
+    let buf = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), bindings::PAGE_SIZE) };
+    let p = SHOWN.load(Ordering::Acquire);
+    if p.is_null() {
+        return ENODEV.to_errno() as isize;
+    }
+    // SAFETY: `SHOWN` points to the `Service` whose `Arc` `Sysfs` holds; `Sysfs` removes the
+    // files (waiting for running `show` calls) before it clears `SHOWN` and drops that `Arc`.
+    let service = unsafe { &*p };
+    let mut out = Formatter::new(buf);
+    match service.value(name) {
+        Some(v) if writeln!(out, "{}", v).is_ok() => out.bytes_written() as isize,
+        _ => EIO.to_errno() as isize,
+    }
+}
+
+/// A C object in a `static`, handed to C code as a mutable pointer.
+#[repr(transparent)]
+struct CStatic<T>(UnsafeCell<T>);
+
+// SAFETY: the tables below are only written by their constant initializers; afterwards sysfs
+// only reads them.
+unsafe impl<T> Sync for CStatic<T> {}
+
+const N: usize = NAMES.len();
+
+const fn attribute(name: &'static CStr) -> bindings::kobj_attribute {
+    // SAFETY: all-zero is a valid `kobj_attribute`: no `store`, no lockdep `key` (sysfs then
+    // uses the `skey` inside the attribute, which is static here).
+    let mut attr: bindings::kobj_attribute = unsafe { core::mem::zeroed() };
+    attr.attr.name = as_char_ptr_in_const_context(name);
+    attr.attr.mode = 0o444;
+    attr.__bindgen_anon_1.show = Some(show);
+    attr
+}
+
+static ATTRS: CStatic<[bindings::kobj_attribute; N]> = CStatic(UnsafeCell::new({
+    // SAFETY: all-zero is a valid `kobj_attribute`; every element is overwritten below.
+    let mut attrs: [bindings::kobj_attribute; N] = unsafe { core::mem::zeroed() };
+    let mut i = 0;
+    while i < N {
+        attrs[i] = attribute(NAMES[i]);
+        i += 1;
+    }
+    attrs
+}));
+
+static ATTR_PTRS: CStatic<[*mut bindings::attribute; N + 1]> = CStatic(UnsafeCell::new({
+    let mut ptrs = [core::ptr::null_mut(); N + 1];
+    let mut i = 0;
+    while i < N {
+        // SAFETY: `i < N`, so this is the address of the `attr` of an element of `ATTRS`; no
+        // reference is created.
+        ptrs[i] = unsafe { &raw mut (*ATTRS.0.get())[i].attr };
+        i += 1;
+    }
+    ptrs
+}));
+
+static GROUP: CStatic<bindings::attribute_group> = CStatic(UnsafeCell::new({
+    // SAFETY: all-zero is a valid `attribute_group` (no name: the files go in the kobject's
+    // own directory; no visibility or binary-attribute callbacks).
+    let mut group: bindings::attribute_group = unsafe { core::mem::zeroed() };
+    group.__bindgen_anon_2.attrs = ATTR_PTRS.0.get().cast();
+    group
+}));
+
+/// `/sys/kernel/unimem_gsas/` while alive.
+///
+/// # Invariants
+///
+/// `kobj` is a kobject of `kobject_create_and_add` with `GROUP` on it, and `SHOWN` points to
+/// `service`, until `Drop`.
+pub(crate) struct Sysfs {
+    kobj: *mut bindings::kobject,
+    service: Arc<Service>,
+}
+
+// SAFETY: the kobject may be released from any thread.
+unsafe impl Send for Sysfs {}
+// SAFETY: no `&self` method.
+unsafe impl Sync for Sysfs {}
+
+impl Sysfs {
+    pub(crate) fn new(service: Arc<Service>) -> Result<Self> {
+        // SAFETY: `kernel_kobj` is the live `/sys/kernel` kobject; the name is a C string.
+        let kobj = unsafe { bindings::kobject_create_and_add(c"unimem_gsas".as_char_ptr(), bindings::kernel_kobj) };
+        if kobj.is_null() {
+            pr_err!("cannot create /sys/kernel/unimem_gsas (another unimem_gsas?)\n");
+            return Err(ENOMEM);
+        }
+        SHOWN.store(Arc::as_ptr(&service).cast_mut(), Ordering::Release);
+        // SAFETY: `kobj` is live; the group and its attributes are statics of this module, which
+        // outlive the files (removed in `Drop`, before the module's memory goes).
+        let ret = unsafe { bindings::sysfs_create_group(kobj, GROUP.0.get()) };
+        if ret != 0 {
+            SHOWN.store(core::ptr::null_mut(), Ordering::Release);
+            // SAFETY: ours, from `kobject_create_and_add`.
+            unsafe { bindings::kobject_put(kobj) };
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self { kobj, service })
+    }
+}
+
+impl Drop for Sysfs {
+    fn drop(&mut self) {
+        // SAFETY: created in `new` (type invariant); removal waits for running `show` calls.
+        unsafe {
+            bindings::sysfs_remove_group(self.kobj, GROUP.0.get());
+            bindings::kobject_put(self.kobj);
+        }
+        SHOWN.store(core::ptr::null_mut(), Ordering::Release);
+        let _ = &self.service;
+    }
+}

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+//! One range borrowed from one kram-daemon, for kernel borrowers that hold a single contiguous
+//! range per lender (the GSAS service's page pool; the shape of `unimem_numa`'s ranges too):
+//! REQUEST, wait for the OFFER, CONFIRM, wait for the ACK, then RENEW every period and follow
+//! the lender's ACKs and REVOKEs; FREE when given back. The lease clock is `kram_client`'s.
+//!
+//! Included with `#[path]` as `kram_borrow`, next to `kram_client.rs` (as `kram_client`).
+
+use crate::{
+    kram_client::{send, try_send, Epoch, LeaseClock},
+    wire::kram::{to_daemon, to_driver, KramMsg},
+};
+use kernel::{
+    new_condvar, new_mutex,
+    prelude::*,
+    sync::{Arc, CondVar, CondVarTimeoutResult, Mutex, MutexGuard},
+    time::msecs_to_jiffies,
+};
+
+/// Where the borrowing stands.
+struct Progress {
+    /// Set by `lease` while it runs or once it succeeded.
+    lender: Option<u32>,
+    chunks: u32,
+    first: Option<u32>,
+    clock: Option<Arc<LeaseClock>>,
+    acked: bool,
+    revoked: bool,
+    /// The lease succeeded: RENEWs go out.
+    held: bool,
+}
+
+/// What a lender's message did, for the borrower's counters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// An OFFER taken by a running `lease`.
+    Offer,
+    /// An OFFER nobody waits for: DECLINEd.
+    Declined,
+    /// An ACK of our range (whether or not it extended the lease).
+    Ack,
+    /// A REVOKE of our range: the range must not be touched again.
+    Revoke,
+    /// An ACK or REVOKE of a range that is not ours.
+    Stray,
+    /// Not a message of this instance from that node.
+    Malformed,
+}
+
+/// One borrowed range of instance `instance` of node `me`.
+#[pin_data]
+pub(crate) struct Borrow {
+    me: u8,
+    instance: u8,
+    epoch: Epoch,
+    #[pin]
+    progress: Mutex<Progress>,
+    #[pin]
+    changed: CondVar,
+}
+
+impl Borrow {
+    pub(crate) fn new(me: u32, instance: u8, epoch: Epoch) -> impl PinInit<Self> {
+        pin_init!(Self {
+            me: me as u8,
+            instance,
+            epoch,
+            progress <- new_mutex!(
+                Progress { lender: None, chunks: 0, first: None, clock: None, acked: false, revoked: false, held: false },
+                "kram_borrow::progress"
+            ),
+            changed <- new_condvar!("kram_borrow::changed"),
+        })
+    }
+
+    fn msg(&self, opcode: u8, first: u32, chunks: u32, tag: u8) -> KramMsg {
+        KramMsg::new(opcode, self.me, self.instance, first, chunks, tag)
+    }
+
+    /// Borrows `chunks` chunks from `lender`, the first `2^align`-chunk aligned: REQUEST, OFFER,
+    /// CONFIRM, ACK, each wait at most `timeout_ms`. Returns the first chunk and the lease.
+    /// One lease per `Borrow`: `EBUSY` if one runs or is held.
+    pub(crate) fn lease(&self, lender: u32, chunks: u32, align: u8, timeout_ms: u32) -> Result<(u32, Arc<LeaseClock>)> {
+        let mut p = self.progress.lock();
+        if p.lender.is_some() {
+            return Err(EBUSY);
+        }
+        let clock = Arc::new(LeaseClock::new(), GFP_KERNEL)?;
+        *p = Progress { lender: Some(lender), chunks, first: None, clock: None, acked: false, revoked: false, held: false };
+        let result = self.lease_steps(&mut p, lender, chunks, align, timeout_ms, clock);
+        match &result {
+            Ok(_) => p.held = true,
+            Err(_) => p.lender = None,
+        }
+        result
+    }
+
+    fn lease_steps(
+        &self,
+        p: &mut MutexGuard<'_, Progress>,
+        lender: u32,
+        chunks: u32,
+        align: u8,
+        timeout_ms: u32,
+        clock: Arc<LeaseClock>,
+    ) -> Result<(u32, Arc<LeaseClock>)> {
+        try_send(lender, KramMsg::request(self.me, self.instance, chunks, chunks, align))?;
+        self.wait(p, timeout_ms, |p| p.first.is_some())?;
+        let first = p.first.ok_or(EINVAL)?;
+        let tag = clock.stamp(self.epoch.now());
+        p.clock = Some(clock.clone());
+        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag))?;
+        self.wait(p, timeout_ms, |p| p.acked || p.revoked)?;
+        if p.revoked {
+            return Err(EAGAIN);
+        }
+        Ok((first, clock))
+    }
+
+    /// Waits until `done` or `timeout_ms` (`ETIMEDOUT`); a signal gives `EINTR`.
+    fn wait(&self, p: &mut MutexGuard<'_, Progress>, timeout_ms: u32, done: impl Fn(&Progress) -> bool) -> Result {
+        let mut left = msecs_to_jiffies(timeout_ms);
+        while !done(p) {
+            match self.changed.wait_interruptible_timeout(p, left) {
+                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+                CondVarTimeoutResult::Timeout => return Err(ETIMEDOUT),
+                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
+            }
+        }
+        Ok(())
+    }
+
+    /// A message of the borrower's service from node `from` (undecoded: another node wrote it).
+    pub(crate) fn message(&self, from: u32, word: u64) -> Delivery {
+        let m = match KramMsg::decode_for_driver(word) {
+            Ok(m) if u32::from(m.node) == from && m.instance == self.instance => m,
+            _ => return Delivery::Malformed,
+        };
+        let mut p = self.progress.lock();
+        if m.opcode == to_driver::OFFER {
+            if p.lender == Some(from) && p.first.is_none() && m.chunks == p.chunks {
+                p.first = Some(m.first_chunk);
+                self.changed.notify_all();
+                return Delivery::Offer;
+            }
+            drop(p);
+            send(from, m.reply(to_daemon::DECLINE, self.me, 0));
+            return Delivery::Declined;
+        }
+        let ours = p.lender == Some(from) && p.first == Some(m.first_chunk) && p.chunks == m.chunks;
+        let Some(clock) = p.clock.clone().filter(|_| ours) else { return Delivery::Stray };
+        let delivery = if m.opcode == to_driver::ACK {
+            if clock.ack(m.tag, self.epoch.now()) {
+                p.acked = true;
+            }
+            Delivery::Ack
+        } else {
+            clock.revoke();
+            p.revoked = true;
+            Delivery::Revoke
+        };
+        self.changed.notify_all();
+        delivery
+    }
+
+    /// RENEWs the held range (each period), unless revoked.
+    pub(crate) fn renew(&self) {
+        let p = self.progress.lock();
+        let (Some(lender), Some(first), Some(clock), true) = (p.lender, p.first, p.clock.clone(), p.held) else { return };
+        if clock.is_revoked() {
+            return;
+        }
+        let m = self.msg(to_daemon::RENEW, first, p.chunks, clock.stamp(self.epoch.now()));
+        drop(p);
+        send(lender, m);
+    }
+
+    /// Gives the held range back: FREE, if it is still ours (the caller wiped it; a range
+    /// revoked or lapsed may be someone else's by now and is left to the lender). Stops the
+    /// renewals either way. Returns whether FREE was sent.
+    pub(crate) fn give_back(&self) -> bool {
+        let mut p = self.progress.lock();
+        let (Some(lender), Some(first), Some(clock), true) = (p.lender, p.first, p.clock.clone(), p.held) else { return false };
+        let chunks = p.chunks;
+        p.held = false;
+        p.lender = None;
+        drop(p);
+        if !clock.usable(self.epoch.now()) {
+            pr_warn!("chunks {}+{} of node {} are not ours any more: not returned\n", first, chunks, lender);
+            return false;
+        }
+        if try_send(lender, self.msg(to_daemon::FREE, first, chunks, 0)).is_err() {
+            pr_err!("FREE of chunks {}+{} to node {} was not sent: its daemon keeps them lent until the lease lapses\n", first, chunks, lender);
+            return false;
+        }
+        true
+    }
+}

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The GSAS wire formats (`unimem-wire` `gsas`, and `lease_record`, whose offset bounds the GSAS
+//! interface areas) for the modules that need them: the mailbox and the GSAS service.
+//!
+//! Kept apart from `wire.rs` because `gsas.rs` names `crate::lease_record`, which names
+//! `crate::kram`: a module includes this file next to `wire.rs` and brings `gsas`,
+//! `lease_record` and `wire::kram` to its root.
+
+#[path = "../../userspace/unimem-wire/src/gsas.rs"]
+pub(crate) mod gsas;
+#[path = "../../userspace/unimem-wire/src/lease_record.rs"]
+pub(crate) mod lease_record;
