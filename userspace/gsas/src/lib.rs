@@ -35,5 +35,5 @@ pub use handle::{pieces, Gsas, Stats, WaitPolicy};
 pub use transport::{Device, Pause, Transport};
 pub use tree::{export_tree_fd, TreeSource, TREE_FD_ENV};
 pub use unimem_wire::gsas::{
-    addr, node_of, offset_of, op, status, BULK_MAX, MAX_ALLOC_PAGES, PAGE_SIZE,
+    addr, node_of, offset_of, op, status, BULK_MAX, MAX_ALLOC_PAGES, OFFSET_MASK, PAGE_SIZE,
 };
