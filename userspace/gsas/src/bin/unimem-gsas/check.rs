@@ -517,7 +517,7 @@ fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
     let g = ctx.open()?;
     let mut c = Checks::new(b.json);
     let n = b.node;
-    let a = g.alloc_shared_page(n, 1)?;
+    let a = g.alloc_shared_page(n, 2)?;
     let inv = &["invalid"];
     let una = &["unaligned"];
     let fault = &["fault"];
@@ -571,13 +571,19 @@ fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
         g.raw_to(n, op::READ, addr(other, offset_of(a)), 0, 0),
         fault,
     );
+    c.expect_err("FREE of an unaligned address", g.free(a + 8), una);
     c.expect_err(
-        "FREE of an address inside the allocation",
-        g.free(a + 8),
-        &["fault", "invalid"],
+        "FREE of the second page of an allocation",
+        g.free(a + gsas::PAGE_SIZE),
+        fault,
     );
     eq(&mut c, "FREE", g.free(a), ());
     c.expect_err("READ after FREE", g.read(a), fault);
+    c.expect_err(
+        "READ of the second page after FREE",
+        g.read(a + gsas::PAGE_SIZE),
+        fault,
+    );
     c.expect_err("WRITE after FREE", g.write(a, 1), fault);
     c.expect_err("FETCH_ADD after FREE", g.fetch_add(a, 1), fault);
     c.expect_err(
