@@ -21,7 +21,6 @@
 //! The C library (`include/gsas.h`, `libgsas.so`/`libgsas.a`) is [`capi`].
 
 pub mod capi;
-mod compat;
 mod error;
 mod handle;
 pub mod transport;

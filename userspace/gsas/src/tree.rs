@@ -7,12 +7,11 @@
 //! inherits from its parent's root and makes its own. The root stays open until the process
 //! exits; a handle dropped and opened again (one thread after another) reuses it.
 
-use crate::compat::{Area, MailboxExt};
 use crate::error::{Error, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex};
-use unimem_mailbox::{AllocInfo, Mailbox};
+use unimem_mailbox::{AllocInfo, Area, Mailbox};
 use unimem_wire::gsas::{Response, PAGE_SIZE, RESPONSE_LEN};
 
 /// Environment variable naming an inherited mailbox file whose tree the process joins.
