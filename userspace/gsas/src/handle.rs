@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use unimem_wire::gas::MAX_NODES;
 use unimem_wire::gsas::{self, op, request, Response, BULK_MAX, PAGE_SIZE};
 
-/// How a handle waits for an answer: first it only reads its slot (`spins` times), then it
+/// How a handle waits for an answer: first it only reads its slot (`spins` times; not when
+/// the home is this node, whose service needs this CPU), then it
 /// calls `sched_yield()` between reads (`yields` times), then it sleeps between reads, from
 /// `sleep_min` doubling up to `sleep_max`. After `timeout` it gives up ([`Error::Timeout`]).
 /// A full request ring (SEND `EAGAIN`) is retried the same way.
@@ -412,7 +413,12 @@ impl<T: Transport> Gsas<T> {
     fn exchange(&self, home: u16, opcode: u8, addr: u64, a1: u64, a2: u64) -> Result<Response> {
         let req = Request { opcode, addr };
         let payload = request(opcode, addr, a1, a2);
-        let mut w = Waiter::new(self.policy.get());
+        let mut policy = self.policy.get();
+        if home == self.t.node() {
+            // This node's own service runs on this CPU: polling only delays it.
+            policy.spins = 0;
+        }
+        let mut w = Waiter::new(policy);
         let mut last = self.t.seq(home);
         // SEND, retrying while the ring to the service is full.
         loop {

@@ -468,7 +468,7 @@ fn bulk_transfers_of_any_length_are_split_into_pages() {
 fn answers_after_a_wait_and_counts_the_system_calls() {
     let f = Fake::new();
     let g = handle(&f);
-    let a = g.alloc_shared_page(1, 1).unwrap();
+    let a = g.alloc_shared_page(2, 1).unwrap();
     f.delay.set(2);
     g.write(a, 3).unwrap();
     // Spins are not system calls; the answer came during the spins.
@@ -484,6 +484,12 @@ fn answers_after_a_wait_and_counts_the_system_calls() {
     assert_eq!(d.syscalls() as usize, f.pauses.borrow().len() + 1);
     assert_eq!(f.pauses.borrow()[0], Pause::Yield);
     assert!(matches!(f.pauses.borrow().last(), Some(Pause::Sleep(_))));
+    // A request to this node's own service yields at once (no polling: it needs this CPU).
+    let mine = g.alloc_shared_page(1, 1).unwrap();
+    f.delay.set(2);
+    f.pauses.borrow_mut().clear();
+    g.write(mine, 1).unwrap();
+    assert_eq!(f.pauses.borrow()[0], Pause::Yield);
 }
 
 #[test]
