@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 static uint64_t word;
-static long count;
+static long count, total;
 static unsigned char *seen;
 
 static void *worker(void *arg)
@@ -26,6 +26,11 @@ static void *worker(void *arg)
 		uint64_t old = FetchAndAdd(word, 1);
 		if (gsas_errno()) {
 			fprintf(stderr, "faa_threads: FetchAndAdd: %s\n", gsas_strerror());
+			errors++;
+			break;
+		}
+		if (old >= (uint64_t)total) {
+			fprintf(stderr, "faa_threads: FetchAndAdd returned %" PRIu64 ", beyond %ld\n", old, total);
 			errors++;
 			break;
 		}
@@ -52,7 +57,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "faa_threads: AllocSharedPage(%d): %s\n", node, gsas_strerror());
 		return 1;
 	}
-	seen = calloc((size_t)threads * count, 1);
+	total = threads * count;
+	seen = calloc((size_t)total, 1);
 	for (int t = 0; t < threads; t++)
 		pthread_create(&tid[t], NULL, worker, NULL);
 	for (int t = 0; t < threads; t++) {
