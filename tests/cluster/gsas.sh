@@ -20,7 +20,7 @@ SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 # A protection tree no node makes (node field 14): the test's processes join it with --tree.
 TREE=0x0e0001
-FAA_COUNT=${GSAS_FAA_COUNT:-250}
+FAA_COUNT=${GSAS_FAA_COUNT:-1000}
 TORN_SECONDS=${GSAS_TORN_SECONDS:-5}
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=gsasu
@@ -133,9 +133,10 @@ for pair in 0:1 1:2 2:3 3:0 0:0 2:2; do
 done
 
 step "Fetch&Add: 4 nodes x 4 threads x $FAA_COUNT on one word of node 1"
+# The counter, and a barrier word after it: the four processes start together.
 C=$(alloc 0 1 1); ALLOCS+=("$C")
 for n in $(seq 0 3); do
-  bg "$n" faa "unimem-gsas --tree $TREE check faa-sum --addr $C --threads 4 --count $FAA_COUNT --json"
+  bg "$n" faa "unimem-gsas --tree $TREE check faa-sum --addr $C --threads 4 --count $FAA_COUNT --barrier $(hex $((C + 8))) --parties 4 --json"
 done
 total=$((16 * FAA_COUNT)) sum=0
 for n in $(seq 0 3); do
@@ -149,6 +150,14 @@ for n in $(seq 0 3); do
 done
 expect_eq "$(g 2 read "$C")" "$(hex $total)" "the word after $total Fetch&Adds"
 expect_eq "$sum" $((total * (total - 1) / 2)) "sum of the old values the 16 threads saw (0..$((total - 1)) each once)"
+
+step "can fail: a service applying every Fetch&Add twice would be caught by both sums"
+D=$(alloc 0 1 1); ALLOCS+=("$D")
+out=$(g 2 check faa-sum --addr "$D" --threads 2 --count 50 --apply-twice --json)
+echo "node 2: $out"
+s=$(sed -n 's/.*"old_sum":"\([0-9]*\)".*/\1/p' <<<"$out")
+[ "$(g 3 read "$D")" != "$(hex 100)" ] || fail "the word is right although each request was applied twice"
+[ "$s" != $((100 * 99 / 2)) ] || fail "the old values are right although each request was applied twice"
 
 step "READ256/READ128 on node 3 and 1 under WRITE128 from nodes 0 and 2 (${TORN_SECONDS} s): never torn"
 T=$(alloc 0 3 1); ALLOCS+=("$T")
@@ -199,11 +208,11 @@ out=$(on 2 "gsas-faa-threads 0 4 200")
 echo "$out"
 grep -q 'final 800 (expected 800), 0 old values missing, 0 errors' <<<"$out" || fail "faa_threads on node 2"
 
-step "system calls per operation (bench; median of 5 x 200)"
-for spec in "0 2 faa" "2 2 faa" "0 2 nop" "1 3 read256"; do
-  read -r n h o <<<"$spec"
-  out=$(on "$n" "unimem-gsas bench --node $h --op $o --count 200 --reps 5 --warmup 20 --json")
-  echo "node $n -> node $h $o: $out"
+step "system calls per operation (bench; median of 5 x 200; GSAS_SPINS=20000: poll 10 times longer)"
+for spec in "0 2 faa" "2 2 faa" "0 2 nop" "1 3 read256" "3 1 bulk-read" "0 2 faa GSAS_SPINS=20000" "3 1 faa GSAS_SPINS=20000"; do
+  read -r n h o env <<<"$spec"
+  out=$(on "$n" "$env unimem-gsas bench --node $h --op $o --count 200 --reps 5 --warmup 20 --json")
+  echo "node $n -> node $h $o ${env:-}: $out"
   sends=$(sed -n 's/.*"sends_per_op":\([0-9.]*\).*/\1/p' <<<"$out")
   expect_eq "$sends" 1.000 "SENDs per $o"
 done

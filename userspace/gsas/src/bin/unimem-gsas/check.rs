@@ -24,6 +24,17 @@ pub enum Check {
         threads: usize,
         #[arg(long, default_value_t = 1000)]
         count: u64,
+        /// Start only when PARTIES processes have arrived at the barrier word BARRIER (each
+        /// adds 1 to it, then reads until it reaches PARTIES): processes started one after the
+        /// other on several nodes then run at the same time.
+        #[arg(long, value_parser = parse_u64, requires = "parties")]
+        barrier: Option<u64>,
+        #[arg(long, default_value_t = 1)]
+        parties: u64,
+        /// Apply every Fetch&Add twice (a second request whose answer is ignored), as a
+        /// service that applies an operation twice would: the sums a test checks then differ.
+        #[arg(long)]
+        apply_twice: bool,
         /// One JSON object on stdout.
         #[arg(long)]
         json: bool,
@@ -90,8 +101,16 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
             addr,
             threads,
             count,
+            barrier,
+            parties,
+            apply_twice,
             json,
-        } => faa_sum(ctx, addr, threads, count, json),
+        } => {
+            if let Some(b) = barrier {
+                wait_barrier(ctx, b, parties)?;
+            }
+            faa_sum(ctx, addr, threads, count, apply_twice, json)
+        }
         Check::Torn {
             addr,
             writers,
@@ -105,7 +124,23 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
     }
 }
 
-fn faa_sum(ctx: &Ctx, a: u64, threads: usize, count: u64, json: bool) -> Result<i32> {
+/// Arrives at the barrier word `b` and waits (up to 120 s) until `parties` have.
+fn wait_barrier(ctx: &Ctx, b: u64, parties: u64) -> Result<()> {
+    let g = ctx.open()?;
+    let t0 = Instant::now();
+    let mut n = g.fetch_add(b, 1)? + 1;
+    while n < parties {
+        if t0.elapsed() > Duration::from_secs(120) {
+            anyhow::bail!("barrier {b:#x}: {n} of {parties} parties after 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        n = g.read(b)?;
+    }
+    log::info!("barrier {b:#x}: {n} parties after {:?}", t0.elapsed());
+    Ok(())
+}
+
+fn faa_sum(ctx: &Ctx, a: u64, threads: usize, count: u64, twice: bool, json: bool) -> Result<i32> {
     let t0 = Instant::now();
     let results: Vec<Result<(u128, u64, bool, gsas::Stats)>> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..threads.max(1))
@@ -116,6 +151,9 @@ fn faa_sum(ctx: &Ctx, a: u64, threads: usize, count: u64, json: bool) -> Result<
                     let mut prev: Option<u64> = None;
                     for _ in 0..count {
                         let old = g.fetch_add(a, 1)?;
+                        if twice {
+                            g.fetch_add(a, 1)?;
+                        }
                         increasing &= prev.is_none_or(|p| old > p);
                         prev = Some(old);
                         sum += u128::from(old);
