@@ -27,7 +27,7 @@ pub struct WaitPolicy {
 impl Default for WaitPolicy {
     fn default() -> Self {
         WaitPolicy {
-            spins: 2000,
+            spins: 20_000,
             yields: 200,
             sleep_min: Duration::from_micros(20),
             sleep_max: Duration::from_millis(1),
