@@ -7,7 +7,7 @@ CACHE_ARGS := $(shell bash -c 'source scripts/lib/common.sh; kmake_args')
 UNIMEM_CONFIG := CONFIG_UNIMEM_EUSRVMEM=m CONFIG_UNIMEM_MAILBOX=m CONFIG_UNIMEM_MBOX_ECHO=m CONFIG_UNIMEM_KRAM=m CONFIG_UNIMEM_NUMA=m CONFIG_UNIMEM_GSAS=m
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR)/kernel $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
-.PHONY: all modules modules-clippy userspace clean check test setup cluster
+.PHONY: all modules modules-clippy userspace gsas-pc clean check test setup cluster
 
 all: modules userspace
 
@@ -20,6 +20,13 @@ modules-clippy:
 
 userspace:
 	cargo build --release --workspace
+	@userspace/gsas/gsas-pc.sh >/dev/null
+
+# pkg-config file of libgsas for the build tree: target/release/pkgconfig/gsas.pc
+# (PKG_CONFIG_PATH=$(CURDIR)/target/release/pkgconfig pkg-config --cflags --libs gsas).
+# Install elsewhere with: userspace/gsas/gsas-pc.sh --install PREFIX
+gsas-pc:
+	userspace/gsas/gsas-pc.sh
 
 check:
 	cargo fmt --all --check

@@ -1,0 +1,135 @@
+//! `unimem-gsas bench`: latency of one operation against a home node: REPS repetitions of
+//! COUNT operations each (after WARMUP), the per-operation latency of each repetition, their
+//! median, minimum and maximum, and the system calls per operation.
+
+use crate::json::Obj;
+use crate::Ctx;
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use std::time::Instant;
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BenchOp {
+    /// Fetch&Add on a word of a page allocated on the node.
+    Faa,
+    /// The service's round trip, no memory touched.
+    Nop,
+    /// 64-bit READ.
+    Read,
+    /// READ256.
+    Read256,
+    /// BULK_READ of a whole page (bandwidth: MB/s in the output).
+    BulkRead,
+}
+
+#[derive(Args)]
+pub struct Bench {
+    /// The home node.
+    #[arg(long)]
+    node: u16,
+    #[arg(long, value_enum, default_value_t = BenchOp::Faa)]
+    op: BenchOp,
+    /// Operations per repetition.
+    #[arg(long, default_value_t = 1000)]
+    count: u64,
+    /// Repetitions (the median is over these).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Operations before measuring.
+    #[arg(long, default_value_t = 100)]
+    warmup: u64,
+    #[arg(long)]
+    json: bool,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
+    if b.count == 0 || b.reps == 0 {
+        bail!("--count and --reps must be at least 1");
+    }
+    let g = ctx.open()?;
+    let page = match b.op {
+        BenchOp::Nop => None,
+        _ => Some(g.alloc_shared_page(b.node, 1)?),
+    };
+    let a = page.unwrap_or(0);
+    let mut buf = vec![0u8; gsas::PAGE_SIZE as usize];
+    let mut one = |g: &gsas::Gsas| -> gsas::Result<()> {
+        match b.op {
+            BenchOp::Faa => g.fetch_add(a, 1).map(drop),
+            BenchOp::Nop => g.nop(b.node),
+            BenchOp::Read => g.read(a).map(drop),
+            BenchOp::Read256 => g.read256(a).map(drop),
+            BenchOp::BulkRead => g.bulk_read(a, &mut buf),
+        }
+    };
+    for _ in 0..b.warmup {
+        one(&g)?;
+    }
+    let before = g.stats();
+    let mut lat = Vec::with_capacity(b.reps);
+    for _ in 0..b.reps {
+        let t0 = Instant::now();
+        for _ in 0..b.count {
+            one(&g)?;
+        }
+        lat.push(t0.elapsed().as_secs_f64() * 1e6 / b.count as f64);
+    }
+    let s = g.stats().since(&before);
+    if let Some(p) = page {
+        g.free(p)?;
+    }
+    let (min, max) = lat
+        .iter()
+        .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let reps: Vec<f64> = lat.clone();
+    let med = median(&mut lat);
+    let name =
+        b.op.to_possible_value()
+            .map(|v| v.get_name().to_string())
+            .unwrap_or_default();
+    let mbps = (b.op == BenchOp::BulkRead).then(|| gsas::PAGE_SIZE as f64 / med);
+    if b.json {
+        let mut o = Obj::new()
+            .str("op", &name)
+            .num("issuer", g.node())
+            .num("home", b.node)
+            .num("count", b.count)
+            .num("reps", b.reps as u64)
+            .float("median_us", med)
+            .float("min_us", min)
+            .float("max_us", max)
+            .float("syscalls_per_op", s.syscalls_per_request())
+            .float("sends_per_op", s.sends as f64 / s.requests.max(1) as f64)
+            .float("yields_per_op", s.yields as f64 / s.requests.max(1) as f64)
+            .float("sleeps_per_op", s.sleeps as f64 / s.requests.max(1) as f64);
+        if let Some(m) = mbps {
+            o = o.float("mb_per_s", m);
+        }
+        let rs: Vec<String> = reps.iter().map(|x| format!("{x:.3}")).collect();
+        println!("{}", o.str("reps_us", &rs.join(" ")));
+    } else {
+        println!(
+            "bench {name}: node {} -> node {}: median {med:.2} us/op (min {min:.2}, max {max:.2}) over {} x {}; {:.2} syscalls/op ({:.2} sends, {:.2} yields, {:.2} sleeps){}",
+            g.node(),
+            b.node,
+            b.reps,
+            b.count,
+            s.syscalls_per_request(),
+            s.sends as f64 / s.requests.max(1) as f64,
+            s.yields as f64 / s.requests.max(1) as f64,
+            s.sleeps as f64 / s.requests.max(1) as f64,
+            mbps.map(|m| format!(", {m:.1} MB/s")).unwrap_or_default()
+        );
+    }
+    Ok(0)
+}

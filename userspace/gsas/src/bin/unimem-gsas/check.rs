@@ -1,0 +1,696 @@
+//! `unimem-gsas check ...`: the checks the cluster acceptance test runs. Each prints a line
+//! per finding, a summary (or one JSON object with --json) and exits 1 if a check failed.
+
+use crate::json::Obj;
+use crate::{parse_u64, Ctx};
+use anyhow::Result;
+use clap::{Args, Subcommand};
+use gsas::{addr, node_of, offset_of, op, Error, Gsas, TreeSource, BULK_MAX, MAX_ALLOC_PAGES};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Subcommand)]
+pub enum Check {
+    /// THREADS threads each Fetch&Add 1 to the word at ADDR COUNT times. Checks each thread
+    /// saw strictly increasing old values; prints the sum of the old values seen (a test
+    /// running this on several nodes adds them up: with N increments from 0 in all, they must
+    /// be 0 + 1 + ... + N-1, and the word N).
+    FaaSum {
+        /// The GSAS address.
+        #[arg(long, value_parser = parse_u64)]
+        addr: u64,
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        #[arg(long, default_value_t = 1000)]
+        count: u64,
+        /// Start only when PARTIES processes have arrived at the barrier word BARRIER (each
+        /// adds 1 to it, then reads until it reaches PARTIES): processes started one after the
+        /// other on several nodes then run at the same time.
+        #[arg(long, value_parser = parse_u64, requires = "parties")]
+        barrier: Option<u64>,
+        #[arg(long, default_value_t = 1)]
+        parties: u64,
+        /// Apply every Fetch&Add twice (a second request whose answer is ignored), as a
+        /// service that applies an operation twice would: the sums a test checks then differ.
+        #[arg(long)]
+        apply_twice: bool,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// READ256 and READ128 under concurrent WRITE128 of the 32 bytes at ADDR (32-byte
+    /// aligned): writers write (v, v ^ K) into each 16-byte half, readers check every half
+    /// they see is all-zero or such a pair. Any other value is a torn read.
+    Torn {
+        /// The GSAS address.
+        #[arg(long, value_parser = parse_u64)]
+        addr: u64,
+        #[arg(long, default_value_t = 1)]
+        writers: usize,
+        #[arg(long, default_value_t = 1)]
+        readers: usize,
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every operation on a fresh allocation on NODE, each result checked.
+    Ops {
+        /// The home node (whose memory and service).
+        #[arg(long)]
+        node: u16,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// From a tree of its own (whatever --tree says), every operation on ADDR must be denied.
+    Denied {
+        /// The GSAS address.
+        #[arg(long, value_parser = parse_u64)]
+        addr: u64,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The bad-input matrix against NODE's service: each case must fail with its own error.
+    BadInput(BadInput),
+}
+
+#[derive(Args)]
+pub struct BadInput {
+    /// The home node (whose memory and service).
+    #[arg(long)]
+    node: u16,
+    /// A node id with no VM behind it (SEND must refuse it); default: skip that case.
+    #[arg(long)]
+    absent_node: Option<u16>,
+    /// Also exhaust the node's pool to see NO_MEMORY (allocates up to 64 x 256 MiB, then
+    /// frees it).
+    #[arg(long)]
+    exhaust: bool,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
+    match c {
+        Check::FaaSum {
+            addr,
+            threads,
+            count,
+            barrier,
+            parties,
+            apply_twice,
+            json,
+        } => {
+            if let Some(b) = barrier {
+                wait_barrier(ctx, b, parties)?;
+            }
+            faa_sum(ctx, addr, threads, count, apply_twice, json)
+        }
+        Check::Torn {
+            addr,
+            writers,
+            readers,
+            seconds,
+            json,
+        } => torn(ctx, addr, writers, readers, seconds, json),
+        Check::Ops { node, json } => ops(ctx, node, json),
+        Check::Denied { addr, json } => denied(ctx, addr, json),
+        Check::BadInput(b) => bad_input(ctx, b),
+    }
+}
+
+/// Arrives at the barrier word `b` and waits (up to 120 s) until `parties` have.
+fn wait_barrier(ctx: &Ctx, b: u64, parties: u64) -> Result<()> {
+    let g = ctx.open()?;
+    let t0 = Instant::now();
+    let mut n = g.fetch_add(b, 1)? + 1;
+    while n < parties {
+        if t0.elapsed() > Duration::from_secs(120) {
+            anyhow::bail!("barrier {b:#x}: {n} of {parties} parties after 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        n = g.read(b)?;
+    }
+    log::info!("barrier {b:#x}: {n} parties after {:?}", t0.elapsed());
+    Ok(())
+}
+
+fn faa_sum(ctx: &Ctx, a: u64, threads: usize, count: u64, twice: bool, json: bool) -> Result<i32> {
+    let t0 = Instant::now();
+    let results: Vec<Result<(u128, u64, bool, gsas::Stats)>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads.max(1))
+            .map(|_| {
+                s.spawn(move || -> Result<(u128, u64, bool, gsas::Stats)> {
+                    let g = ctx.open()?;
+                    let (mut sum, mut max, mut increasing) = (0u128, 0u64, true);
+                    let mut prev: Option<u64> = None;
+                    for _ in 0..count {
+                        let old = g.fetch_add(a, 1)?;
+                        if twice {
+                            g.fetch_add(a, 1)?;
+                        }
+                        increasing &= prev.is_none_or(|p| old > p);
+                        prev = Some(old);
+                        sum += u128::from(old);
+                        max = max.max(old);
+                    }
+                    Ok((sum, max, increasing, g.stats()))
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("thread panicked"))
+            .collect()
+    });
+    let secs = t0.elapsed().as_secs_f64();
+    let (mut sum, mut max, mut ok, mut errors) = (0u128, 0u64, true, 0u64);
+    let mut st = gsas::Stats::default();
+    for r in results {
+        match r {
+            Ok((s, m, inc, stats)) => {
+                sum += s;
+                max = max.max(m);
+                ok &= inc;
+                st.requests += stats.requests;
+                st.sends += stats.sends;
+                st.yields += stats.yields;
+                st.sleeps += stats.sleeps;
+            }
+            Err(e) => {
+                eprintln!("faa-sum: {e:#}");
+                errors += 1;
+            }
+        }
+    }
+    let ops = threads as u64 * count;
+    if json {
+        println!(
+            "{}",
+            Obj::new()
+                .num("ops", ops)
+                .str("old_sum", &sum.to_string())
+                .num("max_old", max)
+                .bool("increasing", ok)
+                .num("errors", errors)
+                .float("seconds", secs)
+                .float("ops_per_sec", ops as f64 / secs)
+                .float("syscalls_per_op", st.syscalls_per_request())
+        );
+    } else {
+        println!(
+            "faa-sum: {threads} threads x {count} Fetch&Add on {a:#x}: old values sum {sum}, max {max}, {} per thread, {errors} errors, {:.0} ops/s, {:.2} syscalls/op",
+            if ok { "increasing" } else { "NOT increasing" },
+            ops as f64 / secs,
+            st.syscalls_per_request()
+        );
+    }
+    Ok(i32::from(!ok || errors != 0))
+}
+
+const K: u64 = 0x5555_5555_5555_5555;
+
+/// A 16-byte half as readers may see it.
+fn half_ok(lo: u64, hi: u64) -> bool {
+    (lo == 0 && hi == 0) || hi == lo ^ K
+}
+
+fn torn(
+    ctx: &Ctx,
+    a: u64,
+    writers: usize,
+    readers: usize,
+    seconds: f64,
+    json: bool,
+) -> Result<i32> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let until = Duration::from_secs_f64(seconds.max(0.01));
+    let node = gsas::node_of(a) as u64;
+    let results: Vec<Result<(u64, u64, u64)>> = std::thread::scope(|s| {
+        let mut hs = Vec::new();
+        for w in 0..writers {
+            let stop = stop.clone();
+            hs.push(s.spawn(move || -> Result<(u64, u64, u64)> {
+                let g = ctx.open()?;
+                let mut n = 0u64;
+                let t0 = Instant::now();
+                while t0.elapsed() < until {
+                    // Distinct values per node, writer and step.
+                    let v = node << 56 | (w as u64) << 48 | (n & 0xffff_ffff_ffff);
+                    let half = (n % 2) * 16;
+                    g.write128(a + half, u128::from(v) | u128::from(v ^ K) << 64)?;
+                    n += 1;
+                }
+                stop.store(true, Ordering::Relaxed);
+                Ok((n, 0, 0))
+            }));
+        }
+        for _ in 0..readers {
+            hs.push(s.spawn(move || -> Result<(u64, u64, u64)> {
+                let g = ctx.open()?;
+                let (mut reads, mut torn) = (0u64, 0u64);
+                let t0 = Instant::now();
+                while t0.elapsed() < until {
+                    let w = g.read256(a)?;
+                    let v = g.read128(a + 16)?;
+                    reads += 2;
+                    for (lo, hi) in [(w[0], w[1]), (w[2], w[3]), (v as u64, (v >> 64) as u64)] {
+                        if !half_ok(lo, hi) {
+                            torn += 1;
+                            eprintln!("torn: {lo:#018x} {hi:#018x}");
+                        }
+                    }
+                }
+                Ok((0, reads, torn))
+            }));
+        }
+        hs.into_iter()
+            .map(|h| h.join().expect("thread panicked"))
+            .collect()
+    });
+    let (mut writes, mut reads, mut torn, mut errors) = (0, 0, 0, 0u64);
+    for r in results {
+        match r {
+            Ok((w, rd, t)) => {
+                writes += w;
+                reads += rd;
+                torn += t;
+            }
+            Err(e) => {
+                eprintln!("torn: {e:#}");
+                errors += 1;
+            }
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            Obj::new()
+                .num("writes", writes)
+                .num("reads", reads)
+                .num("torn", torn)
+                .num("errors", errors)
+        );
+    } else {
+        println!("torn: {writes} WRITE128, {reads} READ256/READ128, {torn} torn, {errors} errors");
+    }
+    Ok(i32::from(torn != 0 || errors != 0))
+}
+
+/// Collects named checks.
+struct Checks {
+    rows: Vec<Obj>,
+    failed: usize,
+    json: bool,
+}
+
+impl Checks {
+    fn new(json: bool) -> Self {
+        Checks {
+            rows: Vec::new(),
+            failed: 0,
+            json,
+        }
+    }
+
+    fn expect(&mut self, name: &str, ok: bool, detail: String) {
+        if !ok {
+            self.failed += 1;
+        }
+        if !self.json {
+            println!("{}: {name}: {detail}", if ok { "ok" } else { "FAIL" });
+        }
+        self.rows.push(
+            Obj::new()
+                .str("case", name)
+                .bool("ok", ok)
+                .str("detail", &detail),
+        );
+    }
+
+    /// `r` must have failed with an error of kind `kind` (one of `kinds`).
+    fn expect_err<T: std::fmt::Debug>(&mut self, name: &str, r: gsas::Result<T>, kinds: &[&str]) {
+        match r {
+            Err(e) => {
+                let ok = kinds.contains(&e.kind());
+                self.expect(
+                    name,
+                    ok,
+                    format!("{} (expected {}): {e}", e.kind(), kinds.join(" or ")),
+                );
+            }
+            Ok(v) => self.expect(
+                name,
+                false,
+                format!("succeeded with {v:?}, expected {}", kinds.join(" or ")),
+            ),
+        }
+    }
+
+    fn finish(self, what: &str) -> i32 {
+        let total = self.rows.len();
+        if self.json {
+            println!(
+                "{}",
+                Obj::new()
+                    .str("check", what)
+                    .num("passed", (total - self.failed) as u64)
+                    .num("failed", self.failed as u64)
+                    .objs("cases", &self.rows)
+            );
+        } else {
+            println!(
+                "{what}: {} passed, {} failed",
+                total - self.failed,
+                self.failed
+            );
+        }
+        i32::from(self.failed != 0)
+    }
+}
+
+fn eq<T: PartialEq + std::fmt::Debug>(c: &mut Checks, name: &str, got: gsas::Result<T>, want: T) {
+    match got {
+        Ok(v) => {
+            let ok = v == want;
+            c.expect(name, ok, format!("{v:?} (expected {want:?})"));
+        }
+        Err(e) => c.expect(name, false, format!("{e}")),
+    }
+}
+
+fn ops(ctx: &Ctx, node: u16, json: bool) -> Result<i32> {
+    let g = ctx.open()?;
+    let mut c = Checks::new(json);
+    let a = g.alloc_shared_page(node, 2)?;
+    c.expect(
+        "AllocSharedPage: address on the node, page aligned",
+        node_of(a) == node && offset_of(a) % gsas::PAGE_SIZE == 0,
+        format!("{a:#x}"),
+    );
+    eq(&mut c, "fresh page reads zero", g.read(a), 0);
+    eq(
+        &mut c,
+        "fresh page reads zero (bulk, both pages)",
+        {
+            let mut b = vec![1u8; 2 * gsas::PAGE_SIZE as usize];
+            g.bulk_read(a, &mut b).map(|_| b.iter().all(|&x| x == 0))
+        },
+        true,
+    );
+    eq(&mut c, "WRITE", g.write(a, 41), ());
+    eq(&mut c, "READ after WRITE", g.read(a), 41);
+    eq(&mut c, "FETCH_ADD returns old", g.fetch_add(a, 1), 41);
+    eq(&mut c, "FETCH_ADD wraps", g.fetch_add(a, u64::MAX), 42);
+    eq(&mut c, "READ after FETCH_ADDs", g.read(a), 41);
+    eq(&mut c, "failed CAS returns old", g.cas(a, 40, 7), 41);
+    eq(&mut c, "failed CAS changed nothing", g.read(a), 41);
+    eq(&mut c, "CAS returns old", g.cas(a, 41, 7), 41);
+    eq(&mut c, "SWAP returns old", g.swap(a, 0xf0), 7);
+    eq(&mut c, "FETCH_AND returns old", g.fetch_and(a, 0x3c), 0xf0);
+    eq(&mut c, "FETCH_OR returns old", g.fetch_or(a, 0x01), 0x30);
+    eq(&mut c, "FETCH_XOR returns old", g.fetch_xor(a, 0xff), 0x31);
+    eq(&mut c, "READ after bitwise", g.read(a), 0xce);
+    let b = a + 8;
+    eq(&mut c, "WRITE all ones", g.write(b, u64::MAX), ());
+    eq(&mut c, "WRITE32 low half", g.write32(b, 5), ());
+    eq(
+        &mut c,
+        "WRITE32 left the high half",
+        g.read(b),
+        0xffff_ffff_0000_0005,
+    );
+    eq(&mut c, "READ32 high half", g.read32(b + 4), u32::MAX);
+    eq(
+        &mut c,
+        "FETCH_ADD32 returns old",
+        g.fetch_add32(b, u32::MAX),
+        5,
+    );
+    eq(
+        &mut c,
+        "FETCH_ADD32 wraps in 32 bits, no carry",
+        g.read(b),
+        0xffff_ffff_0000_0004,
+    );
+    eq(&mut c, "CAS32 returns old", g.cas32(b, 4, 9), 4);
+    eq(&mut c, "failed CAS32 returns old", g.cas32(b, 4, 10), 9);
+    eq(&mut c, "SWAP32 returns old", g.swap32(b, 0xff), 9);
+    eq(
+        &mut c,
+        "FETCH_AND32 returns old",
+        g.fetch_and32(b, 0x0f),
+        0xff,
+    );
+    eq(
+        &mut c,
+        "FETCH_OR32 returns old",
+        g.fetch_or32(b, 0x30),
+        0x0f,
+    );
+    eq(
+        &mut c,
+        "FETCH_XOR32 returns old",
+        g.fetch_xor32(b, 0x3f),
+        0x3f,
+    );
+    eq(&mut c, "READ32 after 32-bit ops", g.read32(b), 0);
+    let v: u128 = 0x1111_2222_3333_4444_5555_6666_7777_8888;
+    let w = a + 32;
+    eq(&mut c, "WRITE128", g.write128(w, v), ());
+    eq(&mut c, "READ128", g.read128(w), v);
+    eq(
+        &mut c,
+        "WRITE128 second half",
+        g.write128(w + 16, 0xabcd),
+        (),
+    );
+    eq(
+        &mut c,
+        "READ256",
+        g.read256(w),
+        [0x5555_6666_7777_8888, 0x1111_2222_3333_4444, 0xabcd, 0],
+    );
+    eq(
+        &mut c,
+        "READ of a WRITE128 word",
+        g.read(w + 8),
+        0x1111_2222_3333_4444,
+    );
+    // Bulk: across the page boundary, unaligned.
+    let data: Vec<u8> = (0..6000).map(|i| crate::pattern(7, i)).collect();
+    let at = a + 1000;
+    eq(
+        &mut c,
+        "BULK_WRITE 6000 bytes across pages",
+        g.bulk_write(at, &data),
+        (),
+    );
+    let mut back = vec![0u8; data.len()];
+    eq(
+        &mut c,
+        "BULK_READ back",
+        g.bulk_read(at, &mut back).map(|_| back == data),
+        true,
+    );
+    eq(
+        &mut c,
+        "READ of a bulk-written word",
+        g.read(a + 1008),
+        u64::from_le_bytes(data[8..16].try_into().expect("8 bytes")),
+    );
+    eq(&mut c, "NOP", g.nop(node), ());
+    eq(&mut c, "FREE", g.free(a), ());
+    c.expect_err("READ after FREE", g.read(a), &["fault"]);
+    let s = g.stats();
+    c.expect(
+        "one SEND per request",
+        s.sends == s.requests + s.send_retries,
+        format!(
+            "{} requests, {} sends, {} yields, {} sleeps: {:.2} syscalls/op",
+            s.requests,
+            s.sends,
+            s.yields,
+            s.sleeps,
+            s.syscalls_per_request()
+        ),
+    );
+    Ok(c.finish("ops"))
+}
+
+fn denied(ctx: &Ctx, a: u64, json: bool) -> Result<i32> {
+    let g: Gsas = ctx.open_in(TreeSource::Fresh)?;
+    let mut c = Checks::new(json);
+    let d = &["denied"];
+    let a32 = a & !31;
+    c.expect_err("READ", g.read(a), d);
+    c.expect_err("READ32", g.read32(a), d);
+    c.expect_err("WRITE", g.write(a, 0xbad), d);
+    c.expect_err("WRITE32", g.write32(a, 0xbad), d);
+    c.expect_err("READ128", g.read128(a32), d);
+    c.expect_err("READ256", g.read256(a32), d);
+    c.expect_err("WRITE128", g.write128(a32, 0xbad), d);
+    c.expect_err("FETCH_ADD", g.fetch_add(a, 1), d);
+    c.expect_err("FETCH_ADD32", g.fetch_add32(a, 1), d);
+    c.expect_err("CAS", g.cas(a, 0, 0xbad), d);
+    c.expect_err("SWAP", g.swap(a, 0xbad), d);
+    c.expect_err("FETCH_AND", g.fetch_and(a, 0), d);
+    c.expect_err("FETCH_OR", g.fetch_or(a, u64::MAX), d);
+    c.expect_err("FETCH_XOR", g.fetch_xor(a, u64::MAX), d);
+    c.expect_err("CAS32", g.cas32(a, 0, 0xbad), d);
+    c.expect_err("SWAP32", g.swap32(a, 0xbad), d);
+    let mut buf = [0u8; 64];
+    c.expect_err("BULK_READ", g.bulk_read(a, &mut buf), d);
+    c.expect_err("BULK_WRITE", g.bulk_write(a, &[0xba; 64]), d);
+    c.expect_err("FREE", g.free(a & !(gsas::PAGE_SIZE - 1)), d);
+    println!("denied: tree {:#x} of node {}", g.prot_id(), g.node());
+    Ok(c.finish("denied"))
+}
+
+fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
+    let g = ctx.open()?;
+    let mut c = Checks::new(b.json);
+    let n = b.node;
+    let a = g.alloc_shared_page(n, 2)?;
+    let inv = &["invalid"];
+    let una = &["unaligned"];
+    let fault = &["fault"];
+    c.expect_err("READ at +4 (unaligned)", g.read(a + 4), una);
+    c.expect_err("READ32 at +2 (unaligned)", g.read32(a + 2), una);
+    c.expect_err("FETCH_ADD at +1 (unaligned)", g.fetch_add(a + 1, 1), una);
+    c.expect_err("READ128 at +8 (unaligned)", g.read128(a + 8), una);
+    c.expect_err("WRITE128 at +8 (unaligned)", g.write128(a + 8, 1), una);
+    c.expect_err("READ256 at +16 (unaligned)", g.read256(a + 16), una);
+    c.expect_err("unknown opcode 0x7f", g.raw(0x7f, a, 0, 0), inv);
+    c.expect_err(
+        "READ256 with the 32-bit flag",
+        g.raw(op::READ256 | op::WIDTH32, a, 0, 0),
+        inv,
+    );
+    c.expect_err(
+        "ALLOC with the 32-bit flag",
+        g.raw(op::ALLOC | op::WIDTH32, addr(n, 0), 1, 0),
+        inv,
+    );
+    c.expect_err("ALLOC of 0 pages", g.alloc_shared_page(n, 0), inv);
+    c.expect_err(
+        "ALLOC of MAX_ALLOC_PAGES + 1",
+        g.alloc_shared_page(n, MAX_ALLOC_PAGES + 1),
+        inv,
+    );
+    c.expect_err("BULK_READ of 0 bytes", g.raw(op::BULK_READ, a, 0, 0), inv);
+    c.expect_err(
+        "BULK_READ of BULK_MAX + 1 bytes",
+        g.raw(op::BULK_READ, a, BULK_MAX + 1, 0),
+        inv,
+    );
+    c.expect_err(
+        "BULK_WRITE of BULK_MAX + 1 bytes",
+        g.raw(op::BULK_WRITE, a, BULK_MAX + 1, 0),
+        inv,
+    );
+    c.expect_err(
+        "READ far beyond the partition",
+        g.read(addr(n, gsas::OFFSET_MASK & !7)),
+        fault,
+    );
+    c.expect_err(
+        "READ of offset 0 (the mailbox rings)",
+        g.read(addr(n, 0)),
+        fault,
+    );
+    let other = if n == 0 { 1 } else { 0 };
+    c.expect_err(
+        "READ of another node's address sent to this node",
+        g.raw_to(n, op::READ, addr(other, offset_of(a)), 0, 0),
+        fault,
+    );
+    c.expect_err("FREE of an unaligned address", g.free(a + 8), una);
+    c.expect_err(
+        "FREE of the second page of an allocation",
+        g.free(a + gsas::PAGE_SIZE),
+        fault,
+    );
+    eq(&mut c, "FREE", g.free(a), ());
+    c.expect_err("READ after FREE", g.read(a), fault);
+    c.expect_err(
+        "READ of the second page after FREE",
+        g.read(a + gsas::PAGE_SIZE),
+        fault,
+    );
+    c.expect_err("WRITE after FREE", g.write(a, 1), fault);
+    c.expect_err("FETCH_ADD after FREE", g.fetch_add(a, 1), fault);
+    c.expect_err(
+        "BULK_READ after FREE",
+        g.bulk_read(a, &mut [0u8; 16]),
+        fault,
+    );
+    c.expect_err("double FREE", g.free(a), fault);
+    c.expect_err(
+        "node 16 (beyond the 16 a cluster may have)",
+        g.read(addr(16, 4096)),
+        &["argument"],
+    );
+    if let Some(absent) = b.absent_node {
+        let t0 = Instant::now();
+        let r = g.nop(absent);
+        let ok = matches!(&r, Err(Error::Mailbox(_)) | Err(Error::Timeout { .. }));
+        c.expect(
+            &format!("NOP to absent node {absent}"),
+            ok,
+            format!("{r:?} after {:?}", t0.elapsed()),
+        );
+    }
+    if b.exhaust {
+        let mut held = Vec::new();
+        let mut last = None;
+        for _ in 0..64 {
+            match g.alloc_shared_page(n, MAX_ALLOC_PAGES) {
+                Ok(x) => held.push(x),
+                Err(e) => {
+                    last = Some(e);
+                    break;
+                }
+            }
+        }
+        // Smaller requests until even one page is refused.
+        if matches!(last, Some(Error::NoMemory(_))) {
+            let mut pages = MAX_ALLOC_PAGES / 2;
+            while pages >= 1 {
+                match g.alloc_shared_page(n, pages) {
+                    Ok(x) => held.push(x),
+                    Err(_) => pages /= 2,
+                }
+            }
+        }
+        let freed = held.iter().filter(|&&x| g.free(x).is_ok()).count();
+        let kind = last.as_ref().map_or("none", |e| e.kind());
+        c.expect(
+            "ALLOC beyond the pool: NO_MEMORY",
+            kind == "no-memory",
+            format!(
+                "{} allocations held, then {} ({})",
+                held.len(),
+                kind,
+                last.map(|e| e.to_string()).unwrap_or_default()
+            ),
+        );
+        c.expect(
+            "everything allocated could be freed",
+            freed == held.len(),
+            format!("{freed} of {}", held.len()),
+        );
+        eq(
+            &mut c,
+            "allocation works again after freeing",
+            g.alloc_shared_page(n, 1).and_then(|x| g.free(x)),
+            (),
+        );
+    }
+    eq(&mut c, "the service still answers", g.nop(n), ());
+    Ok(c.finish("bad-input"))
+}

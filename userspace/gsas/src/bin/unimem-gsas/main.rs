@@ -1,0 +1,492 @@
+//! `unimem-gsas`: GSAS from the command line: allocate, read, write and apply atomics to
+//! global addresses, run the cluster checks (exact Fetch&Add sums, torn reads, protection,
+//! bad input) and benchmark the round trip to a node's atomic service.
+
+mod bench;
+mod check;
+mod json;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use gsas::{Gsas, TreeSource};
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "unimem-gsas",
+    version,
+    about = "GSAS, the global shared address space: allocate pages on any node, read, write and apply atomics to them, check and benchmark the atomic services",
+    after_help = "Addresses are 64-bit: node in bits 48-63, offset in bits 0-47 (hex with 0x, or decimal). Every process has its own protection tree unless --tree joins another one (needs CAP_SYS_ADMIN) or it runs under `unimem-gsas exec`."
+)]
+struct Cli {
+    /// Join protection tree ID (as printed by `info`/`alloc`; SET_TREE, needs CAP_SYS_ADMIN)
+    /// instead of a tree of this process's own.
+    #[arg(long, global = true, value_parser = parse_u32)]
+    tree: Option<u32>,
+    /// Timeout per operation in milliseconds (default 5000, or GSAS_TIMEOUT_MS).
+    #[arg(long, global = true)]
+    timeout_ms: Option<u64>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// This node, the interface and the tree of this process; with --nodes, a NOP to each node.
+    Info {
+        /// Ping nodes 0..N-1 (their services' round trip).
+        #[arg(long)]
+        nodes: Option<u16>,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// AllocSharedPage: zeroed pages on a node, owned by this process's tree.
+    Alloc {
+        /// The home node (whose memory and service).
+        #[arg(long)]
+        node: u16,
+        #[arg(long, default_value_t = 1)]
+        pages: u64,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Free the allocation that starts at ADDR.
+    Free {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+    },
+    /// Read at ADDR (prints the value in hex; 128 and 256 bits as words, lowest address first).
+    Read {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(long, value_enum, default_value_t = Width::W64)]
+        width: Width,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write VALUE at ADDR (128 bits: VALUE is the low word, --high the high word).
+    Write {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(value_parser = parse_u64)]
+        value: u64,
+        #[arg(long, value_enum, default_value_t = Width::W64)]
+        width: Width,
+        /// The high word of a 128-bit write.
+        #[arg(long, value_parser = parse_u64, default_value_t = 0)]
+        high: u64,
+    },
+    /// Fetch&Add V to the word at ADDR, COUNT times; prints the final value (the last old
+    /// value plus V).
+    Faa {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(long, value_parser = parse_u64, default_value_t = 1)]
+        add: u64,
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare-and-swap: if the word is EXPECTED, write NEW; prints the old word.
+    Cas {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(value_parser = parse_u64)]
+        expected: u64,
+        #[arg(value_parser = parse_u64)]
+        new: u64,
+        #[arg(long, value_enum, default_value_t = Width::W64)]
+        width: Width,
+    },
+    /// Swap in VALUE; prints the old word.
+    Swap {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(value_parser = parse_u64)]
+        value: u64,
+        #[arg(long, value_enum, default_value_t = Width::W64)]
+        width: Width,
+    },
+    /// Fetch-and/or/xor VALUE; prints the old word.
+    Bitwise {
+        #[arg(value_enum)]
+        op: BitOp,
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(value_parser = parse_u64)]
+        value: u64,
+        #[arg(long, value_enum, default_value_t = Width::W64)]
+        width: Width,
+    },
+    /// Bulk-write LEN bytes of a pattern (from SEED) at ADDR.
+    BulkWrite {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(long)]
+        len: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Bulk-read LEN bytes at ADDR: verify them against the pattern of SEED, or print a checksum.
+    BulkRead {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(long)]
+        len: usize,
+        /// Verify against the pattern `bulk-write --seed` wrote.
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// A round trip to a node's service.
+    Nop {
+        /// The home node (whose memory and service).
+        #[arg(long)]
+        node: u16,
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+    },
+    /// Run CMD in this process's tree (GSAS_TREE_FD): every GSAS process it starts on this
+    /// node shares the tree.
+    Exec {
+        #[arg(required = true, trailing_var_arg = true)]
+        cmd: Vec<String>,
+    },
+    /// Checks for the acceptance tests (exit status 1 if a check fails).
+    #[command(subcommand)]
+    Check(check::Check),
+    /// Latency of an operation against a home node: repetitions, median.
+    Bench(bench::Bench),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Width {
+    #[value(name = "32")]
+    W32,
+    #[value(name = "64")]
+    W64,
+    #[value(name = "128")]
+    W128,
+    #[value(name = "256")]
+    W256,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BitOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// How every handle of this process opens: the tree and the timeout.
+#[derive(Clone, Copy)]
+pub struct Ctx {
+    pub tree: TreeSource,
+    pub timeout: Option<Duration>,
+}
+
+impl Ctx {
+    pub fn open(&self) -> Result<Gsas> {
+        self.open_in(self.tree)
+    }
+
+    pub fn open_in(&self, tree: TreeSource) -> Result<Gsas> {
+        let g = Gsas::open_in(tree).context("opening a GSAS handle")?;
+        if let Some(t) = self.timeout {
+            g.set_timeout(t);
+        }
+        Ok(g)
+    }
+}
+
+pub fn parse_u64(s: &str) -> std::result::Result<u64, String> {
+    let s = s.trim().replace('_', "");
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|e| format!("`{s}`: {e} (a number, hex with 0x)"))
+}
+
+fn parse_u32(s: &str) -> std::result::Result<u32, String> {
+    let v = parse_u64(s)?;
+    u32::try_from(v).map_err(|_| format!("{v} does not fit 32 bits"))
+}
+
+/// The pattern byte `i` of `bulk-write --seed`.
+pub fn pattern(seed: u64, i: usize) -> u8 {
+    let x = (i as u64)
+        .wrapping_add(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    (x >> 56) as u8
+}
+
+fn width_err(w: Width, what: &str) -> anyhow::Error {
+    let n = match w {
+        Width::W32 => 32,
+        Width::W64 => 64,
+        Width::W128 => 128,
+        Width::W256 => 256,
+    };
+    anyhow::anyhow!("{what} has no {n}-bit form")
+}
+
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("unimem-gsas: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<i32> {
+    let ctx = Ctx {
+        tree: cli.tree.map_or(TreeSource::Process, TreeSource::Id),
+        timeout: cli.timeout_ms.map(Duration::from_millis),
+    };
+    match cli.cmd {
+        Cmd::Info { nodes, json } => info(&ctx, nodes, json),
+        Cmd::Alloc { node, pages, json } => {
+            let g = ctx.open()?;
+            let a = g.alloc_shared_page(node, pages)?;
+            if json {
+                println!(
+                    "{}",
+                    json::Obj::new()
+                        .num("addr", a)
+                        .str("addr_hex", &format!("{a:#x}"))
+                        .num("node", node)
+                        .num("pages", pages)
+                        .num("tree", g.prot_id())
+                );
+            } else {
+                println!("{a:#x}");
+            }
+            Ok(0)
+        }
+        Cmd::Free { addr } => {
+            ctx.open()?.free(addr)?;
+            Ok(0)
+        }
+        Cmd::Read { addr, width, json } => {
+            let g = ctx.open()?;
+            let words: Vec<u64> = match width {
+                Width::W32 => vec![u64::from(g.read32(addr)?)],
+                Width::W64 => vec![g.read(addr)?],
+                Width::W128 => {
+                    let v = g.read128(addr)?;
+                    vec![v as u64, (v >> 64) as u64]
+                }
+                Width::W256 => g.read256(addr)?.to_vec(),
+            };
+            if json {
+                println!("{}", json::Obj::new().nums("words", &words));
+            } else {
+                let s: Vec<String> = words.iter().map(|w| format!("{w:#x}")).collect();
+                println!("{}", s.join(" "));
+            }
+            Ok(0)
+        }
+        Cmd::Write {
+            addr,
+            value,
+            width,
+            high,
+        } => {
+            let g = ctx.open()?;
+            match width {
+                Width::W32 => g.write32(addr, u32::try_from(value).context("32-bit value")?)?,
+                Width::W64 => g.write(addr, value)?,
+                Width::W128 => g.write128(addr, u128::from(value) | u128::from(high) << 64)?,
+                Width::W256 => return Err(width_err(width, "write")),
+            }
+            Ok(0)
+        }
+        Cmd::Faa {
+            addr,
+            add,
+            count,
+            json,
+        } => {
+            if count == 0 {
+                bail!("--count must be at least 1");
+            }
+            let g = ctx.open()?;
+            let mut old = 0;
+            for _ in 0..count {
+                old = g.fetch_add(addr, add)?;
+            }
+            let last = old.wrapping_add(add);
+            let s = g.stats();
+            if json {
+                println!(
+                    "{}",
+                    json::Obj::new()
+                        .num("final", last)
+                        .num("count", count)
+                        .float("syscalls_per_op", s.syscalls_per_request())
+                );
+            } else {
+                println!("{last}");
+            }
+            Ok(0)
+        }
+        Cmd::Cas {
+            addr,
+            expected,
+            new,
+            width,
+        } => {
+            let g = ctx.open()?;
+            let old = match width {
+                Width::W64 => g.cas(addr, expected, new)?,
+                Width::W32 => u64::from(g.cas32(addr, expected as u32, new as u32)?),
+                w => return Err(width_err(w, "cas")),
+            };
+            println!("{old:#x}");
+            Ok(0)
+        }
+        Cmd::Swap { addr, value, width } => {
+            let g = ctx.open()?;
+            let old = match width {
+                Width::W64 => g.swap(addr, value)?,
+                Width::W32 => u64::from(g.swap32(addr, value as u32)?),
+                w => return Err(width_err(w, "swap")),
+            };
+            println!("{old:#x}");
+            Ok(0)
+        }
+        Cmd::Bitwise {
+            op,
+            addr,
+            value,
+            width,
+        } => {
+            let g = ctx.open()?;
+            let v32 = value as u32;
+            let old = match (width, op) {
+                (Width::W64, BitOp::And) => g.fetch_and(addr, value)?,
+                (Width::W64, BitOp::Or) => g.fetch_or(addr, value)?,
+                (Width::W64, BitOp::Xor) => g.fetch_xor(addr, value)?,
+                (Width::W32, BitOp::And) => u64::from(g.fetch_and32(addr, v32)?),
+                (Width::W32, BitOp::Or) => u64::from(g.fetch_or32(addr, v32)?),
+                (Width::W32, BitOp::Xor) => u64::from(g.fetch_xor32(addr, v32)?),
+                (w, _) => return Err(width_err(w, "bitwise")),
+            };
+            println!("{old:#x}");
+            Ok(0)
+        }
+        Cmd::BulkWrite { addr, len, seed } => {
+            let data: Vec<u8> = (0..len).map(|i| pattern(seed, i)).collect();
+            let g = ctx.open()?;
+            g.bulk_write(addr, &data)?;
+            println!("wrote {len} bytes in {} requests", g.stats().requests);
+            Ok(0)
+        }
+        Cmd::BulkRead { addr, len, seed } => {
+            let mut data = vec![0u8; len];
+            let g = ctx.open()?;
+            g.bulk_read(addr, &mut data)?;
+            match seed {
+                Some(seed) => {
+                    let bad = (0..len).filter(|&i| data[i] != pattern(seed, i)).count();
+                    println!(
+                        "read {len} bytes in {} requests, {bad} differ from seed {seed}",
+                        g.stats().requests
+                    );
+                    Ok(i32::from(bad != 0))
+                }
+                None => {
+                    let sum = data.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+                    });
+                    println!("read {len} bytes, fnv1a {sum:#018x}");
+                    Ok(0)
+                }
+            }
+        }
+        Cmd::Nop { node, count } => {
+            let g = ctx.open()?;
+            for _ in 0..count {
+                g.nop(node)?;
+            }
+            println!("{count} NOPs answered by node {node}");
+            Ok(0)
+        }
+        Cmd::Exec { cmd } => exec(&ctx, &cmd),
+        Cmd::Check(c) => check::run(&ctx, c),
+        Cmd::Bench(b) => bench::run(&ctx, b),
+    }
+}
+
+fn info(ctx: &Ctx, nodes: Option<u16>, json: bool) -> Result<i32> {
+    let g = ctx.open()?;
+    let mut obj = json::Obj::new()
+        .num("node", g.node())
+        .num("iface", g.iface())
+        .num("tree", g.prot_id())
+        .str("tree_hex", &format!("{:#x}", g.prot_id()));
+    if !json {
+        println!(
+            "node {} iface {} tree {:#x}",
+            g.node(),
+            g.iface(),
+            g.prot_id()
+        );
+    }
+    let mut failed = 0;
+    if let Some(n) = nodes {
+        let mut up = Vec::new();
+        for node in 0..n {
+            let t0 = std::time::Instant::now();
+            match g.nop(node) {
+                Ok(()) => {
+                    let us = t0.elapsed().as_secs_f64() * 1e6;
+                    if !json {
+                        println!("node {node}: service answers ({us:.0} us)");
+                    }
+                    up.push(u64::from(node));
+                }
+                Err(e) => {
+                    failed += 1;
+                    if !json {
+                        println!("node {node}: {e}");
+                    }
+                }
+            }
+        }
+        obj = obj.nums("answering", &up);
+    }
+    if json {
+        println!("{obj}");
+    }
+    Ok(i32::from(failed != 0))
+}
+
+fn exec(ctx: &Ctx, cmd: &[String]) -> Result<i32> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let fd = match ctx.tree {
+        TreeSource::Process => gsas::export_tree_fd()?,
+        other => {
+            // A handle in that tree; its file is what the child inherits from.
+            let g = ctx.open_in(other)?;
+            let fd = g.transport().interface().export_fd()?;
+            std::mem::forget(g);
+            fd
+        }
+    };
+    let err = std::process::Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .env(gsas::TREE_FD_ENV, fd.as_raw_fd().to_string())
+        .exec();
+    bail!("exec {}: {err}", cmd[0])
+}

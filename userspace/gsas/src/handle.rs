@@ -1,0 +1,544 @@
+//! [`Gsas`]: a per-thread handle that applies GSAS operations through the home nodes' atomic
+//! services: one `SEND` per operation, the answer read from the mapped response slot.
+
+use crate::error::{Error, Request, Result};
+use crate::transport::{send_error, Device, Pause, Transport};
+use crate::tree::TreeSource;
+use nix::errno::Errno;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+use unimem_wire::gas::MAX_NODES;
+use unimem_wire::gsas::{self, op, request, Response, BULK_MAX, PAGE_SIZE};
+
+/// How a handle waits for an answer: first it only reads its slot (`spins` times; not when
+/// the home is this node, whose service needs this CPU), then it
+/// calls `sched_yield()` between reads (`yields` times), then it sleeps between reads, from
+/// `sleep_min` doubling up to `sleep_max`. After `timeout` it gives up ([`Error::Timeout`]).
+/// A full request ring (SEND `EAGAIN`) is retried the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitPolicy {
+    pub spins: u32,
+    pub yields: u32,
+    pub sleep_min: Duration,
+    pub sleep_max: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for WaitPolicy {
+    fn default() -> Self {
+        WaitPolicy {
+            spins: 20_000,
+            yields: 200,
+            sleep_min: Duration::from_micros(20),
+            sleep_max: Duration::from_millis(1),
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl WaitPolicy {
+    /// The default, changed by `GSAS_TIMEOUT_MS`, `GSAS_SPINS` and `GSAS_YIELDS` if set.
+    pub fn from_env() -> Self {
+        let mut p = WaitPolicy::default();
+        let num = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        if let Some(ms) = num("GSAS_TIMEOUT_MS") {
+            p.timeout = Duration::from_millis(ms.max(1));
+        }
+        if let Some(n) = num("GSAS_SPINS") {
+            p.spins = n.min(u64::from(u32::MAX)) as u32;
+        }
+        if let Some(n) = num("GSAS_YIELDS") {
+            p.yields = n.min(u64::from(u32::MAX)) as u32;
+        }
+        p
+    }
+}
+
+/// What a handle has done: requests, and the system calls they cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Requests answered (any status), resynchronizing NOPs included.
+    pub requests: u64,
+    /// `SEND` ioctls, retries of a full ring included.
+    pub sends: u64,
+    /// `SEND`s that found the ring full (`EAGAIN`) and were retried.
+    pub send_retries: u64,
+    /// `sched_yield()`s while waiting.
+    pub yields: u64,
+    /// Sleeps while waiting.
+    pub sleeps: u64,
+    /// Answers whose echo did not match the request (late answers to timed-out requests).
+    pub mismatches: u64,
+    /// Requests that timed out.
+    pub timeouts: u64,
+}
+
+impl Stats {
+    /// System calls made by the operations: sends + yields + sleeps (clock reads, which are
+    /// vDSO calls where the clock source allows, are not counted; they happen only once the
+    /// waiting has reached the yield phase).
+    pub fn syscalls(&self) -> u64 {
+        self.sends + self.yields + self.sleeps
+    }
+
+    /// System calls per request.
+    pub fn syscalls_per_request(&self) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            self.syscalls() as f64 / self.requests as f64
+        }
+    }
+
+    /// The counts accumulated since `earlier`.
+    pub fn since(&self, earlier: &Stats) -> Stats {
+        Stats {
+            requests: self.requests - earlier.requests,
+            sends: self.sends - earlier.sends,
+            send_retries: self.send_retries - earlier.send_retries,
+            yields: self.yields - earlier.yields,
+            sleeps: self.sleeps - earlier.sleeps,
+            mismatches: self.mismatches - earlier.mismatches,
+            timeouts: self.timeouts - earlier.timeouts,
+        }
+    }
+}
+
+/// A GSAS handle: one mailbox interface of this thread. Not `Sync`: open one per thread
+/// (it is `Send`, so it may move to the thread that uses it).
+#[derive(Debug)]
+pub struct Gsas<T: Transport = Device> {
+    t: T,
+    policy: Cell<WaitPolicy>,
+    stats: Cell<Stats>,
+    /// Nodes whose answers may be out of step (a request timed out): bit per node.
+    unsynced: Cell<u64>,
+    /// Makes every NOP's address distinct, so that its answer cannot be an older one.
+    nonce: Cell<u64>,
+}
+
+/// Which width an operation has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Width {
+    W64,
+    W32,
+}
+
+impl Gsas<Device> {
+    /// Opens a handle in the process's protection tree (see [`crate::tree`]), with the wait
+    /// policy from the environment ([`WaitPolicy::from_env`]).
+    pub fn open() -> Result<Self> {
+        Self::open_in(TreeSource::Process)
+    }
+
+    /// Opens a handle in the tree `source` says.
+    pub fn open_in(source: TreeSource) -> Result<Self> {
+        Ok(Self::with_transport(Device::open(source)?))
+    }
+}
+
+impl<T: Transport> Gsas<T> {
+    /// A handle over any transport (the unit tests use a fake service).
+    pub fn with_transport(t: T) -> Self {
+        Gsas {
+            t,
+            policy: Cell::new(WaitPolicy::from_env()),
+            stats: Cell::new(Stats::default()),
+            unsynced: Cell::new(0),
+            nonce: Cell::new(0),
+        }
+    }
+
+    /// The transport below (the device: node, interface, tree).
+    pub fn transport(&self) -> &T {
+        &self.t
+    }
+
+    /// This node's id.
+    pub fn node(&self) -> u16 {
+        self.t.node()
+    }
+
+    /// The mailbox interface of this handle.
+    pub fn iface(&self) -> u32 {
+        self.t.iface()
+    }
+
+    /// The protection tree of this handle.
+    pub fn prot_id(&self) -> u32 {
+        self.t.prot_id()
+    }
+
+    pub fn policy(&self) -> WaitPolicy {
+        self.policy.get()
+    }
+
+    pub fn set_policy(&self, p: WaitPolicy) {
+        self.policy.set(p);
+    }
+
+    /// Changes only the timeout.
+    pub fn set_timeout(&self, timeout: Duration) {
+        let mut p = self.policy.get();
+        p.timeout = timeout;
+        self.policy.set(p);
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.stats.get()
+    }
+
+    fn count(&self, f: impl FnOnce(&mut Stats)) {
+        let mut s = self.stats.get();
+        f(&mut s);
+        self.stats.set(s);
+    }
+
+    // ---- the operations ----
+
+    /// AllocSharedPage: `pages` zeroed pages on `node`, owned by this handle's tree. Returns
+    /// the address of the first (consecutive addresses).
+    pub fn alloc_shared_page(&self, node: u16, pages: u64) -> Result<u64> {
+        Ok(self
+            .call(node, op::ALLOC, gsas::addr(node, 0), pages, 0)?
+            .word())
+    }
+
+    /// Frees the allocation that starts at `addr`.
+    pub fn free(&self, addr: u64) -> Result<()> {
+        self.call_at(op::FREE, addr, 0, 0).map(drop)
+    }
+
+    /// A round trip to `node`'s service (its NOP).
+    pub fn nop(&self, node: u16) -> Result<()> {
+        let n = self.nonce.get().wrapping_add(1);
+        self.nonce.set(n);
+        self.call(node, op::NOP, gsas::addr(node, n), 0, 0)
+            .map(drop)
+    }
+
+    /// READ of 64 bits.
+    pub fn read(&self, addr: u64) -> Result<u64> {
+        self.word(op::READ, Width::W64, addr, 0, 0)
+    }
+
+    /// READ of 32 bits.
+    pub fn read32(&self, addr: u64) -> Result<u32> {
+        self.word(op::READ, Width::W32, addr, 0, 0)
+            .map(|v| v as u32)
+    }
+
+    /// WRITE of 64 bits.
+    pub fn write(&self, addr: u64, value: u64) -> Result<()> {
+        self.word(op::WRITE, Width::W64, addr, value, 0).map(drop)
+    }
+
+    /// WRITE of 32 bits.
+    pub fn write32(&self, addr: u64, value: u32) -> Result<()> {
+        self.word(op::WRITE, Width::W32, addr, u64::from(value), 0)
+            .map(drop)
+    }
+
+    /// Atomic 128-bit read (16-byte aligned).
+    pub fn read128(&self, addr: u64) -> Result<u128> {
+        let r = self.call_at(op::READ128, addr, 0, 0)?;
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&r.value[..16]);
+        Ok(u128::from_le_bytes(b))
+    }
+
+    /// Atomic 256-bit read (32-byte aligned): the four words, lowest address first.
+    pub fn read256(&self, addr: u64) -> Result<[u64; 4]> {
+        let r = self.call_at(op::READ256, addr, 0, 0)?;
+        let mut w = [0u64; 4];
+        for (i, c) in r.value.chunks_exact(8).enumerate() {
+            w[i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        }
+        Ok(w)
+    }
+
+    /// Atomic 128-bit write (16-byte aligned).
+    pub fn write128(&self, addr: u64, value: u128) -> Result<()> {
+        self.call_at(op::WRITE128, addr, value as u64, (value >> 64) as u64)
+            .map(drop)
+    }
+
+    /// Fetch&Add (wrapping): returns the old value.
+    pub fn fetch_add(&self, addr: u64, add: u64) -> Result<u64> {
+        self.word(op::FETCH_ADD, Width::W64, addr, add, 0)
+    }
+
+    /// 32-bit Fetch&Add.
+    pub fn fetch_add32(&self, addr: u64, add: u32) -> Result<u32> {
+        self.word(op::FETCH_ADD, Width::W32, addr, u64::from(add), 0)
+            .map(|v| v as u32)
+    }
+
+    /// Compare-and-swap: writes `new` if the word is `expected`; returns the old word either
+    /// way (it succeeded if that equals `expected`).
+    pub fn cas(&self, addr: u64, expected: u64, new: u64) -> Result<u64> {
+        self.word(op::CAS, Width::W64, addr, expected, new)
+    }
+
+    /// 32-bit compare-and-swap.
+    pub fn cas32(&self, addr: u64, expected: u32, new: u32) -> Result<u32> {
+        self.word(
+            op::CAS,
+            Width::W32,
+            addr,
+            u64::from(expected),
+            u64::from(new),
+        )
+        .map(|v| v as u32)
+    }
+
+    /// Swap: writes `value`, returns the old word.
+    pub fn swap(&self, addr: u64, value: u64) -> Result<u64> {
+        self.word(op::SWAP, Width::W64, addr, value, 0)
+    }
+
+    /// 32-bit swap.
+    pub fn swap32(&self, addr: u64, value: u32) -> Result<u32> {
+        self.word(op::SWAP, Width::W32, addr, u64::from(value), 0)
+            .map(|v| v as u32)
+    }
+
+    pub fn fetch_and(&self, addr: u64, v: u64) -> Result<u64> {
+        self.word(op::FETCH_AND, Width::W64, addr, v, 0)
+    }
+
+    pub fn fetch_or(&self, addr: u64, v: u64) -> Result<u64> {
+        self.word(op::FETCH_OR, Width::W64, addr, v, 0)
+    }
+
+    pub fn fetch_xor(&self, addr: u64, v: u64) -> Result<u64> {
+        self.word(op::FETCH_XOR, Width::W64, addr, v, 0)
+    }
+
+    pub fn fetch_and32(&self, addr: u64, v: u32) -> Result<u32> {
+        self.word(op::FETCH_AND, Width::W32, addr, u64::from(v), 0)
+            .map(|v| v as u32)
+    }
+
+    pub fn fetch_or32(&self, addr: u64, v: u32) -> Result<u32> {
+        self.word(op::FETCH_OR, Width::W32, addr, u64::from(v), 0)
+            .map(|v| v as u32)
+    }
+
+    pub fn fetch_xor32(&self, addr: u64, v: u32) -> Result<u32> {
+        self.word(op::FETCH_XOR, Width::W32, addr, u64::from(v), 0)
+            .map(|v| v as u32)
+    }
+
+    /// Reads `buf.len()` bytes at `addr`: one BULK_READ per piece of at most [`BULK_MAX`]
+    /// bytes that does not cross a page. Each piece is atomic; the whole is not.
+    pub fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        for (a, range) in pieces(addr, buf.len())? {
+            let piece = &mut buf[range];
+            self.call_at(op::BULK_READ, a, piece.len() as u64, 0)?;
+            self.t.read_bulk_in(piece);
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at `addr`, split as [`bulk_read`](Self::bulk_read) splits.
+    pub fn bulk_write(&self, addr: u64, data: &[u8]) -> Result<()> {
+        for (a, range) in pieces(addr, data.len())? {
+            let piece = &data[range];
+            self.t.write_bulk_out(piece);
+            self.call_at(op::BULK_WRITE, a, piece.len() as u64, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Sends any request to the node of its address and returns the raw response if its
+    /// status is OK (tools and tests: unknown opcodes, bad widths).
+    pub fn raw(&self, opcode: u8, addr: u64, arg1: u64, arg2: u64) -> Result<Response> {
+        self.call_at(opcode, addr, arg1, arg2)
+    }
+
+    /// Sends a request to `home`'s service with an address of any node (tests: a request for
+    /// an address that is not the home's).
+    pub fn raw_to(
+        &self,
+        home: u16,
+        opcode: u8,
+        addr: u64,
+        arg1: u64,
+        arg2: u64,
+    ) -> Result<Response> {
+        self.call(home, opcode, addr, arg1, arg2)
+    }
+
+    // ---- the protocol ----
+
+    fn word(&self, opcode: u8, w: Width, addr: u64, a1: u64, a2: u64) -> Result<u64> {
+        let (opcode, mask) = match w {
+            Width::W64 => (opcode, u64::MAX),
+            Width::W32 => (opcode | op::WIDTH32, u64::from(u32::MAX)),
+        };
+        Ok(self.call_at(opcode, addr, a1 & mask, a2 & mask)?.word() & mask)
+    }
+
+    fn call_at(&self, opcode: u8, addr: u64, a1: u64, a2: u64) -> Result<Response> {
+        self.call(gsas::node_of(addr), opcode, addr, a1, a2)
+    }
+
+    /// One request: resynchronize with `home` if needed, send, wait for the matching answer.
+    fn call(&self, home: u16, opcode: u8, addr: u64, a1: u64, a2: u64) -> Result<Response> {
+        if u32::from(home) >= MAX_NODES {
+            return Err(Error::Argument(format!(
+                "node {home} does not exist (nodes are 0-{})",
+                MAX_NODES - 1
+            )));
+        }
+        let bit = 1u64 << home;
+        if self.unsynced.get() & bit != 0 {
+            let n = self.nonce.get().wrapping_add(1);
+            self.nonce.set(n);
+            self.exchange(home, op::NOP, gsas::addr(home, n), 0, 0)?;
+            self.unsynced.set(self.unsynced.get() & !bit);
+        }
+        let r = self.exchange(home, opcode, addr, a1, a2)?;
+        match Error::from_status(r.status, Request { opcode, addr }) {
+            None => Ok(r),
+            Some(e) => Err(e),
+        }
+    }
+
+    fn exchange(&self, home: u16, opcode: u8, addr: u64, a1: u64, a2: u64) -> Result<Response> {
+        let req = Request { opcode, addr };
+        let payload = request(opcode, addr, a1, a2);
+        let mut policy = self.policy.get();
+        if home == self.t.node() {
+            // This node's own service runs on this CPU: polling only delays it.
+            policy.spins = 0;
+        }
+        let mut w = Waiter::new(policy);
+        let mut last = self.t.seq(home);
+        // SEND, retrying while the ring to the service is full.
+        loop {
+            self.count(|s| s.sends += 1);
+            match self.t.send(home, &payload) {
+                Ok(()) => break,
+                Err(Errno::EAGAIN) => {
+                    self.count(|s| s.send_retries += 1);
+                    if !w.pause(self) {
+                        return Err(self.timed_out(home, req, &w));
+                    }
+                }
+                Err(e) => return Err(send_error(e)),
+            }
+        }
+        loop {
+            if self.t.seq(home) != last {
+                let r = self.t.response(home);
+                if r.seq != last && r.opcode == opcode && r.address == addr {
+                    self.count(|s| s.requests += 1);
+                    return Ok(r);
+                }
+                if r.seq != last {
+                    // An answer to an older request (one that timed out): wait for ours.
+                    self.count(|s| s.mismatches += 1);
+                    log::debug!(
+                        "gsas: node {home} answered {:?} while waiting for {req}",
+                        (r.opcode, r.address)
+                    );
+                    last = r.seq;
+                }
+                continue;
+            }
+            if !w.pause(self) {
+                return Err(self.timed_out(home, req, &w));
+            }
+        }
+    }
+
+    fn timed_out(&self, home: u16, req: Request, w: &Waiter) -> Error {
+        self.unsynced.set(self.unsynced.get() | 1u64 << home);
+        self.count(|s| s.timeouts += 1);
+        Error::Timeout {
+            req,
+            node: home,
+            after: w.policy.timeout,
+        }
+    }
+}
+
+/// The waiting of one request: spins, then yields, then growing sleeps, until the deadline.
+struct Waiter {
+    policy: WaitPolicy,
+    polls: u64,
+    yields: u32,
+    sleep: Duration,
+    /// Taken at the first yield: a request answered while spinning reads no clock.
+    deadline: Option<Instant>,
+}
+
+impl Waiter {
+    fn new(policy: WaitPolicy) -> Self {
+        Waiter {
+            policy,
+            polls: 0,
+            yields: 0,
+            sleep: policy.sleep_min,
+            deadline: None,
+        }
+    }
+
+    /// Waits a little; false once the deadline has passed.
+    fn pause<T: Transport>(&mut self, g: &Gsas<T>) -> bool {
+        self.polls += 1;
+        if self.polls <= u64::from(self.policy.spins) {
+            std::hint::spin_loop();
+            return true;
+        }
+        let now_needed = self.deadline.is_none() || self.yields % 16 == 0;
+        if now_needed || self.yields >= self.policy.yields {
+            let now = Instant::now();
+            let deadline = *self.deadline.get_or_insert(now + self.policy.timeout);
+            if now >= deadline {
+                return false;
+            }
+        }
+        if self.yields < self.policy.yields {
+            self.yields += 1;
+            g.count(|s| s.yields += 1);
+            g.t.pause(Pause::Yield);
+        } else {
+            g.count(|s| s.sleeps += 1);
+            g.t.pause(Pause::Sleep(self.sleep));
+            self.sleep = (self.sleep * 2).min(self.policy.sleep_max);
+        }
+        true
+    }
+}
+
+/// Splits a transfer of `len` bytes at `addr` into requests: at most [`BULK_MAX`] bytes, none
+/// crossing a page. Returns (address, range in the buffer) pairs.
+pub fn pieces(addr: u64, len: usize) -> Result<Vec<(u64, std::ops::Range<usize>)>> {
+    let off = gsas::offset_of(addr);
+    if (len as u64)
+        .checked_add(off)
+        .is_none_or(|end| end > gsas::OFFSET_MASK + 1)
+    {
+        return Err(Error::Argument(format!(
+            "bulk transfer of {len} bytes at {addr:#x} runs past the end of node {}'s addresses",
+            gsas::node_of(addr)
+        )));
+    }
+    let mut out = Vec::new();
+    let mut done = 0usize;
+    while done < len {
+        let a = addr + done as u64;
+        let to_page_end = PAGE_SIZE - a % PAGE_SIZE;
+        let n = (len - done).min(to_page_end.min(BULK_MAX) as usize);
+        out.push((a, done..done + n));
+        done += n;
+    }
+    Ok(out)
+}

@@ -1,0 +1,693 @@
+//! Unit tests against a fake atomic service: the [`Transport`] trait with a service that
+//! applies requests to a `Vec<u8>` per node and writes response slots as the kernel's does.
+
+use crate::*;
+use nix::errno::Errno;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+use unimem_wire::gsas::{Response, RESPONSE_LEN};
+use unimem_wire::packet::Payload;
+
+const NODE_PAGES: u64 = 32;
+const MY_TREE: u32 = 0x01_0001;
+const OTHER_TREE: u32 = 0x02_0005;
+
+/// (node, page) -> (tree, first page of its allocation, pages).
+type Owners = BTreeMap<(u16, u64), (u32, u64, u64)>;
+
+/// A fake service for every node, answering the one handle above it.
+struct Fake {
+    node: u16,
+    mem: RefCell<BTreeMap<u16, Vec<u8>>>,
+    owner: RefCell<Owners>,
+    slots: RefCell<BTreeMap<u16, [u8; RESPONSE_LEN]>>,
+    bulk_in: RefCell<Vec<u8>>,
+    bulk_out: RefCell<Vec<u8>>,
+    /// Requests not yet answered: (home, payload, pauses left).
+    pending: RefCell<VecDeque<(u16, Payload, u32)>>,
+    /// Pauses before each answer.
+    delay: Cell<u32>,
+    /// The next N requests are never answered.
+    lose: Cell<u32>,
+    /// Before the next answer, write this (stale) answer first, as a separate slot update.
+    stale: RefCell<Option<(u8, u64)>>,
+    /// The next N SENDs fail with EAGAIN.
+    eagain: Cell<u32>,
+    /// Answer the next request with this status instead.
+    force_status: Cell<Option<u8>>,
+    /// SEND fails with this errno.
+    send_errno: Cell<Option<Errno>>,
+    sent: RefCell<Vec<(u16, Payload)>>,
+    pauses: RefCell<Vec<Pause>>,
+}
+
+impl Fake {
+    fn new() -> Self {
+        Fake {
+            node: 1,
+            mem: RefCell::new(BTreeMap::new()),
+            owner: RefCell::new(BTreeMap::new()),
+            slots: RefCell::new(BTreeMap::new()),
+            bulk_in: RefCell::new(vec![0; BULK_MAX as usize]),
+            bulk_out: RefCell::new(vec![0; BULK_MAX as usize]),
+            pending: RefCell::new(VecDeque::new()),
+            delay: Cell::new(0),
+            lose: Cell::new(0),
+            stale: RefCell::new(None),
+            eagain: Cell::new(0),
+            force_status: Cell::new(None),
+            send_errno: Cell::new(None),
+            sent: RefCell::new(Vec::new()),
+            pauses: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn set_seq(&self, home: u16, seq: u32) {
+        let mut slots = self.slots.borrow_mut();
+        let s = slots.entry(home).or_insert([0; RESPONSE_LEN]);
+        s[..4].copy_from_slice(&seq.to_le_bytes());
+    }
+
+    fn write_slot(&self, home: u16, mut r: Response) {
+        let mut slots = self.slots.borrow_mut();
+        let s = slots.entry(home).or_insert([0; RESPONSE_LEN]);
+        r.seq = Response::decode(s).seq.wrapping_add(1);
+        *s = r.encode();
+    }
+
+    /// Gives pages of `node` to `tree` directly (another tree's allocation).
+    fn give(&self, node: u16, first: u64, pages: u64, tree: u32) {
+        for p in first..first + pages {
+            self.owner
+                .borrow_mut()
+                .insert((node, p), (tree, first, pages));
+        }
+    }
+
+    /// Writes the stale answer if one is set: true if it did (the real one comes later).
+    fn answer_stale(&self, home: u16) -> bool {
+        let Some((opcode, address)) = self.stale.borrow_mut().take() else {
+            return false;
+        };
+        self.write_slot(
+            home,
+            Response {
+                opcode,
+                address,
+                value: [0xee; 32],
+                ..Default::default()
+            },
+        );
+        true
+    }
+
+    fn answer(&self, home: u16, p: Payload) {
+        let mut r = Response {
+            opcode: p.opcode,
+            address: p.address,
+            ..Default::default()
+        };
+        r.status = match self.force_status.take() {
+            Some(s) => s,
+            None => match self.apply(home, &p, &mut r.value) {
+                Ok(()) => status::OK,
+                Err(s) => s,
+            },
+        };
+        self.write_slot(home, r);
+    }
+
+    fn apply(&self, home: u16, p: &Payload, value: &mut [u8; 32]) -> std::result::Result<(), u8> {
+        unimem_wire::gsas::check(p).map_err(|e| e.status())?;
+        let base = op_base(p.opcode);
+        match base {
+            op::NOP => return Ok(()),
+            op::ALLOC => {
+                let n = p.arg1;
+                if n == 0 || n > MAX_ALLOC_PAGES {
+                    return Err(status::INVALID);
+                }
+                let owner = self.owner.borrow();
+                let first = (1..NODE_PAGES)
+                    .find(|&f| {
+                        f + n <= NODE_PAGES && (f..f + n).all(|q| !owner.contains_key(&(home, q)))
+                    })
+                    .ok_or(status::NO_MEMORY)?;
+                drop(owner);
+                self.give(home, first, n, MY_TREE);
+                let mut mem = self.mem.borrow_mut();
+                let m = mem
+                    .entry(home)
+                    .or_insert_with(|| vec![0; (NODE_PAGES * PAGE_SIZE) as usize]);
+                m[(first * PAGE_SIZE) as usize..((first + n) * PAGE_SIZE) as usize].fill(0);
+                value[..8].copy_from_slice(&addr(home, first * PAGE_SIZE).to_le_bytes());
+                return Ok(());
+            }
+            _ => {}
+        }
+        if node_of(p.address) != home {
+            return Err(status::FAULT);
+        }
+        let off = offset_of(p.address);
+        let len = match base {
+            op::BULK_READ | op::BULK_WRITE => {
+                if p.arg1 == 0 || p.arg1 > BULK_MAX {
+                    return Err(status::INVALID);
+                }
+                p.arg1
+            }
+            op::FREE => 1,
+            _ => op::size(p.opcode).unwrap(),
+        };
+        let (first, last) = (off / PAGE_SIZE, (off + len - 1) / PAGE_SIZE);
+        let owner = self.owner.borrow();
+        for pg in first..=last {
+            match owner.get(&(home, pg)) {
+                None => return Err(status::FAULT),
+                Some((t, ..)) if *t != MY_TREE => return Err(status::DENIED),
+                _ => {}
+            }
+        }
+        let (_, start, pages) = owner[&(home, first)];
+        drop(owner);
+        if base == op::FREE {
+            if start * PAGE_SIZE != off {
+                return Err(status::FAULT);
+            }
+            for q in start..start + pages {
+                self.owner.borrow_mut().remove(&(home, q));
+            }
+            return Ok(());
+        }
+        let mut mem = self.mem.borrow_mut();
+        let m = mem.get_mut(&home).unwrap();
+        let o = off as usize;
+        let w32 = p.opcode & op::WIDTH32 != 0;
+        let rd = |m: &Vec<u8>| -> u64 {
+            if w32 {
+                u64::from(u32::from_le_bytes(m[o..o + 4].try_into().unwrap()))
+            } else {
+                u64::from_le_bytes(m[o..o + 8].try_into().unwrap())
+            }
+        };
+        let wr = |m: &mut Vec<u8>, v: u64| {
+            if w32 {
+                m[o..o + 4].copy_from_slice(&(v as u32).to_le_bytes());
+            } else {
+                m[o..o + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        };
+        let old = rd(m);
+        let new = match base {
+            op::READ => None,
+            op::WRITE => Some(p.arg1),
+            op::FETCH_ADD => Some(old.wrapping_add(p.arg1)),
+            op::CAS => (old == p.arg1).then_some(p.arg2),
+            op::SWAP => Some(p.arg1),
+            op::FETCH_AND => Some(old & p.arg1),
+            op::FETCH_OR => Some(old | p.arg1),
+            op::FETCH_XOR => Some(old ^ p.arg1),
+            op::READ128 | op::READ256 => {
+                let n = len as usize;
+                value[..n].copy_from_slice(&m[o..o + n]);
+                return Ok(());
+            }
+            op::WRITE128 => {
+                m[o..o + 8].copy_from_slice(&p.arg1.to_le_bytes());
+                m[o + 8..o + 16].copy_from_slice(&p.arg2.to_le_bytes());
+                return Ok(());
+            }
+            op::BULK_READ => {
+                let n = len as usize;
+                self.bulk_in.borrow_mut()[..n].copy_from_slice(&m[o..o + n]);
+                return Ok(());
+            }
+            op::BULK_WRITE => {
+                let n = len as usize;
+                m[o..o + n].copy_from_slice(&self.bulk_out.borrow()[..n]);
+                return Ok(());
+            }
+            _ => return Err(status::INVALID),
+        };
+        value[..8].copy_from_slice(&old.to_le_bytes());
+        if let Some(v) = new {
+            wr(m, v);
+        }
+        Ok(())
+    }
+
+    fn run_pending(&self) {
+        loop {
+            let next = {
+                let mut q = self.pending.borrow_mut();
+                match q.front_mut() {
+                    Some((_, _, 0)) => q.pop_front(),
+                    Some((_, _, n)) => {
+                        *n -= 1;
+                        None
+                    }
+                    None => None,
+                }
+            };
+            match next {
+                Some((home, p, _)) if self.answer_stale(home) => {
+                    self.pending.borrow_mut().push_front((home, p, 2));
+                    break;
+                }
+                Some((home, p, _)) => self.answer(home, p),
+                None => break,
+            }
+        }
+    }
+}
+
+fn op_base(opcode: u8) -> u8 {
+    if op::valid(opcode) {
+        opcode & !op::WIDTH32
+    } else {
+        opcode
+    }
+}
+
+impl Transport for &Fake {
+    fn node(&self) -> u16 {
+        self.node
+    }
+    fn iface(&self) -> u32 {
+        3
+    }
+    fn prot_id(&self) -> u32 {
+        MY_TREE
+    }
+    fn send(&self, home: u16, req: &Payload) -> std::result::Result<(), Errno> {
+        if let Some(e) = self.send_errno.get() {
+            return Err(e);
+        }
+        if self.eagain.get() > 0 {
+            self.eagain.set(self.eagain.get() - 1);
+            return Err(Errno::EAGAIN);
+        }
+        self.sent.borrow_mut().push((home, *req));
+        if self.lose.get() > 0 {
+            self.lose.set(self.lose.get() - 1);
+            return Ok(());
+        }
+        self.pending
+            .borrow_mut()
+            .push_back((home, *req, self.delay.get()));
+        self.run_pending();
+        Ok(())
+    }
+    fn seq(&self, home: u16) -> u32 {
+        // The service makes progress while the handle looks (spins) too.
+        self.run_pending();
+        self.response(home).seq
+    }
+    fn response(&self, home: u16) -> Response {
+        Response::decode(self.slots.borrow().get(&home).unwrap_or(&[0; RESPONSE_LEN]))
+    }
+    fn read_bulk_in(&self, dst: &mut [u8]) {
+        let n = dst.len();
+        dst.copy_from_slice(&self.bulk_in.borrow()[..n]);
+    }
+    fn write_bulk_out(&self, src: &[u8]) {
+        self.bulk_out.borrow_mut()[..src.len()].copy_from_slice(src);
+    }
+    fn pause(&self, how: Pause) {
+        self.pauses.borrow_mut().push(how);
+        if let Pause::Sleep(d) = how {
+            std::thread::sleep(d);
+        }
+        self.run_pending();
+    }
+}
+
+fn handle(f: &Fake) -> Gsas<&Fake> {
+    let g = Gsas::with_transport(f);
+    g.set_policy(WaitPolicy {
+        spins: 4,
+        yields: 8,
+        sleep_min: Duration::from_micros(1),
+        sleep_max: Duration::from_micros(50),
+        timeout: Duration::from_millis(200),
+    });
+    g
+}
+
+#[test]
+fn every_operation_encodes_and_decodes() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(2, 2).unwrap();
+    assert_eq!((node_of(a), offset_of(a)), (2, PAGE_SIZE));
+    let (home, p) = f.sent.borrow()[0];
+    assert_eq!((home, p.opcode, p.arg1), (2, op::ALLOC, 2));
+
+    g.write(a, 41).unwrap();
+    assert_eq!(g.read(a).unwrap(), 41);
+    assert_eq!(g.fetch_add(a, 1).unwrap(), 41);
+    assert_eq!(g.fetch_add(a, u64::MAX).unwrap(), 42, "wrapping add of -1");
+    assert_eq!(g.read(a).unwrap(), 41);
+    assert_eq!(
+        g.cas(a, 40, 7).unwrap(),
+        41,
+        "failed CAS returns the old value"
+    );
+    assert_eq!(g.read(a).unwrap(), 41);
+    assert_eq!(g.cas(a, 41, 7).unwrap(), 41);
+    assert_eq!(g.swap(a, 0xf0).unwrap(), 7);
+    assert_eq!(g.fetch_and(a, 0x3c).unwrap(), 0xf0);
+    assert_eq!(g.fetch_or(a, 0x01).unwrap(), 0x30);
+    assert_eq!(g.fetch_xor(a, 0xff).unwrap(), 0x31);
+    assert_eq!(g.read(a).unwrap(), 0xce);
+
+    // 32-bit operations touch only their word and carry the width flag.
+    let b = a + 8;
+    g.write(b, u64::MAX).unwrap();
+    g.write32(b, 5).unwrap();
+    assert_eq!(g.read(b).unwrap(), 0xffff_ffff_0000_0005);
+    assert_eq!(g.read32(b + 4).unwrap(), u32::MAX);
+    assert_eq!(g.fetch_add32(b, u32::MAX).unwrap(), 5);
+    assert_eq!(g.read32(b).unwrap(), 4, "32-bit add wraps in 32 bits");
+    assert_eq!(g.read32(b + 4).unwrap(), u32::MAX, "and does not carry");
+    assert_eq!(g.cas32(b, 4, 9).unwrap(), 4);
+    assert_eq!(g.swap32(b, 0xff).unwrap(), 9);
+    assert_eq!(g.fetch_and32(b, 0x0f).unwrap(), 0xff);
+    assert_eq!(g.fetch_or32(b, 0x30).unwrap(), 0x0f);
+    assert_eq!(g.fetch_xor32(b, 0x3f).unwrap(), 0x3f);
+    assert_eq!(g.read32(b).unwrap(), 0);
+    let last = f.sent.borrow().last().unwrap().1;
+    assert_eq!(last.opcode, op::READ | op::WIDTH32);
+    let cas32 = f
+        .sent
+        .borrow()
+        .iter()
+        .find(|(_, p)| p.opcode == op::CAS | op::WIDTH32)
+        .unwrap()
+        .1;
+    assert_eq!((cas32.arg1, cas32.arg2), (4, 9));
+
+    // 128 and 256 bits.
+    let c = a + 32;
+    let v: u128 = 0x1111_2222_3333_4444_5555_6666_7777_8888;
+    g.write128(c, v).unwrap();
+    let w128 = f.sent.borrow().last().unwrap().1;
+    assert_eq!((w128.arg1, w128.arg2), (v as u64, (v >> 64) as u64));
+    assert_eq!(g.read128(c).unwrap(), v);
+    g.write128(c + 16, 0xabcd).unwrap();
+    assert_eq!(
+        g.read256(c).unwrap(),
+        [0x5555_6666_7777_8888, 0x1111_2222_3333_4444, 0xabcd, 0]
+    );
+
+    g.nop(3).unwrap();
+    assert_eq!(f.sent.borrow().last().unwrap().0, 3);
+    g.free(a).unwrap();
+    assert!(matches!(g.read(a), Err(Error::Fault(_))));
+    let s = g.stats();
+    assert_eq!(s.sends, s.requests, "one SEND per operation");
+    assert_eq!(s.syscalls(), s.requests, "answered at once: no waiting");
+}
+
+#[test]
+fn bulk_transfers_of_any_length_are_split_into_pages() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(0, 4).unwrap();
+    let data: Vec<u8> = (0..3 * PAGE_SIZE as usize + 100)
+        .map(|i| (i * 7 + 3) as u8)
+        .collect();
+    let start = a + 50;
+    g.bulk_write(start, &data).unwrap();
+    let writes: Vec<(u64, u64)> = f
+        .sent
+        .borrow()
+        .iter()
+        .filter(|(_, p)| p.opcode == op::BULK_WRITE)
+        .map(|(_, p)| (p.address, p.arg1))
+        .collect();
+    // 50 bytes into a page: a short first piece, whole pages, the rest.
+    assert_eq!(
+        writes,
+        vec![
+            (start, PAGE_SIZE - 50),
+            (a + PAGE_SIZE, PAGE_SIZE),
+            (a + 2 * PAGE_SIZE, PAGE_SIZE),
+            (a + 3 * PAGE_SIZE, 150),
+        ]
+    );
+    let mut back = vec![0u8; data.len()];
+    g.bulk_read(start, &mut back).unwrap();
+    assert_eq!(back, data);
+    let mut one = [0u8; 1];
+    g.bulk_read(start + 1, &mut one).unwrap();
+    assert_eq!(one[0], data[1]);
+    // Zero bytes: nothing sent.
+    let before = f.sent.borrow().len();
+    g.bulk_read(start, &mut []).unwrap();
+    g.bulk_write(start, &[]).unwrap();
+    assert_eq!(f.sent.borrow().len(), before);
+    // Pieces never exceed BULK_MAX nor cross a page; past the end of the node is refused.
+    for (addr0, len) in [(0u64, 1usize), (4095, 2), (4096, 4096), (1, 10000), (0, 0)] {
+        let ps = pieces(addr0, len).unwrap();
+        assert_eq!(ps.iter().map(|(_, r)| r.len()).sum::<usize>(), len);
+        for (a, r) in &ps {
+            assert!(
+                r.len() as u64 <= BULK_MAX && a / PAGE_SIZE == (a + r.len() as u64 - 1) / PAGE_SIZE
+            );
+        }
+    }
+    assert!(matches!(
+        pieces(addr(1, unimem_wire::gsas::OFFSET_MASK), 2),
+        Err(Error::Argument(_))
+    ));
+}
+
+#[test]
+fn answers_after_a_wait_and_counts_the_system_calls() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(2, 1).unwrap();
+    f.delay.set(2);
+    g.write(a, 3).unwrap();
+    // Spins are not system calls; the answer came during the spins.
+    assert_eq!(g.stats().yields + g.stats().sleeps, 0);
+    f.delay.set(60);
+    let before = g.stats();
+    assert_eq!(g.read(a).unwrap(), 3);
+    let d = g.stats().since(&before);
+    assert_eq!((d.requests, d.sends), (1, 1));
+    assert!(d.yields > 0 && d.yields <= 8, "{d:?}");
+    assert!(d.sleeps > 0, "{d:?}");
+    assert_eq!(d.syscalls(), 1 + d.yields + d.sleeps);
+    assert_eq!(d.syscalls() as usize, f.pauses.borrow().len() + 1);
+    assert_eq!(f.pauses.borrow()[0], Pause::Yield);
+    assert!(matches!(f.pauses.borrow().last(), Some(Pause::Sleep(_))));
+    // A request to this node's own service yields at once (no polling: it needs this CPU).
+    let mine = g.alloc_shared_page(1, 1).unwrap();
+    f.delay.set(2);
+    f.pauses.borrow_mut().clear();
+    g.write(mine, 1).unwrap();
+    assert_eq!(f.pauses.borrow()[0], Pause::Yield);
+}
+
+#[test]
+fn sequence_number_wraps() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    f.set_seq(1, u32::MAX - 1);
+    for i in 0..4 {
+        g.write(a, i).unwrap();
+        assert_eq!(g.read(a).unwrap(), i);
+    }
+    assert_eq!((&f).response(1).seq, 6, "wrapped past u32::MAX");
+    // A slot whose seq is 0 (fresh interface area) works too.
+    f.set_seq(1, 0);
+    assert_eq!(g.fetch_add(a, 1).unwrap(), 3);
+}
+
+#[test]
+fn an_answer_with_another_echo_is_skipped() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    g.write(a, 10).unwrap();
+    // A late answer to another request lands first: same opcode, other address...
+    *f.stale.borrow_mut() = Some((op::FETCH_ADD, a + 8));
+    f.delay.set(1);
+    assert_eq!(g.fetch_add(a, 1).unwrap(), 10);
+    // ... and other opcode, same address.
+    *f.stale.borrow_mut() = Some((op::READ, a));
+    assert_eq!(g.fetch_add(a, 1).unwrap(), 11);
+    assert_eq!(g.stats().mismatches, 2);
+}
+
+#[test]
+fn every_status_maps_to_its_error() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    let cases: [(u8, &str, Errno); 7] = [
+        (status::INVALID, "invalid", Errno::EINVAL),
+        (status::UNALIGNED, "unaligned", Errno::EINVAL),
+        (status::FAULT, "fault", Errno::EFAULT),
+        (status::DENIED, "denied", Errno::EACCES),
+        (status::NO_MEMORY, "no-memory", Errno::ENOMEM),
+        (status::NO_POOL, "no-pool", Errno::ENOSPC),
+        (0x77, "status", Errno::EPROTO),
+    ];
+    for (st, kind, errno) in cases {
+        f.force_status.set(Some(st));
+        let e = g.fetch_add(a, 1).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.errno(), e.status()),
+            (kind, errno, Some(st)),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(msg.starts_with("FETCH_ADD at 0x1000000001000"), "{msg}");
+    }
+    assert_eq!(g.read(a).unwrap(), 0, "a failed request changed nothing");
+}
+
+#[test]
+fn the_service_checks_give_clear_errors() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(2, 1).unwrap();
+    assert!(matches!(g.read(a + 4), Err(Error::Unaligned(_))));
+    assert!(matches!(g.read256(a + 16), Err(Error::Unaligned(_))));
+    assert!(g.read32(a + 4).is_ok());
+    assert!(matches!(g.raw(0x7f, a, 0, 0), Err(Error::Invalid(_))));
+    let e = g.raw(op::READ256 | op::WIDTH32, a, 0, 0).unwrap_err();
+    assert!(e.to_string().contains("opcode 0x14"), "{e}");
+    assert!(matches!(g.alloc_shared_page(2, 0), Err(Error::Invalid(_))));
+    assert!(matches!(
+        g.alloc_shared_page(2, MAX_ALLOC_PAGES + 1),
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(
+        g.alloc_shared_page(2, NODE_PAGES),
+        Err(Error::NoMemory(_))
+    ));
+    assert!(matches!(g.read(a + PAGE_SIZE), Err(Error::Fault(_))));
+    // An address of node 3 sent to node 2's service.
+    assert!(matches!(
+        g.raw_to(2, op::READ, addr(3, offset_of(a)), 0, 0),
+        Err(Error::Fault(_))
+    ));
+    f.give(2, 20, 1, OTHER_TREE);
+    let theirs = addr(2, 20 * PAGE_SIZE);
+    for e in [
+        g.read(theirs).map(drop),
+        g.write(theirs, 1),
+        g.fetch_add(theirs, 1).map(drop),
+        g.free(theirs),
+        g.bulk_write(theirs, &[1; 10]),
+    ] {
+        assert!(matches!(e, Err(Error::Denied(_))), "{e:?}");
+    }
+    g.free(a).unwrap();
+    assert!(matches!(g.free(a), Err(Error::Fault(_))), "double free");
+    let e = g.read(addr(16, 0)).unwrap_err();
+    assert!(matches!(e, Error::Argument(_)) && e.to_string().contains("node 16"));
+}
+
+#[test]
+fn send_errors_and_full_rings() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    f.eagain.set(3);
+    g.write(a, 1).unwrap();
+    let s = g.stats();
+    assert_eq!(s.send_retries, 3);
+    f.send_errno.set(Some(Errno::EINVAL));
+    let e = g.read(a).unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL);
+    assert!(e.to_string().contains("SEND"), "{e}");
+    f.send_errno.set(None);
+    // A ring that stays full times out.
+    f.eagain.set(u32::MAX);
+    assert!(matches!(g.read(a), Err(Error::Timeout { .. })));
+    f.eagain.set(0);
+}
+
+#[test]
+fn a_lost_answer_times_out_and_the_next_request_resynchronizes() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    g.set_timeout(Duration::from_millis(30));
+    f.lose.set(1);
+    let t0 = std::time::Instant::now();
+    let e = g.fetch_add(a, 1).unwrap_err();
+    let took = t0.elapsed();
+    assert!(matches!(e, Error::Timeout { node: 1, .. }), "{e}");
+    assert_eq!(e.errno(), Errno::ETIMEDOUT);
+    assert!(e.to_string().contains("no answer from node 1"), "{e}");
+    assert!(
+        took >= Duration::from_millis(30) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_eq!(g.stats().timeouts, 1);
+    assert!(g.stats().sleeps > 0);
+    // The next request to node 1 first sends a NOP with a fresh address and waits for it.
+    let n = f.sent.borrow().len();
+    assert_eq!(
+        g.fetch_add(a, 1).unwrap(),
+        0,
+        "the lost request was never applied"
+    );
+    let sent = f.sent.borrow();
+    assert_eq!(sent[n].1.opcode, op::NOP);
+    assert_eq!(sent[n + 1].1.opcode, op::FETCH_ADD);
+    // Node 2 was never out of step: no NOP.
+    drop(sent);
+    let n = f.sent.borrow().len();
+    g.nop(2).unwrap();
+    assert_eq!(f.sent.borrow().len(), n + 1);
+}
+
+#[test]
+fn a_late_answer_does_not_pass_for_the_next_request() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    g.set_timeout(Duration::from_millis(20));
+    // The answer comes, but only after the timeout (many pauses later).
+    f.delay.set(100_000);
+    let r = g.fetch_add(a, 5);
+    assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
+    // The late FETCH_ADD answer (same opcode and address as the next request) arrives while the
+    // resynchronizing NOP waits, and is skipped; the next FETCH_ADD sees 5.
+    f.delay.set(0);
+    g.set_timeout(Duration::from_secs(5));
+    f.pending.borrow_mut()[0].2 = 0;
+    assert_eq!(g.fetch_add(a, 1).unwrap(), 5);
+    assert_eq!(g.read(a).unwrap(), 6);
+}
+
+#[test]
+fn wait_policy_from_the_environment() {
+    let d = WaitPolicy::default();
+    assert_eq!(d.timeout, Duration::from_secs(5));
+    assert!(d.spins > 0 && d.yields > 0 && d.sleep_min <= d.sleep_max);
+}
+
+#[test]
+fn op_names() {
+    assert_eq!(op_name(op::FETCH_ADD | op::WIDTH32), "FETCH_ADD32");
+    assert_eq!(op_name(op::READ256), "READ256");
+    assert_eq!(op_name(0x7f), "opcode");
+    let r = Request {
+        opcode: 0x7f,
+        addr: addr(2, 0x1001),
+    };
+    assert_eq!(
+        r.to_string(),
+        "opcode 0x7f at 0x2000000001001 (node 2, offset 0x1001)"
+    );
+}
