@@ -56,14 +56,7 @@ pub(crate) struct MboxFile {
     armed: PollCondVar,
 }
 
-fn require_admin() -> Result {
-    // SAFETY: `capable` only inspects the current task's credentials.
-    if unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
-        Ok(())
-    } else {
-        Err(EPERM)
-    }
-}
+use crate::privilege::require_admin;
 
 // The ioctl arguments are `#[repr(C)]` structs of integers and byte arrays, defined once in
 // `unimem-wire`, which asserts that each is as large as its fields together (no padding).

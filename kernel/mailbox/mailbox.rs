@@ -21,6 +21,9 @@ use kernel::{
 mod chardev;
 mod iface;
 mod kmsg;
+#[path = "../include/privilege.rs"]
+#[allow(dead_code)]
+mod privilege;
 #[path = "../include/log_limit.rs"]
 mod log_limit;
 mod ring;
