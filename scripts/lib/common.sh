@@ -52,10 +52,12 @@ modules_out() { if debug_kernel; then echo "$UNIMEM_BUILD/modules-debug/out"; el
 # The debug kernel's module build reads a copy of kernel/ without build output: Kbuild refuses
 # MO= when the source directory holds a build of its own (the normal one, in place), since make
 # would find those objects through VPATH. Copies keep their times, so make rebuilds what changed.
-# Prints the copy's directory.
+# The modules reach the user-space wire formats by relative path (kernel/include/wire.rs):
+# userspace/ sits next to the copy as a link. Prints the copy's directory.
 debug_modules_src() {
-  local src=$UNIMEM_BUILD/modules-debug/src
-  rm -rf "$src"; mkdir -p "$src"
+  local top=$UNIMEM_BUILD/modules-debug/src src=$UNIMEM_BUILD/modules-debug/src/kernel
+  rm -rf "$top"; mkdir -p "$src"
+  ln -s "$UNIMEM_ROOT/userspace" "$top/userspace"
   (cd "$UNIMEM_ROOT/kernel" && find . -type f ! \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' \
      -o -name '*.cmd' -o -name '*.rmeta' -o -name '.*.d' -o -name '*.a' -o -name modules.order -o -name Module.symvers \) \
      -exec cp -p --parents -t "$src" {} +)
