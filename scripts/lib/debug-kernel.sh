@@ -12,7 +12,10 @@
 #   context"), list corruption, and generally every "BUG:", "WARNING:", oops, panic, RCU stall,
 #   hung task or OOM kill; kmemleak's unreferenced objects after the modules are unloaded.
 
-# Start of a report in a kernel log line (after its timestamp).
+# Start of a report in a kernel log line (after its timestamp). Only kernel lines count: the
+# console also carries user space (the command agent logs every command it runs, and tests grep
+# the kernel log for these very words).
+DEBUG_KERNEL_LINE_RE='^\[ *[0-9]+\.[0-9]+\] '
 DEBUG_REPORT_RE='BUG:|WARNING:|Oops|general protection fault|Kernel panic|kernel BUG at|list_(add|del) corruption|UBSAN:|invoked oom-killer|blocked for more than|rcu_.*detected stall|INFO: task |kmemleak: [0-9]+ new suspected|kmemleak: .*(disabled|[Ee]mpty|[Cc]annot)|printk messages dropped'
 
 # debug_console_files NODE: that node's console files, oldest boot first.
@@ -28,7 +31,7 @@ debug_console_files() {
 # lines of context, each headed by NODE and SOURCE; prints nothing when there is none.
 debug_log_reports() {
   awk -v node="$1" -v src="$2" -v re="$DEBUG_REPORT_RE" '
-    { line = $0; sub(/\r$/, "", line); text = line; sub(/^\[ *[0-9.]+\] /, "", text) }
+    { line = $0; sub(/\r$/, "", line); text = line; kernel = sub(/^\[ *[0-9]+\.[0-9]+\] /, "", text) }
     # Register dumps say little here: leave the 40 lines to the message and the stack.
     left > 0 && text ~ /^(Code: |RSP: |R[A-Z0-9][A-Z0-9]: |FS: |CS: |CR2: |PKRU: )/ { next }
     # Inside a report: its lines until a closing rule or end-of-trace marker, at most 40.
@@ -38,7 +41,7 @@ debug_log_reports() {
       shown++
       next
     }
-    text ~ re {
+    kernel && text ~ re {
       n++
       printf "node %s (%s), report %d:\n", node, src, n
       print "    " line; left = 39; shown = 1
@@ -50,7 +53,7 @@ debug_count_reports() {
   local i f total=0 c
   for ((i = 0; i < $(cat "$UNIMEM_RUN/nodes" 2>/dev/null || echo 0); i++)); do
     for f in $(debug_console_files "$i"); do
-      c=$(grep -cE "$DEBUG_REPORT_RE" "$f" || true)
+      c=$(grep -E "$DEBUG_KERNEL_LINE_RE" "$f" | grep -cE "$DEBUG_REPORT_RE" || true)
       total=$((total + c))
     done
   done
