@@ -5,7 +5,13 @@ KDIR ?= $(shell scripts/build-kernel.sh)
 CACHE_ARGS := $(shell bash -c 'source scripts/lib/common.sh; kmake_args')
 # Out-of-tree: the Kconfig symbols are set here rather than in the kernel's .config.
 UNIMEM_CONFIG := CONFIG_UNIMEM_EUSRVMEM=m CONFIG_UNIMEM_MAILBOX=m CONFIG_UNIMEM_MBOX_ECHO=m CONFIG_UNIMEM_KRAM=m CONFIG_UNIMEM_NUMA=m CONFIG_UNIMEM_GSAS=m
-KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR)/kernel $(CACHE_ARGS) $(UNIMEM_CONFIG)
+# Against the debug kernel (UNIMEM_DEBUG_KERNEL=1, scripts/test.sh --debug-kernel) the modules are
+# built from a clean copy of kernel/ into build/modules-debug/out (Kbuild's MO=), so the normal
+# build's objects and .ko files next to the sources stay as they are (scripts/lib/common.sh,
+# debug_modules_src). For the normal kernel MO_DIR is empty and they are built in place.
+MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if debug_kernel; then modules_out; fi')
+MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; debug_modules_src'),$(CURDIR)/kernel)
+KMAKE = $(MAKE) -C $(KDIR) M=$(MODULES_SRC) $(if $(MO_DIR),MO=$(MO_DIR)) $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
 .PHONY: all modules modules-clippy userspace gsas-pc clean check test setup cluster
 

@@ -7,13 +7,19 @@
 # toolchain: the old patch series is reverted, the new one applied and make rebuilds only
 # what changed (minutes instead of a full build). UNIMEM_CLEAN_KERNEL=1 forces a clean build.
 # Only the two newest kernel builds are kept.
+#
+# UNIMEM_DEBUG_KERNEL=1 builds the debug kernel instead (kernel/config/debug/*.config merged on top),
+# cached under $UNIMEM_CACHE/kernel-debug: it is seeded only from earlier debug builds and keeps its
+# own two newest, so debug and normal builds never evict or seed each other. Both flavours share
+# the lock: one kernel build at a time.
 source "$(dirname "$0")/lib/common.sh"
 
 kdir=$(kernel_dir)
+cache=$(kernel_cache)
 if [ -f "$kdir/.unimem-built" ]; then echo "$kdir"; exit 0; fi
 # One build at a time: a second caller (another cluster, a helper) waits instead of deleting a
 # build in progress.
-mkdir -p "$UNIMEM_CACHE/kernel"
+mkdir -p "$UNIMEM_CACHE/kernel" "$cache"
 exec 9>"$UNIMEM_CACHE/kernel/.lock"
 flock 9
 if [ -f "$kdir/.unimem-built" ]; then echo "$kdir"; exit 0; fi
@@ -23,7 +29,7 @@ tarball=$("$UNIMEM_ROOT/scripts/fetch-kernel-source.sh")
 
 newest_seed() {
   local marker d
-  for marker in $(ls -td "$UNIMEM_CACHE"/kernel/*/.unimem-built 2>/dev/null); do
+  for marker in $(ls -td "$cache"/*/.unimem-built 2>/dev/null); do
     d=$(dirname "$marker")
     [ "$(cat "$d/.unimem-base" 2>/dev/null)" = "$base_id" ] && { echo "$d"; return; }
   done
@@ -60,16 +66,17 @@ done
 # shellcheck disable=SC2046
 kmake() { make -C "$kdir" $(kmake_args) -j"$(( $(nproc) + 1 ))" "$@"; }
 kmake -s tinyconfig
-"$kdir/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "$UNIMEM_ROOT"/kernel/config/*.config >/dev/null
+mapfile -t fragments < <(kernel_fragments)
+"$kdir/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "${fragments[@]}" >/dev/null
 kmake -s olddefconfig
-# Every line of the fragment must have survived olddefconfig, or the kernel is not what we asked for.
+# Every line of the fragments must have survived olddefconfig, or the kernel is not what we asked for.
 missing=0
 while IFS= read -r line; do
   case "$line" in ''|'#'*) continue;; esac
   opt=${line%%=*}; val=${line#*=}
   if [ "$val" = n ]; then grep -q "^$opt=" "$kdir/.config" && { echo "config: $opt should be off" >&2; missing=1; }
   else grep -qx "$line" "$kdir/.config" || { echo "config: $line did not take effect" >&2; missing=1; }; fi
-done < <(cat "$UNIMEM_ROOT"/kernel/config/*.config)
+done < <(cat "${fragments[@]}")
 [ "$missing" = 0 ] || die "kernel config fragment not satisfied (see above)"
 kmake -s rustavailable >&2
 log "building kernel (a clean build takes 10-15 minutes on 2 cores)"
@@ -80,7 +87,7 @@ log "kernel ready: $kdir"
 
 # Keep the two newest complete builds (by their marker: a seeded copy keeps its source's
 # directory mtime, and a build in progress elsewhere has no marker yet).
-ls -t "$UNIMEM_CACHE"/kernel/*/.unimem-built 2>/dev/null | tail -n +3 | while read -r marker; do
+ls -t "$cache"/*/.unimem-built 2>/dev/null | tail -n +3 | while read -r marker; do
   old=$(dirname "$marker")
   [ "$old" = "$kdir" ] || { log "removing old kernel build $old"; rm -rf "$old"; }
 done

@@ -1,32 +1,65 @@
 #!/usr/bin/env bash
 # The project's test command: host-side Rust tests, then acceptance tests in a real virtual
 # cluster (QEMU nodes running our kernel and modules). Ends with "N passed, N failed".
-#   scripts/test.sh [-n NODES] [TEST...]   TEST: names under tests/cluster/ (default: all)
+#   scripts/test.sh [-n NODES] [--debug-kernel] [TEST...]   TEST: names under tests/cluster/ (default: all)
 # Four nodes (a borrower, three lenders: KRAM mirroring needs a spare one) sharing an 8 GiB GAS
 # (partitions of 2 GiB: a 2 GiB swap instance must need two lenders); UNIMEM_GAS_SIZE overrides.
+#
+# --debug-kernel: the cluster tests on the debug kernel (KASAN, lockdep, DEBUG_ATOMIC_SLEEP,
+# kmemleak, DEBUG_LIST: kernel/config/debug/debug.config), built and cached apart from the normal
+# one, our modules built for it into build/modules-debug. Nodes of 512 MiB (UNIMEM_DEBUG_NODE_MEM),
+# workloads and time limits scaled (tests/cluster/lib.sh), no host tests (nothing kernel in them).
+# After the suite every running node unloads our modules and runs a kmemleak scan; any report in
+# any node's console or scan fails the run (scripts/lib/debug-kernel.sh). Not part of CI: it takes
+# a kernel build (about 25 minutes on 2 cores, cached after) and a slower suite.
 source "$(dirname "$0")/lib/common.sh"
 nodes=4
 export UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
-[ "${1:-}" = -n ] && { nodes=$2; shift 2; }
+debug=false
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -n) nodes=$2; shift 2;;
+    --debug-kernel) debug=true; shift;;
+    *) break;;
+  esac
+done
 passed=0 failed=0 failures=()
+# Node 0 is small so the KRAM test's workload can exceed its RAM by half (tests/cluster/kram.sh).
+mem_args=(--mem-of "0=96M")
+if "$debug"; then
+  export UNIMEM_DEBUG_KERNEL=1
+  # KASAN's shadow, kmemleak's and lockdep's tables and slab debugging: 96 MiB does not boot, and
+  # hot-adding 128 MiB (memmap and shadow come from local memory) runs 192 MiB out of memory.
+  mem_args=(-m "${UNIMEM_DEBUG_NODE_MEM:-512M}")
+  export UNIMEM_TIMEOUT_SCALE=${UNIMEM_TIMEOUT_SCALE:-3} UNIMEM_BOOT_TIMEOUT=${UNIMEM_BOOT_TIMEOUT:-600}
+  export UNIMEM_SWAP_EXCESS_MIB=${UNIMEM_SWAP_EXCESS_MIB:-48} UNIMEM_NUMA_LOCAL_FREE_MIB=${UNIMEM_NUMA_LOCAL_FREE_MIB:-96}
+  export UNIMEM_RUN=${UNIMEM_RUN:-$UNIMEM_BUILD/test-cluster-debug}
+else
+  unset UNIMEM_DEBUG_KERNEL  # only --debug-kernel picks that kernel (and sizes the nodes for it)
+fi
 export UNIMEM_RUN=${UNIMEM_RUN:-$UNIMEM_BUILD/test-cluster}
 # Per cluster, so that test runs in different run directories do not mix their logs.
 logdir=$UNIMEM_RUN-logs
 mkdir -p "$logdir"
+if "$debug"; then source "$UNIMEM_ROOT/scripts/lib/debug-kernel.sh"; fi
 
 "$UNIMEM_ROOT/scripts/setup.sh"
 
-log "host tests: cargo test --workspace"
-set +e
-cargo test --workspace --release >"$logdir/cargo-test.log" 2>&1
-status=$?
-set -e
-read -r p f < <(awk '/^test result:/ {p += $4; f += $6} END {print p + 0, f + 0}' "$logdir/cargo-test.log")
-passed=$((passed + p)); failed=$((failed + f))
-log "host tests: $p passed, $f failed (log: $logdir/cargo-test.log)"
-if [ "$status" != 0 ]; then
-  failures+=(cargo-test); [ "$f" != 0 ] || failed=$((failed + 1))
-  tail -30 "$logdir/cargo-test.log" >&2
+if "$debug"; then
+  log "debug kernel: host tests skipped (they do not run on the kernel)"
+else
+  log "host tests: cargo test --workspace"
+  set +e
+  cargo test --workspace --release >"$logdir/cargo-test.log" 2>&1
+  status=$?
+  set -e
+  read -r p f < <(awk '/^test result:/ {p += $4; f += $6} END {print p + 0, f + 0}' "$logdir/cargo-test.log")
+  passed=$((passed + p)); failed=$((failed + f))
+  log "host tests: $p passed, $f failed (log: $logdir/cargo-test.log)"
+  if [ "$status" != 0 ]; then
+    failures+=(cargo-test); [ "$f" != 0 ] || failed=$((failed + 1))
+    tail -30 "$logdir/cargo-test.log" >&2
+  fi
 fi
 
 shm_before=$(ls /dev/shm | sort)
@@ -35,18 +68,33 @@ trap cleanup EXIT
 tests=("$@")
 [ ${#tests[@]} -gt 0 ] || tests=($(cd "$UNIMEM_ROOT/tests/cluster" && ls -- *.sh | grep -v '^lib\.sh$' | sed 's/\.sh$//'))
 log "starting a $nodes-node cluster for: ${tests[*]}"
-# Node 0 is small so the KRAM test's workload can exceed its RAM by half (tests/cluster/kram.sh).
-if "$UNIMEM_ROOT/scripts/cluster" up -n "$nodes" --mem-of 0=96M 2>&1 | tee "$logdir/cluster-up.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+if "$UNIMEM_ROOT/scripts/cluster" up -n "$nodes" "${mem_args[@]}" 2>&1 | tee "$logdir/cluster-up.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+  ! "$debug" || reports=$(debug_count_reports)
   for t in "${tests[@]}"; do
     log "cluster test: $t"
+    start_t=$SECONDS
     if "$UNIMEM_ROOT/tests/cluster/$t.sh" 2>&1 | tee "$logdir/$t.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
       passed=$((passed + 1)); log "PASS $t"
     else
       failed=$((failed + 1)); failures+=("$t"); log "FAIL $t (log: $logdir/$t.log, consoles: $UNIMEM_RUN)"
     fi
+    if "$debug"; then
+      # Which test a report came with (all of them are printed after the suite).
+      now=$(debug_count_reports)
+      log "debug kernel: $t took $((SECONDS - start_t)) s; $((now - reports)) new report line(s) in the consoles"
+      reports=$now
+    fi
   done
 else
   failed=$((failed + ${#tests[@]})); failures+=(cluster-up)
+fi
+# Also after a failed start: the consoles say why.
+if "$debug"; then
+  if debug_kernel_checks 2>&1 | tee "$logdir/debug-kernel.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+    passed=$((passed + 1)); log "PASS debug kernel: no reports"
+  else
+    failed=$((failed + 1)); failures+=(debug-kernel-reports)
+  fi
 fi
 cleanup
 # Shutdown must leave nothing behind: no processes, no shared-memory files.

@@ -22,16 +22,47 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # Hash of files/strings given on stdin, short form for directory names.
 hash_inputs() { sha256sum | cut -c1-16; }
 
-# Key of the kernel build: source version, config fragment, patch series, toolchain.
+# The debug kernel (scripts/test.sh --debug-kernel sets UNIMEM_DEBUG_KERNEL=1 for everything it
+# runs): the normal config fragment plus kernel/config/debug/*.config (KASAN, lockdep, kmemleak...),
+# cached apart from the normal kernel, with modules built into their own output directory.
+debug_kernel() { [ "${UNIMEM_DEBUG_KERNEL:-0}" = 1 ]; }
+# Config fragments of the kernel to build, in merge order.
+kernel_fragments() {
+  ls "$UNIMEM_ROOT"/kernel/config/*.config
+  if debug_kernel; then ls "$UNIMEM_ROOT"/kernel/config/debug/*.config; fi
+}
+
+# Key of the kernel build: source version, config fragment, patch series, toolchain (for the
+# debug kernel, its fragment too: the normal kernel's key does not depend on it).
 kernel_key() {
   {
     echo "$KERNEL_PKG_VERSION $BINDGEN_VERSION $LLVM_SUFFIX"
     "$HOST_RUSTC" --version 2>/dev/null || echo no-rustc
     cat "$UNIMEM_ROOT"/kernel/config/*.config
     find "$UNIMEM_ROOT/kernel/patches" -name '*.patch' -print0 | sort -z | xargs -0r cat
+    if debug_kernel; then echo debug; cat "$UNIMEM_ROOT"/kernel/config/debug/*.config; fi
   } | hash_inputs
 }
-kernel_dir() { echo "$UNIMEM_CACHE/kernel/$(kernel_key)"; }
+# Where builds of this flavour are cached: each flavour seeds from and prunes only its own.
+kernel_cache() { if debug_kernel; then echo "$UNIMEM_CACHE/kernel-debug"; else echo "$UNIMEM_CACHE/kernel"; fi; }
+kernel_dir() { echo "$(kernel_cache)/$(kernel_key)"; }
+# Where `make modules` puts our .ko files: next to the sources for the normal kernel, a
+# directory of its own for the debug kernel (Kbuild's MO=), so neither build clobbers the other.
+modules_out() { if debug_kernel; then echo "$UNIMEM_BUILD/modules-debug/out"; else echo "$UNIMEM_ROOT/kernel"; fi; }
+# The debug kernel's module build reads a copy of kernel/ without build output: Kbuild refuses
+# MO= when the source directory holds a build of its own (the normal one, in place), since make
+# would find those objects through VPATH. Copies keep their times, so make rebuilds what changed.
+# The modules reach the user-space wire formats by relative path (kernel/include/wire.rs):
+# userspace/ sits next to the copy as a link. Prints the copy's directory.
+debug_modules_src() {
+  local top=$UNIMEM_BUILD/modules-debug/src src=$UNIMEM_BUILD/modules-debug/src/kernel
+  rm -rf "$top"; mkdir -p "$src"
+  ln -s "$UNIMEM_ROOT/userspace" "$top/userspace"
+  (cd "$UNIMEM_ROOT/kernel" && find . -type f ! \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' \
+     -o -name '*.cmd' -o -name '*.rmeta' -o -name '.*.d' -o -name '*.a' -o -name modules.order -o -name Module.symvers \) \
+     -exec cp -p --parents -t "$src" {} +)
+  echo "$src"
+}
 
 # make arguments every kernel or module build uses.
 kmake_args() {

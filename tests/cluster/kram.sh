@@ -88,6 +88,7 @@ cycle() {
   on 0 "echo 8192 > /proc/sys/vm/min_free_kbytes"
   ram_kib=$(on 0 "awk '/^MemTotal/ {print \$2}' /proc/meminfo")
   work_mib=$(( (ram_kib * 3 / 2 + 1023) / 1024 ))
+  read -r work_mib excess_mib <<<"$(swap_work 0 "$work_mib" $(( work_mib - ram_kib / 1024 )))"
   ! on_may_fail 0 rmmod unimem_kram 2>/dev/null || fail "rmmod succeeded while the devices are swap"
   on 0 "grep pswpout /proc/vmstat" > /tmp/kram-before.$$
   TIMEOUT=900 on 0 "unimem-memtest --mib $work_mib --seed $RANDOM" ||
@@ -97,7 +98,7 @@ cycle() {
   echo "workload ${work_mib} MiB on ${ram_kib} KiB RAM: $out pages swapped out; where they went:"
   on 0 "cat /proc/swaps"
   for n in 1 2; do on "$n" "kram-daemon --status | sed -n '2,4p'"; done
-  [ "$out" -gt $(( (work_mib - ram_kib / 1024) * 256 / 2 )) ] || fail "too little was swapped out ($out pages) for a workload larger than RAM"
+  [ "$out" -gt $(( excess_mib * 256 / 2 )) ] || fail "too little was swapped out ($out pages) for a workload larger than RAM"
 
   step "transfermode=$mode: swapoff + rmmod return every chunk, wiped"
   on 0 "swapoff /dev/kram0 && swapoff /dev/kram1 && rmmod unimem_kram && ! test -e /dev/kram0"

@@ -37,6 +37,7 @@ step "swap on it, a verifying workload 1.5x RAM; node 3 killed and poisoned in t
 on 0 "mkswap /dev/kram0 >/dev/null && swapon /dev/kram0 && echo 8192 > /proc/sys/vm/min_free_kbytes"
 ram_mib=$(( $(on 0 "awk '/^MemTotal/ {print \$2}' /proc/meminfo") / 1024 ))
 work=$(( ram_mib * 3 / 2 ))
+read -r work _ <<<"$(swap_work 0 "$work" 0)"
 bg 0 work "for i in 1 2 3 4; do unimem-memtest --mib $work --seed \$i >/tmp/$BG-memtest.log 2>&1 || { cat /tmp/$BG-memtest.log; exit 1; }; echo round \$i verified; done"
 wait_log 0 work 'round 1 verified' 300
 "$CLUSTER" kill 3 --poison

@@ -29,6 +29,7 @@ on 0 "echo 8192 > /proc/sys/vm/min_free_kbytes"
 on 0 "cat /sys/kernel/debug/unimem_kram/stats"
 ram_mib=$(( $(on 0 "awk '/^MemTotal/ {print \$2}' /proc/meminfo") / 1024 ))
 work=$(( ram_mib * 3 / 2 ))
+read -r work _ <<<"$(swap_work 0 "$work" 0)"
 bg 0 work "i=0; while [ ! -e /tmp/$BG-stop ]; do i=\$((i + 1)); unimem-memtest --mib $work --seed \$i >/tmp/$BG-memtest.log 2>&1 || { cat /tmp/$BG-memtest.log; exit 1; }; echo round \$i verified; done"
 
 chaos() {

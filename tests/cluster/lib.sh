@@ -5,10 +5,20 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLUSTER=$ROOT/scripts/cluster
 NODES=$(cat "${UNIMEM_RUN:-$ROOT/build/cluster}/nodes")
 
+# Sizes and times of the workloads scale through the environment, so that one suite runs on the
+# normal kernel and on the debug kernel (scripts/test.sh --debug-kernel: KASAN, lockdep, kmemleak
+# make every node larger and slower). Unset, everything is as the tests were written for the
+# normal kernel and a 96 MiB node 0.
+#   UNIMEM_TIMEOUT_SCALE=K       every command's time limit K times longer (default 1)
+#   UNIMEM_SWAP_EXCESS_MIB=N     a swap workload is what the node has available plus N MiB, not a
+#                                multiple of its RAM (see swap_work)
+#   UNIMEM_NUMA_LOCAL_FREE_MIB=N numa.sh leaves node 0 only N MiB of local memory before checking
+#                                that a remove which local memory cannot take is refused
+
 # on NODE CMD...: run a shell command on NODE, failing the test if it fails.
-on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout "${TIMEOUT:-120}" -- "$@"; }
+on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * ${UNIMEM_TIMEOUT_SCALE:-1} ))" -- "$@"; }
 # on_may_fail NODE CMD...: run and return its status without failing.
-on_may_fail() { local n=$1; shift; set +e; "$CLUSTER" exec "$n" --timeout "${TIMEOUT:-120}" -- "$@"; local s=$?; set -e; return $s; }
+on_may_fail() { local n=$1; shift; set +e; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * ${UNIMEM_TIMEOUT_SCALE:-1} ))" -- "$@"; local s=$?; set -e; return $s; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
@@ -20,9 +30,10 @@ bg() {
   local n=$1 name=$2; shift 2
   on "$n" "rm -f /tmp/$BG-$name.log; ( $* & echo \$! > /tmp/$BG-$name.pid; wait \$!; s=\$?; rm -f /tmp/$BG-$name.pid; echo \"exit=\$s\" ) </dev/null >/tmp/$BG-$name.log 2>&1 &"
 }
-# wait_log NODE NAME REGEX [SECONDS]: wait (default 30 s) until the log has a line matching REGEX.
+# wait_log NODE NAME REGEX [SECONDS]: wait (default 30 s, times UNIMEM_TIMEOUT_SCALE) until the log
+# has a line matching REGEX.
 wait_log() {
-  local tries=$((${4:-30} * 5))
+  local tries=$((${4:-30} * 5 * ${UNIMEM_TIMEOUT_SCALE:-1}))
   on "$1" "for i in \$(seq $tries); do grep -qE '$3' /tmp/$BG-$2.log 2>/dev/null && exit 0; sleep 0.2; done; echo 'log of $2:'; cat /tmp/$BG-$2.log; exit 1" ||
     fail "node $1: '$2' never printed /$3/"
 }
@@ -54,4 +65,16 @@ kram_daemon() {
   bg "$n" daemon "kram-daemon --log-file /tmp/kram-daemon.log $*"
   on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; cat /tmp/$BG-daemon.log; exit 1" ||
     fail "kram-daemon did not start on node $n"
+}
+# swap_work NODE WORK_MIB EXCESS_MIB: prints "WORK_MIB EXCESS_MIB" for a verifying workload that
+# must push NODE into swap, EXCESS_MIB being how much of it RAM cannot hold. The tests pass 1.5x
+# the node's RAM (the seed's demonstration, sized for a 96 MiB node), printed back unchanged.
+# With UNIMEM_SWAP_EXCESS_MIB=N it is MemAvailable + N: a debug kernel's node is large and most of
+# its RAM is the kernel's own bookkeeping (KASAN shadow, kmemleak, lockdep, slab debugging), so
+# 1.5x RAM would not fit in RAM plus the test's swap devices (about 100 MiB).
+swap_work() {
+  local avail
+  if [ -z "${UNIMEM_SWAP_EXCESS_MIB:-}" ]; then echo "$2 $3"; return; fi
+  avail=$(on "$1" "awk '/^MemAvailable/ {print int(\$2 / 1024)}' /proc/meminfo")
+  echo "$((avail + UNIMEM_SWAP_EXCESS_MIB)) $UNIMEM_SWAP_EXCESS_MIB"
 }
