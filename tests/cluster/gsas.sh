@@ -52,7 +52,7 @@ cleanup() {
     "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
   done
   for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 60 -- "rmmod unimem_gsas 2>/dev/null; killall kram-daemon 2>/dev/null; true" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout 60 -- "$STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
 trap cleanup EXIT
@@ -71,10 +71,10 @@ step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daem
 declare -A marks
 for n in $(seq 0 $((NODES - 1))); do
   load_base "$n"
-  on "$n" "rmmod unimem_gsas 2>/dev/null; killall kram-daemon 2>/dev/null; true"
+  on "$n" "$STOP_DAEMON"
   marks[$n]=$(dmesg_mark "$n")
   kram_daemon "$n" --chunks 64 --offer-timeout 6
-  on "$n" "insmod $MODS/unimem_gsas.ko && test -r $SYS/pool_pages"
+  on "$n" "insmod $MODS/unimem_gsas.ko $GSAS_ARGS && test -r $SYS/pool_pages"
 done
 
 step "every node's service answers every node (NOP)"

@@ -28,7 +28,7 @@ cleanup() {
   bg_cleanup
   for n in $(seq 0 $((NODES - 1))); do
     rebind "$n" >/dev/null 2>&1 || true
-    "$CLUSTER" exec "$n" --timeout 60 -- "rmmod unimem_gsas 2>/dev/null; killall kram-daemon 2>/dev/null; true" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout 60 -- "$STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
 trap cleanup EXIT
@@ -74,7 +74,7 @@ on 1 "! lsmod | grep -q '^unimem_gsas' && ! test -e $SYS"
 
 step "node $HOME_NODE: the pool comes from its own kram-daemon (instance 14, shown GSAS)"
 kram_daemon "$HOME_NODE" --chunks 64 --offer-timeout 6
-on "$HOME_NODE" "insmod $KO"
+on "$HOME_NODE" "insmod $KO $GSAS_ARGS"
 expect_eq "$(counter pool_pages)" 4096 "pool pages (16 MiB)"
 on "$HOME_NODE" "kram-daemon --status | grep -E 'lent to node $HOME_NODE instance 14 \\(GSAS\\)'"
 on "$HOME_NODE" "kram-daemon --status | grep -q '^free 48, offered 0, lent 16'"
@@ -239,7 +239,7 @@ step "no answer without the service (the request waits in the ring, the client t
 ! on_may_fail 0 "unimem-mbox gsas-raw --node $HOME_NODE --wait-ms 1500 nop" 2>/dev/null || fail "answered without a service"
 
 step "device removal: node 0's mapped response slots are zapped (SIGBUS), node $HOME_NODE's service stops and unloads"
-on "$HOME_NODE" "insmod $KO"
+on "$HOME_NODE" "insmod $KO $GSAS_ARGS"
 out=$(raw 0 --tree $TREE alloc:0:1)
 expect_resp "$out" 0 OK
 bg 0 watch "unimem-mbox --timeout 0 gsas-raw --node $HOME_NODE --then-watch 300 nop"
@@ -264,7 +264,7 @@ done
 step "after rebinding, the service works again"
 on "$HOME_NODE" "kram-daemon --status >/dev/null 2>&1 || true; killall kram-daemon 2>/dev/null; true"
 kram_daemon "$HOME_NODE" --chunks 64 --offer-timeout 6 --no-state
-on "$HOME_NODE" "insmod $KO"
+on "$HOME_NODE" "insmod $KO $GSAS_ARGS"
 out=$(raw 0 --tree $TREE alloc:0:1 write:A:77 read:A free:A)
 expect_resp "$out" 2 OK 77
 expect_resp "$out" 3 OK

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for cluster acceptance tests. Sourced by each test, which runs against a cluster
 # started by scripts/test.sh (UNIMEM_RUN points at it).
 set -euo pipefail
@@ -47,9 +48,21 @@ bg_cleanup() {
 # swap off and unimem_kram out on every node, no kram-daemon running.
 kram_cleanup() {
   for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 60 -- "swapoff -a 2>/dev/null; rmmod unimem_kram 2>/dev/null; killall kram-daemon 2>/dev/null; true" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout 60 -- "swapoff -a 2>/dev/null; rmmod unimem_kram 2>/dev/null; $STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
+# unimem_gsas's insmod arguments: its wait for the daemon's offer scales with the time limits
+# (a debug kernel answers slowly), within the module's 60 s bound.
+# shellcheck disable=SC2034 # used by the tests that source this file
+GSAS_ARGS="offer_timeout_ms=$(( 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} < 60000 ? 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} : 60000 ))"
+# Guest shell code: unimem_gsas unloaded (it returns its pool to the daemon), then kram-daemon
+# stopped once it has taken the pool back, and gone before this returns: otherwise the next
+# test's daemon restores a lease from the record, or a dying daemon still answers --status.
+# shellcheck disable=SC2034 # used by the tests that source this file
+STOP_DAEMON="rmmod unimem_gsas 2>/dev/null
+  for i in \$(seq 50); do kram-daemon --status 2>/dev/null | grep -q ', lent 0\$' && break; sleep 0.2; done
+  killall kram-daemon 2>/dev/null
+  for i in \$(seq 150); do pidof kram-daemon >/dev/null || break; sleep 0.2; done; true"
 # dmesg_mark NODE: the kernel log's current length; dmesg_clean NODE MARK: fails on errors logged since.
 dmesg_mark() { on "$1" "dmesg | wc -l"; }
 dmesg_clean() { on "$1" "! dmesg | tail -n +$(($2 + 1)) | grep -E 'BUG|Oops|WARNING|I/O error|Read-error'"; }
