@@ -38,6 +38,8 @@ mod fabric_api;
 #[allow(dead_code)]
 mod fabric_client;
 #[path = "../include/kram_borrow.rs"]
+// Shared with unimem_numa, which uses all of it.
+#[allow(dead_code)]
 mod kram_borrow;
 #[path = "../include/kram_client.rs"]
 // Shared with unimem_kram, which uses all of it.
