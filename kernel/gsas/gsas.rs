@@ -45,6 +45,8 @@ mod kram_borrow;
 // Shared with unimem_kram, which uses all of it.
 #[allow(dead_code)]
 mod kram_client;
+#[path = "../include/sysfs_group.rs"]
+mod sysfs_group;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
