@@ -27,6 +27,8 @@ mod regs;
 #[allow(unreachable_pub)]
 mod seam;
 mod sysfs;
+#[path = "../include/sysfs_group.rs"]
+mod sysfs_group;
 mod window;
 
 #[path = "../include/unimem_fabric.rs"]

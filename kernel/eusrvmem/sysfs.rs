@@ -1,21 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Read-only attributes in `/sys/class/misc/eusrvmem/`: node id, node count, layout, counters.
 //!
-//! The 7.3 Rust crate has no sysfs attribute abstraction, so the attributes are a C
-//! `attribute_group` in `static`s (lockdep keys them statically: no `sysfs_attr_init`), which the
-//! misc device is created with (`MiscDeviceRegistration::register_with_groups`, kernel patch
-//! 0009): the driver core adds them before the device is announced and removes them with it.
+//! The attributes are a C `attribute_group` in `static`s (`kernel/include/sysfs_group.rs`),
+//! which the misc device is created with (`MiscDeviceRegistration::register_with_groups`, kernel
+//! patch 0009): the driver core adds them before the device is announced and removes them with it.
 //! Values come from the published fabric.
 
-use crate::fabric::{self, Fabric};
-use core::{cell::UnsafeCell, fmt::Write};
-use kernel::{
-    bindings,
-    ffi::c_char,
-    miscdevice::AttributeGroups,
-    prelude::*,
-    str::{as_char_ptr_in_const_context, Formatter},
+use crate::{
+    fabric::{self, Fabric},
+    sysfs_group::{static_attribute_group, CStatic},
 };
+use core::{cell::UnsafeCell, fmt::Write};
+use kernel::{bindings, ffi::c_char, miscdevice::AttributeGroups, prelude::*, str::Formatter};
 
 const NAMES: [&CStr; 10] = [
     c"node_id",
@@ -78,57 +74,10 @@ unsafe extern "C" fn show(
     }
 }
 
-/// A C object in a `static`, handed to C code as a mutable pointer.
-#[repr(transparent)]
-struct CStatic<T>(UnsafeCell<T>);
-
-// SAFETY: the tables below are only written by their constant initializers; afterwards sysfs
-// only reads them.
-unsafe impl<T> Sync for CStatic<T> {}
-
-const N: usize = NAMES.len();
-
-const fn attribute(name: &'static CStr) -> bindings::device_attribute {
-    // SAFETY: all-zero is a valid `device_attribute`: no `store`, no lockdep `key` (sysfs then
-    // uses the `skey` inside the attribute, which is static here).
-    let mut attr: bindings::device_attribute = unsafe { core::mem::zeroed() };
-    attr.attr.name = as_char_ptr_in_const_context(name);
-    attr.attr.mode = 0o444;
-    attr.__bindgen_anon_1.show = Some(show);
-    attr
+static_attribute_group! {
+    /// One file per name, read by `show`.
+    static GROUP: bindings::device_attribute = (NAMES, show);
 }
-
-static ATTRS: CStatic<[bindings::device_attribute; N]> = CStatic(UnsafeCell::new({
-    // SAFETY: all-zero is a valid `device_attribute`; every element is overwritten below.
-    let mut attrs: [bindings::device_attribute; N] = unsafe { core::mem::zeroed() };
-    let mut i = 0;
-    while i < N {
-        attrs[i] = attribute(NAMES[i]);
-        i += 1;
-    }
-    attrs
-}));
-
-/// `ATTRS` as the NULL-terminated list of `struct attribute *` an `attribute_group` takes.
-static ATTR_PTRS: CStatic<[*mut bindings::attribute; N + 1]> = CStatic(UnsafeCell::new({
-    let mut ptrs = [core::ptr::null_mut(); N + 1];
-    let mut i = 0;
-    while i < N {
-        // SAFETY: `i < N`, so this is the address of the `attr` of an element of `ATTRS`; no
-        // reference is created.
-        ptrs[i] = unsafe { &raw mut (*ATTRS.0.get())[i].attr };
-        i += 1;
-    }
-    ptrs
-}));
-
-static GROUP: CStatic<bindings::attribute_group> = CStatic(UnsafeCell::new({
-    // SAFETY: all-zero is a valid `attribute_group` (no name: the attributes go in the device's
-    // own directory; no visibility or binary-attribute callbacks).
-    let mut group: bindings::attribute_group = unsafe { core::mem::zeroed() };
-    group.__bindgen_anon_2.attrs = ATTR_PTRS.0.get().cast();
-    group
-}));
 
 static GROUPS: CStatic<[*const bindings::attribute_group; 2]> = CStatic(UnsafeCell::new([
     GROUP.0.get().cast_const(),

@@ -38,11 +38,15 @@ mod fabric_api;
 #[allow(dead_code)]
 mod fabric_client;
 #[path = "../include/kram_borrow.rs"]
+// Shared with unimem_numa, which uses all of it.
+#[allow(dead_code)]
 mod kram_borrow;
 #[path = "../include/kram_client.rs"]
 // Shared with unimem_kram, which uses all of it.
 #[allow(dead_code)]
 mod kram_client;
+#[path = "../include/sysfs_group.rs"]
+mod sysfs_group;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;

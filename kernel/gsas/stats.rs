@@ -2,15 +2,15 @@
 //! The service's counters: `/sys/kernel/debug/unimem_gsas/stats` (all of them, one `name value`
 //! per line) and `/sys/kernel/unimem_gsas/<name>` (one value per file).
 //!
-//! The sysfs attributes are a C `attribute_group` in `static`s (lockdep keys them statically,
+//! The sysfs attributes are a C `attribute_group` in `static`s (`kernel/include/sysfs_group.rs`,
 //! as `unimem_eusrvmem`'s), on a kobject made for them under `/sys/kernel`.
 
 use crate::{
     gsas::{op, status},
+    sysfs_group::static_attribute_group,
     Service,
 };
 use core::{
-    cell::UnsafeCell,
     fmt::{self, Write},
     sync::atomic::{AtomicPtr, AtomicU64, Ordering},
 };
@@ -18,7 +18,7 @@ use kernel::{
     bindings,
     ffi::c_char,
     prelude::*,
-    str::{as_char_ptr_in_const_context, Formatter},
+    str::Formatter,
     sync::Arc,
 };
 
@@ -221,56 +221,10 @@ unsafe extern "C" fn show(_kobj: *mut bindings::kobject, attr: *mut bindings::ko
     }
 }
 
-/// A C object in a `static`, handed to C code as a mutable pointer.
-#[repr(transparent)]
-struct CStatic<T>(UnsafeCell<T>);
-
-// SAFETY: the tables below are only written by their constant initializers; afterwards sysfs
-// only reads them.
-unsafe impl<T> Sync for CStatic<T> {}
-
-const N: usize = NAMES.len();
-
-const fn attribute(name: &'static CStr) -> bindings::kobj_attribute {
-    // SAFETY: all-zero is a valid `kobj_attribute`: no `store`, no lockdep `key` (sysfs then
-    // uses the `skey` inside the attribute, which is static here).
-    let mut attr: bindings::kobj_attribute = unsafe { core::mem::zeroed() };
-    attr.attr.name = as_char_ptr_in_const_context(name);
-    attr.attr.mode = 0o444;
-    attr.__bindgen_anon_1.show = Some(show);
-    attr
+static_attribute_group! {
+    /// One file per name, read by `show`.
+    static GROUP: bindings::kobj_attribute = (NAMES, show);
 }
-
-static ATTRS: CStatic<[bindings::kobj_attribute; N]> = CStatic(UnsafeCell::new({
-    // SAFETY: all-zero is a valid `kobj_attribute`; every element is overwritten below.
-    let mut attrs: [bindings::kobj_attribute; N] = unsafe { core::mem::zeroed() };
-    let mut i = 0;
-    while i < N {
-        attrs[i] = attribute(NAMES[i]);
-        i += 1;
-    }
-    attrs
-}));
-
-static ATTR_PTRS: CStatic<[*mut bindings::attribute; N + 1]> = CStatic(UnsafeCell::new({
-    let mut ptrs = [core::ptr::null_mut(); N + 1];
-    let mut i = 0;
-    while i < N {
-        // SAFETY: `i < N`, so this is the address of the `attr` of an element of `ATTRS`; no
-        // reference is created.
-        ptrs[i] = unsafe { &raw mut (*ATTRS.0.get())[i].attr };
-        i += 1;
-    }
-    ptrs
-}));
-
-static GROUP: CStatic<bindings::attribute_group> = CStatic(UnsafeCell::new({
-    // SAFETY: all-zero is a valid `attribute_group` (no name: the files go in the kobject's
-    // own directory; no visibility or binary-attribute callbacks).
-    let mut group: bindings::attribute_group = unsafe { core::mem::zeroed() };
-    group.__bindgen_anon_2.attrs = ATTR_PTRS.0.get().cast();
-    group
-}));
 
 /// `/sys/kernel/unimem_gsas/` while alive.
 ///

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 //! One range borrowed from one kram-daemon, for kernel borrowers that hold a single contiguous
-//! range per lender (the GSAS service's page pool; the shape of `unimem_numa`'s ranges too):
+//! range per lender (the GSAS service's page pool; `unimem_numa`, one `Borrow` per lender):
 //! REQUEST, wait for the OFFER, CONFIRM, wait for the ACK, then RENEW every period and follow
 //! the lender's ACKs and REVOKEs; FREE when given back. The lease clock is `kram_client`'s.
 //!
@@ -10,6 +10,7 @@ use crate::{
     kram_client::{send, try_send, Epoch, LeaseClock},
     wire::kram::{to_daemon, to_driver, KramMsg},
 };
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::{
     new_condvar, new_mutex,
     prelude::*,
@@ -47,6 +48,54 @@ pub(crate) enum Delivery {
     Malformed,
 }
 
+impl Delivery {
+    /// How many kinds there are (`Malformed` is the last).
+    const COUNT: usize = Delivery::Malformed as usize + 1;
+}
+
+/// How many messages of each [`Delivery`] a borrower received, for its statistics.
+pub(crate) struct Tally([AtomicU64; Delivery::COUNT]);
+
+impl Tally {
+    pub(crate) const fn new() -> Self {
+        Self([const { AtomicU64::new(0) }; Delivery::COUNT])
+    }
+
+    pub(crate) fn count(&self, d: Delivery) {
+        self.0[d as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self, d: Delivery) -> u64 {
+        self.0[d as usize].load(Ordering::Relaxed)
+    }
+}
+
+/// The step at which [`Borrow::lease_detailed`] failed, so that the borrower can say why.
+#[derive(Clone, Copy)]
+pub(crate) enum Failure {
+    /// Nothing was sent: a lease runs or is held (`EBUSY`), or no memory.
+    NotStarted(Error),
+    /// The REQUEST was not sent.
+    Request(Error),
+    /// No OFFER: `ETIMEDOUT`, or `EINTR` (a signal).
+    Offer(Error),
+    /// The CONFIRM was not sent.
+    Confirm(Error),
+    /// No ACK: `ETIMEDOUT`, or `EINTR` (a signal).
+    Ack(Error),
+    /// The lender REVOKEd the offered chunks from `first` instead of acknowledging them.
+    Revoked { first: u32 },
+}
+
+impl Failure {
+    pub(crate) fn error(self) -> Error {
+        match self {
+            Self::NotStarted(e) | Self::Request(e) | Self::Offer(e) | Self::Confirm(e) | Self::Ack(e) => e,
+            Self::Revoked { .. } => EAGAIN,
+        }
+    }
+}
+
 /// One borrowed range of instance `instance` of node `me`.
 #[pin_data]
 pub(crate) struct Borrow {
@@ -81,11 +130,22 @@ impl Borrow {
     /// CONFIRM, ACK, each wait at most `timeout_ms`. Returns the first chunk and the lease.
     /// One lease per `Borrow`: `EBUSY` if one runs or is held.
     pub(crate) fn lease(&self, lender: u32, chunks: u32, align: u8, timeout_ms: u32) -> Result<(u32, Arc<LeaseClock>)> {
+        self.lease_detailed(lender, chunks, align, timeout_ms).map_err(Failure::error)
+    }
+
+    /// [`Borrow::lease`], failing with the step that failed.
+    pub(crate) fn lease_detailed(
+        &self,
+        lender: u32,
+        chunks: u32,
+        align: u8,
+        timeout_ms: u32,
+    ) -> Result<(u32, Arc<LeaseClock>), Failure> {
         let mut p = self.progress.lock();
         if p.lender.is_some() {
-            return Err(EBUSY);
+            return Err(Failure::NotStarted(EBUSY));
         }
-        let clock = Arc::new(LeaseClock::new(), GFP_KERNEL)?;
+        let clock = Arc::new(LeaseClock::new(), GFP_KERNEL).map_err(|e| Failure::NotStarted(e.into()))?;
         *p = Progress { lender: Some(lender), chunks, first: None, clock: None, acked: false, revoked: false, held: false };
         let result = self.lease_steps(&mut p, lender, chunks, align, timeout_ms, clock);
         match &result {
@@ -103,16 +163,16 @@ impl Borrow {
         align: u8,
         timeout_ms: u32,
         clock: Arc<LeaseClock>,
-    ) -> Result<(u32, Arc<LeaseClock>)> {
-        try_send(lender, KramMsg::request(self.me, self.instance, chunks, chunks, align))?;
-        self.wait(p, timeout_ms, |p| p.first.is_some())?;
-        let first = p.first.ok_or(EINVAL)?;
+    ) -> Result<(u32, Arc<LeaseClock>), Failure> {
+        try_send(lender, KramMsg::request(self.me, self.instance, chunks, chunks, align)).map_err(Failure::Request)?;
+        self.wait(p, timeout_ms, |p| p.first.is_some()).map_err(Failure::Offer)?;
+        let first = p.first.ok_or(Failure::Offer(EINVAL))?;
         let tag = clock.stamp(self.epoch.now());
         p.clock = Some(clock.clone());
-        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag))?;
-        self.wait(p, timeout_ms, |p| p.acked || p.revoked)?;
+        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag)).map_err(Failure::Confirm)?;
+        self.wait(p, timeout_ms, |p| p.acked || p.revoked).map_err(Failure::Ack)?;
         if p.revoked {
-            return Err(EAGAIN);
+            return Err(Failure::Revoked { first });
         }
         Ok((first, clock))
     }
@@ -132,32 +192,39 @@ impl Borrow {
 
     /// A message of the borrower's service from node `from` (undecoded: another node wrote it).
     pub(crate) fn message(&self, from: u32, word: u64) -> Delivery {
+        self.deliver(from, word).0
+    }
+
+    /// [`Borrow::message`]; for a REVOKE of the range after `lease` returned it (so in use,
+    /// where a REVOKE during `lease` only makes it fail), also that range's first chunk and
+    /// size.
+    pub(crate) fn deliver(&self, from: u32, word: u64) -> (Delivery, Option<(u32, u32)>) {
         let m = match KramMsg::decode_for_driver(word) {
             Ok(m) if u32::from(m.node) == from && m.instance == self.instance => m,
-            _ => return Delivery::Malformed,
+            _ => return (Delivery::Malformed, None),
         };
         let mut p = self.progress.lock();
         if m.opcode == to_driver::OFFER {
             if p.lender == Some(from) && p.first.is_none() && m.chunks == p.chunks {
                 p.first = Some(m.first_chunk);
                 self.changed.notify_all();
-                return Delivery::Offer;
+                return (Delivery::Offer, None);
             }
             drop(p);
             send(from, m.reply(to_daemon::DECLINE, self.me, 0));
-            return Delivery::Declined;
+            return (Delivery::Declined, None);
         }
         let ours = p.lender == Some(from) && p.first == Some(m.first_chunk) && p.chunks == m.chunks;
-        let Some(clock) = p.clock.clone().filter(|_| ours) else { return Delivery::Stray };
+        let Some(clock) = p.clock.clone().filter(|_| ours) else { return (Delivery::Stray, None) };
         let delivery = if m.opcode == to_driver::ACK {
             if clock.ack(m.tag, self.epoch.now()) {
                 p.acked = true;
             }
-            Delivery::Ack
+            (Delivery::Ack, None)
         } else {
             clock.revoke();
             p.revoked = true;
-            Delivery::Revoke
+            (Delivery::Revoke, p.held.then_some((m.first_chunk, m.chunks)))
         };
         self.changed.notify_all();
         delivery
@@ -179,12 +246,7 @@ impl Borrow {
     /// revoked or lapsed may be someone else's by now and is left to the lender). Stops the
     /// renewals either way. Returns whether FREE was sent.
     pub(crate) fn give_back(&self) -> bool {
-        let mut p = self.progress.lock();
-        let (Some(lender), Some(first), Some(clock), true) = (p.lender, p.first, p.clock.clone(), p.held) else { return false };
-        let chunks = p.chunks;
-        p.held = false;
-        p.lender = None;
-        drop(p);
+        let Some((lender, first, chunks, clock)) = self.stop() else { return false };
         if !clock.usable(self.epoch.now()) {
             pr_warn!("chunks {}+{} of node {} are not ours any more: not returned\n", first, chunks, lender);
             return false;
@@ -194,5 +256,20 @@ impl Borrow {
             return false;
         }
         true
+    }
+
+    /// Stops renewing the held range without giving it back (the caller could not wipe it):
+    /// the lender reclaims it when the lease lapses.
+    pub(crate) fn abandon(&self) {
+        let _ = self.stop();
+    }
+
+    /// Ends the held lease: its lender, first chunk, size and clock.
+    fn stop(&self) -> Option<(u32, u32, u32, Arc<LeaseClock>)> {
+        let mut p = self.progress.lock();
+        let (Some(lender), Some(first), Some(clock), true) = (p.lender, p.first, p.clock.clone(), p.held) else { return None };
+        p.held = false;
+        p.lender = None;
+        Some((lender, first, p.chunks, clock))
     }
 }

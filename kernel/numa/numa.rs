@@ -10,19 +10,19 @@
 //! offlines and removes the range and sends FREE to the lender; unloading does it for every
 //! range. Reading the file shows the topology and the ranges.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings, impl_has_hr_timer,
     mm::memory_hotplug::{self, OnlineType},
-    new_condvar, new_mutex, numa, proc_fs,
+    new_mutex, numa, proc_fs,
     prelude::*,
-    sync::{Arc, ArcBorrow, CondVar, CondVarTimeoutResult, Mutex, MutexGuard},
+    sync::{Arc, ArcBorrow, Mutex},
     time::{
         hrtimer::{
             ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle,
             HrTimerPointer, HrTimerRestart, RelativeMode,
         },
-        msecs_to_jiffies, Delta, Monotonic,
+        Delta, Monotonic,
     },
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
@@ -41,6 +41,10 @@ mod fabric_client;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
+#[path = "../include/kram_borrow.rs"]
+// Shared with unimem_gsas, which leases with `lease` and takes messages with `message`.
+#[allow(dead_code)]
+mod kram_borrow;
 #[path = "../include/kram_client.rs"]
 // Shared with unimem_kram, which uses all of it.
 #[allow(dead_code)]
@@ -53,9 +57,10 @@ mod wire;
 use wire::{gas, mailbox, packet};
 
 use fabric_client::{Gas, OnRevoke, RevokeHook};
-use kram_client::{send, set_handler, try_send, Epoch, LeaseClock, LenderSink, LogLimit};
+use kram_borrow::{Borrow, Delivery, Failure, Tally};
+use kram_client::{set_handler, Epoch, LeaseClock, LenderSink, LogLimit};
 use mailbox::service;
-use wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS_V2, NUMA_INSTANCE};
+use wire::kram::{CHUNK_SIZE, MAX_REQUEST_CHUNKS_V2, NUMA_INSTANCE};
 
 module! {
     type: NumaModule,
@@ -85,30 +90,10 @@ struct Region {
     clock: Arc<LeaseClock>,
 }
 
-/// What the renewals and the lenders' ACKs and REVOKEs need of a region, apart from `regions`
-/// (whose lock `add` holds while it waits for messages).
-struct Held {
-    lender: u32,
-    first_chunk: u32,
-    chunks: u32,
-    clock: Arc<LeaseClock>,
-}
-
 impl Region {
     fn size(&self) -> u64 {
         u64::from(self.chunks) * CHUNK_SIZE
     }
-}
-
-/// The REQUEST `add` is waiting on.
-struct Pending {
-    lender: u32,
-    chunks: u32,
-    offered_first: Option<u32>,
-    /// After the CONFIRM: the lease, and what the lender answered.
-    clock: Option<Arc<LeaseClock>>,
-    acked: bool,
-    revoked: bool,
 }
 
 #[pin_data]
@@ -125,19 +110,13 @@ struct Numa {
     /// Also serializes `add` and `remove`: held across the whole hotplug operation.
     #[pin]
     regions: Mutex<KVec<Region>>,
-    #[pin]
-    pending: Mutex<Option<Pending>>,
-    #[pin]
-    offered: CondVar,
-    #[pin]
-    held: Mutex<KVec<Held>>,
+    /// The lease with each node, indexed by node id (one range per lender); apart from
+    /// `regions`, whose lock `add` holds while it waits for the lender's messages.
+    borrows: KVec<Pin<KBox<Borrow>>>,
     epoch: Epoch,
     stopping: AtomicBool,
-    malformed: AtomicU64,
-    declined: AtomicU64,
-    acks: AtomicU64,
-    revokes: AtomicU64,
-    stray: AtomicU64,
+    /// The lenders' messages, by what they did (`/proc/unimem_numa`).
+    tally: Tally,
     noisy: LogLimit,
     #[pin]
     timer: HrTimer<Numa>,
@@ -186,12 +165,9 @@ unsafe impl Send for Numa {}
 unsafe impl Sync for Numa {}
 
 impl Numa {
-    fn me(&self) -> u8 {
-        self.info.node_id as u8
-    }
-
-    fn msg(&self, opcode: u8, first_chunk: u32, chunks: u32, tag: u8) -> KramMsg {
-        KramMsg::new(opcode, self.me(), NUMA_INSTANCE, first_chunk, chunks, tag)
+    /// The lease with `lender`, if it is a node of this fabric.
+    fn borrow(&self, lender: u32) -> Option<&Borrow> {
+        self.borrows.get(lender as usize).map(|b| &**b)
     }
 
     /// RENEW every lease that is not revoked.
@@ -199,26 +175,8 @@ impl Numa {
         if self.gas.is_revoked() {
             return;
         }
-        let now = self.epoch.now();
-        let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(4, GFP_KERNEL) else { return };
-        for h in self.held.lock().iter().filter(|h| !h.clock.is_revoked()) {
-            let tag = h.clock.stamp(now);
-            let _ = out.push((h.lender, self.msg(to_daemon::RENEW, h.first_chunk, h.chunks, tag)), GFP_KERNEL);
-        }
-        for (node, m) in out.iter() {
-            send(*node, *m);
-        }
-    }
-
-    /// Gives back a lease this node never used or has wiped; a lease the lender revoked, or
-    /// that lapsed, may be someone else's by now and is left alone (the lender reclaims it).
-    fn free_to_lender(&self, lender: u32, first_chunk: u32, chunks: u32, clock: &LeaseClock) {
-        if !clock.usable(self.epoch.now()) {
-            pr_warn!("chunks {}+{} of node {} are not ours any more: not returned\n", first_chunk, chunks, lender);
-            return;
-        }
-        if try_send(lender, self.msg(to_daemon::FREE, first_chunk, chunks, 0)).is_err() {
-            pr_err!("FREE of chunks {}+{} to node {} was not sent: its daemon keeps them lent\n", first_chunk, chunks, lender);
+        for b in self.borrows.iter() {
+            b.renew();
         }
     }
 
@@ -260,8 +218,12 @@ impl Numa {
             pr_err!("add {}: node {} already lends {} MiB here (one range per lender; remove it first)\n", lender, lender, r.chunks);
             return Err(EEXIST);
         }
-        let (first, clock) = self.lease(lender, mib)?;
-        let give_back = || self.free_to_lender(lender, first, mib, &clock);
+        let borrow = self.borrow(lender).ok_or(EINVAL)?;
+        let (first, clock) = self.lease(borrow, lender, mib)?;
+        // Gives back a lease this node never used.
+        let give_back = || {
+            borrow.give_back();
+        };
         let phys = match self.chunk_phys(lender, first, mib) {
             Ok(p) if p.is_multiple_of(self.block_size) => p,
             _ => {
@@ -270,8 +232,7 @@ impl Numa {
                 return Err(EINVAL);
             }
         };
-        let region = Region { lender, first_chunk: first, chunks: mib, phys, clock: clock.clone() };
-        let held = Held { lender, first_chunk: first, chunks: mib, clock: clock.clone() };
+        let region = Region { lender, first_chunk: first, chunks: mib, phys, clock };
         regions.reserve(1, GFP_KERNEL).inspect_err(|_| give_back())?;
         // From now on the range is on its way to being this node's RAM: no user mapping of it
         // through /dev/eusrvmem may exist or be made.
@@ -280,10 +241,6 @@ impl Numa {
         let unreserve = || {
             let _ = self.gas.reserve(offset, region.size(), false);
         };
-        self.held.lock().push(held, GFP_KERNEL).inspect_err(|_| {
-            unreserve();
-            give_back();
-        })?;
         // SAFETY: the range is memory-block aligned (checked above) memory of the fabric window,
         // which eusrvmem maps without claiming; the lease makes it ours until we send FREE, which
         // happens only after `offline_and_remove` (or if this add fails).
@@ -292,7 +249,6 @@ impl Numa {
         };
         if let Err(e) = added {
             pr_err!("add {}: hot-adding {:#x}+{} MiB to node {} failed: {:?}; memory returned\n", lender, phys, mib, self.nid, e);
-            self.forget(lender);
             unreserve();
             give_back();
             return Err(e);
@@ -305,159 +261,52 @@ impl Numa {
         Ok(())
     }
 
-    /// Stops renewing the lease of `lender`.
-    fn forget(&self, lender: u32) {
-        self.held.lock().retain(|h| h.lender != lender);
-    }
-
-    /// Waits until `done(pending)` or the offer timeout; `what` names the wait in errors.
-    fn wait_pending(
-        &self,
-        pending: &mut MutexGuard<'_, Option<Pending>>,
-        what: &str,
-        done: impl Fn(&Pending) -> bool,
-    ) -> Result {
-        let mut left = msecs_to_jiffies(self.offer_timeout_ms);
-        loop {
-            if pending.as_ref().is_some_and(&done) {
-                return Ok(());
-            }
-            match self.offered.wait_interruptible_timeout(pending, left) {
-                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
-                CondVarTimeoutResult::Timeout => {
-                    let p = pending.as_ref();
-                    pr_err!(
-                        "add {}: no {} for {} aligned MiB within {} ms: is kram-daemon running on node {}, with that much contiguous free memory?\n",
-                        p.map_or(0, |p| p.lender), what, p.map_or(0, |p| p.chunks), self.offer_timeout_ms, p.map_or(0, |p| p.lender)
-                    );
-                    return Err(ETIMEDOUT);
-                }
-                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
-            }
-        }
-    }
-
     /// REQUEST, wait for the OFFER, CONFIRM, wait for the ACK; returns the first chunk and the
-    /// lease.
-    fn lease(&self, lender: u32, chunks: u32) -> Result<(u32, Arc<LeaseClock>)> {
+    /// lease. Says in the log why it failed.
+    fn lease(&self, borrow: &Borrow, lender: u32, chunks: u32) -> Result<(u32, Arc<LeaseClock>)> {
         let align = (self.block_size / CHUNK_SIZE).trailing_zeros() as u8;
-        let mut pending = self.pending.lock();
-        *pending = Some(Pending { lender, chunks, offered_first: None, clock: None, acked: false, revoked: false });
-        let result = self.lease_steps(&mut pending, lender, chunks, align);
-        *pending = None;
-        result
-    }
-
-    fn lease_steps(
-        &self,
-        pending: &mut MutexGuard<'_, Option<Pending>>,
-        lender: u32,
-        chunks: u32,
-        align: u8,
-    ) -> Result<(u32, Arc<LeaseClock>)> {
-        try_send(lender, KramMsg::request(self.me(), NUMA_INSTANCE, chunks, chunks, align))
-            .inspect_err(|e| pr_err!("add {}: cannot send the request: {:?}\n", lender, e))?;
-        self.wait_pending(pending, "offer", |p| p.offered_first.is_some())?;
-        let first = pending.as_ref().and_then(|p| p.offered_first).ok_or(EINVAL)?;
-        let clock = Arc::new(LeaseClock::new(), GFP_KERNEL)?;
-        let tag = clock.stamp(self.epoch.now());
-        if let Some(p) = (**pending).as_mut() {
-            p.clock = Some(clock.clone());
-        }
-        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag))?;
-        self.wait_pending(pending, "acknowledgement", |p| p.acked || p.revoked)?;
-        if pending.as_ref().is_some_and(|p| p.revoked) {
-            pr_err!("add {}: node {} revoked chunks {}+{} instead of acknowledging them\n", lender, lender, first, chunks);
-            return Err(EAGAIN);
-        }
-        Ok((first, clock))
+        borrow.lease_detailed(lender, chunks, align, self.offer_timeout_ms).map_err(|f| {
+            let what = match f {
+                Failure::Request(e) => {
+                    pr_err!("add {}: cannot send the request: {:?}\n", lender, e);
+                    None
+                }
+                Failure::Offer(e) if e == ETIMEDOUT => Some("offer"),
+                Failure::Ack(e) if e == ETIMEDOUT => Some("acknowledgement"),
+                Failure::Revoked { first } => {
+                    pr_err!("add {}: node {} revoked chunks {}+{} instead of acknowledging them\n", lender, lender, first, chunks);
+                    None
+                }
+                // A signal, or no memory; a CONFIRM not sent is logged where it failed.
+                _ => None,
+            };
+            if let Some(what) = what {
+                pr_err!(
+                    "add {}: no {} for {} aligned MiB within {} ms: is kram-daemon running on node {}, with that much contiguous free memory?\n",
+                    lender, what, chunks, self.offer_timeout_ms, lender
+                );
+            }
+            f.error()
+        })
     }
 
     /// A message from a lender's daemon: OFFER, ACK or REVOKE.
     fn message(&self, from: u32, word: u64) {
-        let m = match KramMsg::decode_for_driver(word) {
-            Ok(m) if u32::from(m.node) == from && m.instance == NUMA_INSTANCE => m,
-            _ => {
-                self.malformed.fetch_add(1, Ordering::Relaxed);
-                if self.noisy.allow(self.epoch.now()) {
-                    pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
-                }
-                return;
-            }
+        let (delivery, lost) = match self.borrow(from) {
+            Some(b) => b.deliver(from, word),
+            // Not a node of this fabric: no lease of ours can be meant.
+            None => (Delivery::Malformed, None),
         };
-        let found = match m.opcode {
-            to_driver::OFFER => return self.offer(from, m),
-            to_driver::ACK => self.ack(from, &m),
-            _ => self.revoke(from, &m),
-        };
-        let counter = match (found, m.opcode) {
-            (false, _) => &self.stray,
-            (true, to_driver::ACK) => &self.acks,
-            (true, _) => &self.revokes,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Calls `f` with the pending lease or the held one that `m` names.
-    fn with_clock(&self, from: u32, m: &KramMsg, f: impl Fn(&LeaseClock, Option<&mut Pending>)) -> bool {
-        {
-            let mut pending = self.pending.lock();
-            if let Some(p) = (*pending).as_mut() {
-                if (p.lender, p.offered_first, p.chunks) == (from, Some(m.first_chunk), m.chunks) {
-                    if let Some(c) = p.clock.clone() {
-                        f(&c, Some(p));
-                        self.offered.notify_all();
-                        return true;
-                    }
-                }
-            }
+        self.tally.count(delivery);
+        if delivery == Delivery::Malformed && self.noisy.allow(self.epoch.now()) {
+            pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
         }
-        let held = self.held.lock();
-        let Some(h) = held.iter().find(|h| (h.lender, h.first_chunk, h.chunks) == (from, m.first_chunk, m.chunks)) else {
-            return false;
-        };
-        f(&h.clock, None);
-        true
-    }
-
-    fn ack(&self, from: u32, m: &KramMsg) -> bool {
-        let now = self.epoch.now();
-        self.with_clock(from, m, |c, p| {
-            if c.ack(m.tag, now) {
-                if let Some(p) = p {
-                    p.acked = true;
-                }
-            }
-        })
-    }
-
-    fn revoke(&self, from: u32, m: &KramMsg) -> bool {
-        self.with_clock(from, m, |c, p| {
-            c.revoke();
-            match p {
-                Some(p) => p.revoked = true,
-                None => pr_crit!(
-                    "node {} revoked chunks {}+{} (lease lapsed) while they are online on NUMA node {}: remove them now\n",
-                    from, m.first_chunk, m.chunks, self.nid
-                ),
-            }
-        })
-    }
-
-    /// OFFER from a daemon: taken if `add` waits for exactly this, declined otherwise.
-    fn offer(&self, from: u32, m: KramMsg) {
-        {
-            let mut pending = self.pending.lock();
-            if let Some(p) = (*pending).as_mut() {
-                if p.lender == from && p.offered_first.is_none() && m.chunks == p.chunks {
-                    p.offered_first = Some(m.first_chunk);
-                    self.offered.notify_all();
-                    return;
-                }
-            }
+        if let Some((first, chunks)) = lost {
+            pr_crit!(
+                "node {} revoked chunks {}+{} (lease lapsed) while they are online on NUMA node {}: remove them now\n",
+                from, first, chunks, self.nid
+            );
         }
-        self.declined.fetch_add(1, Ordering::Relaxed);
-        send(from, m.reply(to_daemon::DECLINE, self.me(), 0));
     }
 
     /// `remove <lender>`: migrate back, offline, remove, FREE.
@@ -490,12 +339,17 @@ impl Numa {
         }
         let wiped = self.wipe(&r);
         let _ = self.gas.reserve(r.phys - self.info.gas_phys, r.size(), false);
-        self.forget(r.lender);
+        // An unwiped range must not go back (the next borrower would read this node's data):
+        // its lease just lapses.
+        if let Some(b) = self.borrow(r.lender) {
+            if wiped {
+                b.give_back();
+            } else {
+                b.abandon();
+            }
+        }
         // SAFETY: taken by `add` for this range, which is gone now.
         unsafe { bindings::module_put(self.module.as_ptr()) };
-        if wiped {
-            self.free_to_lender(r.lender, r.first_chunk, r.chunks, &r.clock);
-        }
         pr_info!("NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n", self.nid, r.chunks, r.lender);
         Ok(())
     }
@@ -580,6 +434,12 @@ impl kernel::Module for NumaModule {
         let gas = Gas::attach()?;
         let info = *gas.info();
         let gas_ref = gas.clone();
+        // One clock for the leases and for reading them.
+        let epoch = Epoch::new();
+        let mut borrows = KVec::with_capacity(info.node_count as usize, GFP_KERNEL)?;
+        for _ in 0..info.node_count {
+            borrows.push(KBox::pin_init(Borrow::new(info.node_id, NUMA_INSTANCE, epoch), GFP_KERNEL)?, GFP_KERNEL)?;
+        }
         let numa = Arc::pin_init(
             pin_init!(Numa {
                 info,
@@ -589,16 +449,10 @@ impl kernel::Module for NumaModule {
                 block_size,
                 offer_timeout_ms,
                 regions <- new_mutex!(KVec::new(), "unimem_numa::regions"),
-                pending <- new_mutex!(None, "unimem_numa::pending"),
-                offered <- new_condvar!("unimem_numa::offered"),
-                held <- new_mutex!(KVec::new(), "unimem_numa::held"),
-                epoch: Epoch::new(),
+                borrows,
+                epoch,
                 stopping: AtomicBool::new(false),
-                malformed: AtomicU64::new(0),
-                declined: AtomicU64::new(0),
-                acks: AtomicU64::new(0),
-                revokes: AtomicU64::new(0),
-                stray: AtomicU64::new(0),
+                tally: Tally::new(),
                 noisy: LogLimit::new(),
                 timer <- HrTimer::new(),
                 tick <- new_work!("unimem_numa::tick"),

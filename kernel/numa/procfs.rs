@@ -4,8 +4,7 @@
 //!
 //! Commands (one per write): `add <lender> [<MiB>]`, `remove <lender>`, `remove all`.
 
-use crate::Numa;
-use core::sync::atomic::Ordering;
+use crate::{kram_borrow::Delivery, Numa};
 use kernel::{numa, prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
 
 pub(crate) struct NumaProc;
@@ -68,11 +67,11 @@ impl ProcFile for NumaProc {
             "this_node {} block_mib {} offers_declined {} malformed {} acks {} revokes {} stray {}\n",
             this.info.node_id,
             this.block_size >> 20,
-            this.declined.load(Ordering::Relaxed),
-            this.malformed.load(Ordering::Relaxed),
-            this.acks.load(Ordering::Relaxed),
-            this.revokes.load(Ordering::Relaxed),
-            this.stray.load(Ordering::Relaxed)
+            this.tally.get(Delivery::Declined),
+            this.tally.get(Delivery::Malformed),
+            this.tally.get(Delivery::Ack),
+            this.tally.get(Delivery::Revoke),
+            this.tally.get(Delivery::Stray)
         );
         for r in this.regions.lock().iter() {
             seq_print!(
