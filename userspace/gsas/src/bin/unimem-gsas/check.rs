@@ -125,7 +125,7 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
 }
 
 /// Arrives at the barrier word `b` and waits (up to 120 s) until `parties` have.
-fn wait_barrier(ctx: &Ctx, b: u64, parties: u64) -> Result<()> {
+pub(crate) fn wait_barrier(ctx: &Ctx, b: u64, parties: u64) -> Result<()> {
     let g = ctx.open()?;
     let t0 = Instant::now();
     let mut n = g.fetch_add(b, 1)? + 1;

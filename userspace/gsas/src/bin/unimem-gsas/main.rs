@@ -5,6 +5,7 @@
 mod bench;
 mod check;
 mod json;
+mod throughput;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -161,6 +162,9 @@ enum Cmd {
     Check(check::Check),
     /// Latency of an operation against a home node: repetitions, median.
     Bench(bench::Bench),
+    /// Operations per second of threads applying one operation for a fixed time, to one
+    /// variable or to variables picked at random on several nodes.
+    Throughput(throughput::Throughput),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -424,6 +428,7 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Exec { cmd } => exec(&ctx, &cmd),
         Cmd::Check(c) => check::run(&ctx, c),
         Cmd::Bench(b) => bench::run(&ctx, b),
+        Cmd::Throughput(t) => throughput::run(&ctx, t),
     }
 }
 
