@@ -11,6 +11,8 @@
 #    arguments (library and service), WAIT on an unknown child, twice on the same child;
 #  - the CLI: `unimem-gsas fork --wait` exits with the child's status; a child's output is in
 #    its node's gsasd log directory;
+#  - another process of the same tree waits for a child (any thread of the tree may); a child
+#    whose daemon went away while it ran is reported lost;
 #  - a node whose daemon is not running: FORK fails with a clear error; a second daemon on a
 #    node is refused; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
@@ -92,6 +94,20 @@ out=$(on 0 "gsas-fork /opt/unimem/bin/unimem-gsas 100 1 2 3") || { echo "$out"; 
 echo "$out"
 grep -q '^sum 900, expected 900$' <<<"$out" || fail "C remoteFork: sum"
 expect_eq "$(on 2 "cat $SYS/forks")" "$((before + 1))" "node 2's forks counter"
+
+step "another process of the same tree (--tree) waits for a child; a daemon gone while its child runs"
+T=0x0e0002
+child=$(on 0 "unimem-gsas --tree $T fork --node 1 -- /bin/sh -c 'exit 5'") || fail "fork in tree $T"
+out=$(on 0 "unimem-gsas --tree $T wait $child; echo status=\$?")
+echo "$out"
+grep -q '^status=5$' <<<"$out" || fail "wait from another process of the tree"
+out=$(on_may_fail 0 "unimem-gsas --tree 0x0e0003 wait $child 2>&1") && fail "a forgotten child waited for: $out"
+child=$(on 0 "unimem-gsas --tree $T fork --node 2 -- /bin/sleep 3") || fail "fork sleep"
+on 2 "killall gsasd; for i in \$(seq 50); do pidof gsasd >/dev/null || exit 0; sleep 0.1; done; exit 1"
+out=$(on_may_fail 0 "unimem-gsas --tree $T wait $child 2>&1") && fail "WAIT answered after the daemon went: $out"
+echo "$out"
+grep -q 'no remoteFork daemon on node 2 (is gsasd running there?), or it went away' <<<"$out" || fail "lost child: unclear error"
+gsasd 2
 
 step "no daemon on node 3: FORK fails with a clear error; back after a restart"
 on 3 "killall gsasd; for i in \$(seq 50); do pidof gsasd >/dev/null || exit 0; sleep 0.1; done; exit 1"
