@@ -23,7 +23,6 @@ use crate::{
 };
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
-    bindings,
     fs::{file, File},
     ioctl::{_IOR, _IOW},
     miscdevice::{MiscDevice, MiscDeviceRegistration},
@@ -329,10 +328,7 @@ impl MiscDevice for DaemonFile {
     type Ptr = KBox<Self>;
 
     fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
-        // SAFETY: `capable` only inspects the current task's credentials.
-        if !unsafe { bindings::capable(bindings::CAP_SYS_ADMIN as i32) } {
-            return Err(EPERM);
-        }
+        crate::privilege::require_admin()?;
         let service = published().ok_or(ENODEV)?;
         {
             let mut inner = service.inner.lock();

@@ -38,10 +38,13 @@ flags=$(pkg-config --cflags --libs gsas) || fail "pkg-config does not find gsas"
 gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/gsas-fork" "$ROOT/userspace/gsas/examples/fork.c" \
   $flags -Wl,-rpath,/opt/unimem/lib || fail "gcc fork.c"
 
+# Guest shell code: gsasd stopped and gone (it holds /dev/unimem_gsas, so unimem_gsas cannot
+# be unloaded before).
+STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
 cleanup() {
   bg_cleanup
   for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 60 -- "killall gsasd 2>/dev/null; rmmod unimem_gsas 2>/dev/null; killall kram-daemon 2>/dev/null; true" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout 60 -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
 trap cleanup EXIT
@@ -56,10 +59,10 @@ step "every node: base modules, kram-daemon, unimem_gsas, gsasd"
 declare -A marks
 for n in $(seq 0 $((NODES - 1))); do
   load_base "$n"
-  on "$n" "killall gsasd 2>/dev/null; rmmod unimem_gsas 2>/dev/null; killall kram-daemon 2>/dev/null; rm -rf $LOGS; true"
+  on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
   marks[$n]=$(dmesg_mark "$n")
   kram_daemon "$n" --chunks 64 --offer-timeout 6
-  on "$n" "insmod $MODS/unimem_gsas.ko && test -c /dev/unimem_gsas"
+  on "$n" "insmod $MODS/unimem_gsas.ko $GSAS_ARGS && test -c /dev/unimem_gsas"
   gsasd "$n"
 done
 
@@ -103,14 +106,14 @@ echo "$out"
 grep -q '^status=5$' <<<"$out" || fail "wait from another process of the tree"
 out=$(on_may_fail 0 "unimem-gsas --tree 0x0e0003 wait $child 2>&1") && fail "a forgotten child waited for: $out"
 child=$(on 0 "unimem-gsas --tree $T fork --node 2 -- /bin/sleep 3") || fail "fork sleep"
-on 2 "killall gsasd; for i in \$(seq 50); do pidof gsasd >/dev/null || exit 0; sleep 0.1; done; exit 1"
+on 2 "$STOP_GSASD; ! pidof gsasd"
 out=$(on_may_fail 0 "unimem-gsas --tree $T wait $child 2>&1") && fail "WAIT answered after the daemon went: $out"
 echo "$out"
 grep -q 'no remoteFork daemon on node 2 (is gsasd running there?), or it went away' <<<"$out" || fail "lost child: unclear error"
 gsasd 2
 
 step "no daemon on node 3: FORK fails with a clear error; back after a restart"
-on 3 "killall gsasd; for i in \$(seq 50); do pidof gsasd >/dev/null || exit 0; sleep 0.1; done; exit 1"
+on 3 "$STOP_GSASD; ! pidof gsasd"
 out=$(on_may_fail 0 "unimem-gsas fork --node 3 -- /bin/true 2>&1") && fail "FORK without a daemon succeeded: $out"
 echo "$out"
 grep -q 'no remoteFork daemon on node 3' <<<"$out" || fail "no daemon: unclear error"
