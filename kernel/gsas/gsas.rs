@@ -49,6 +49,10 @@ mod kram_client;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
+#[path = "../include/privilege.rs"]
+// Only `require_admin` is used here.
+#[allow(dead_code)]
+mod privilege;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
