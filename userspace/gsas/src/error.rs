@@ -82,7 +82,7 @@ pub enum Error {
     )]
     Fault(Request),
     /// `status::DENIED`: the page belongs to another protection tree; memory unchanged.
-    #[error("{0}: denied, the page belongs to another protection tree")]
+    #[error("{0}: denied, the {what} belongs to another protection tree", what = if .0.opcode == op::WAIT { "child" } else { "page" })]
     Denied(Request),
     /// `status::NO_MEMORY`: the home node has no free GSAS pages for this allocation.
     #[error("{0}: the home node has not enough free GSAS pages")]
