@@ -14,9 +14,11 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings, debugfs,
     ffi::c_void,
-    impl_has_hr_timer, new_spinlock,
+    impl_has_hr_timer,
+    miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
+    new_condvar, new_spinlock,
     prelude::*,
-    sync::{Arc, ArcBorrow, SpinLock},
+    sync::{Arc, ArcBorrow, CondVar, SpinLock},
     time::{
         hrtimer::{
             ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle, HrTimerPointer,
@@ -27,6 +29,7 @@ use kernel::{
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
+mod fork;
 mod pool;
 mod service;
 mod stats;
@@ -50,6 +53,10 @@ mod sysfs_group;
 #[path = "../include/unimem_mailbox.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod kmsg_api;
+#[path = "../include/privilege.rs"]
+// Only `require_admin` is used here.
+#[allow(dead_code)]
+mod privilege;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
@@ -99,6 +106,8 @@ pub(crate) struct Inner {
     /// A module reference is held while allocations exist (unload is refused: nothing would
     /// renew their lease).
     module_held: bool,
+    /// remoteFork's children and whether a daemon is attached.
+    children: fork::Children,
 }
 
 #[pin_data]
@@ -111,6 +120,9 @@ pub(crate) struct Service {
     module: &'static ThisModule,
     #[pin]
     inner: SpinLock<Inner>,
+    /// Signalled when a FORK is queued for the daemon.
+    #[pin]
+    jobs: CondVar,
     #[pin]
     borrow: Borrow,
     epoch: Epoch,
@@ -318,6 +330,9 @@ struct GsasModule {
     // Teardown order: no stats readers, no requests (waits for a running one), no revocation,
     // then the pool goes back (Drop), then no renewals and no lender messages.
     _sysfs: Option<Sysfs>,
+    // `/dev/unimem_gsas` goes before the service it publishes.
+    _daemon_dev: Option<Pin<KBox<fork::Registration>>>,
+    _published: Option<fork::Published>,
     _stats: Option<Pin<KBox<debugfs::File<Arc<Service>>>>>,
     _dir: Option<debugfs::Dir>,
     serving: Option<Serving>,
@@ -354,6 +369,7 @@ impl kernel::Module for GsasModule {
         for _ in 0..info.node_count * INTERFACES {
             seqs.push(0, GFP_KERNEL)?;
         }
+        let children = fork::Children::new()?;
         let gas_ref = gas.clone();
         let service = Arc::pin_init(
             pin_init!(Service {
@@ -362,7 +378,8 @@ impl kernel::Module for GsasModule {
                 node: info.node_id,
                 part,
                 module,
-                inner <- new_spinlock!(Inner { pool: None, seqs, module_held: false }, "unimem_gsas::inner"),
+                inner <- new_spinlock!(Inner { pool: None, seqs, module_held: false, children }, "unimem_gsas::inner"),
+                jobs <- new_condvar!("unimem_gsas::jobs"),
                 borrow <- Borrow::new(info.node_id, GSAS_INSTANCE, Epoch::new()),
                 epoch: Epoch::new(),
                 stats: Stats::new(),
@@ -379,6 +396,8 @@ impl kernel::Module for GsasModule {
         // From here on `Drop` undoes what was done, whatever fails.
         let mut this = Self {
             _sysfs: None,
+            _daemon_dev: None,
+            _published: None,
             _stats: None,
             _dir: None,
             serving: None,
@@ -398,6 +417,11 @@ impl kernel::Module for GsasModule {
         )?);
         this._dir = Some(dir);
         this._sysfs = Some(Sysfs::new(service.clone())?);
+        this._published = Some(fork::Published::new(service.clone()));
+        this._daemon_dev = Some(KBox::pin_init(
+            MiscDeviceRegistration::register(MiscDeviceOptions { name: c"unimem_gsas" }),
+            GFP_KERNEL,
+        )?);
         pr_info!(
             "node {}: serving GSAS on mailbox interface {}, {} pages of 4 KiB\n",
             info.node_id,
@@ -410,6 +434,8 @@ impl kernel::Module for GsasModule {
 
 impl Drop for GsasModule {
     fn drop(&mut self) {
+        drop(self._daemon_dev.take());
+        drop(self._published.take());
         drop(self._sysfs.take());
         drop(self._stats.take());
         drop(self._dir.take());

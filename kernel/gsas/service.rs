@@ -33,6 +33,10 @@ impl Service {
         let iface = u32::from(p.header.iface);
         let req = p.payload;
         self.stats.request(req.opcode);
+        if matches!(req.opcode, op::FORK | op::WAIT) {
+            // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
+            return self.fork_or_wait(from, iface, p.header.prot_id, &req);
+        }
         let mut resp = Response { seq: 0, status: status::OK, opcode: req.opcode, address: req.address, value: [0; 32] };
         let mut after = After::Nothing;
         {
@@ -123,7 +127,7 @@ impl Service {
     }
 
     /// Window offset of page `page` of the area of `iface` of node `node`.
-    fn area(&self, node: u32, iface: u32, page: u64) -> u64 {
+    pub(crate) fn area(&self, node: u32, iface: u32, page: u64) -> u64 {
         self.info.ctl_size + u64::from(node) * self.info.partition_size + gsas::area_page(iface, page)
     }
 
@@ -140,7 +144,7 @@ impl Service {
 
     /// Writes `resp` into the response slot of (`from`, `iface`) for this node: everything but
     /// `seq`, then `seq` with release ordering. Called under the service lock.
-    fn respond(&self, inner: &mut Inner, from: u32, iface: u32, resp: &mut Response) {
+    pub(crate) fn respond(&self, inner: &mut Inner, from: u32, iface: u32, resp: &mut Response) {
         let slot = self.info.ctl_size + u64::from(from) * self.info.partition_size + gsas::response_slot(iface, self.node);
         let Some(w) = self.gas.access() else { return self.stats.bump(Counter::Unanswered) };
         let Some(p) = w.ptr(slot, gsas::RESPONSE_LEN as u64) else { return self.stats.bump(Counter::Unanswered) };

@@ -23,7 +23,7 @@ use kernel::{
 };
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 16] = [
+const OPS: [(u8, &str); 18] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -40,6 +40,8 @@ const OPS: [(u8, &str); 16] = [
     (op::BULK_WRITE, "bulk_write"),
     (op::ALLOC, "alloc"),
     (op::FREE, "free"),
+    (op::FORK, "fork"),
+    (op::WAIT, "wait"),
 ];
 
 /// Counters other than the per-opcode ones.
@@ -60,9 +62,20 @@ pub(crate) enum Counter {
     Malformed,
     /// Answers that could not be written (the fabric device went away).
     Unanswered,
+    /// FORKs queued for the daemon.
+    Forks,
+    /// Programs the daemon could not start.
+    ForkFailed,
+    /// Children that exited.
+    Exits,
+    /// FORKs answered `NO_DAEMON`, `BUSY`; WAITs answered `RUNNING`, `NO_CHILD`.
+    NoDaemon,
+    Busy,
+    Running,
+    NoChild,
 }
 
-const COUNTERS: [(Counter, &str); 9] = [
+const COUNTERS: [(Counter, &str); 16] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -72,6 +85,13 @@ const COUNTERS: [(Counter, &str); 9] = [
     (Counter::NoPool, "no_pool"),
     (Counter::Malformed, "malformed"),
     (Counter::Unanswered, "unanswered"),
+    (Counter::Forks, "forks"),
+    (Counter::ForkFailed, "fork_failed"),
+    (Counter::Exits, "exits"),
+    (Counter::NoDaemon, "no_daemon"),
+    (Counter::Busy, "busy"),
+    (Counter::Running, "running"),
+    (Counter::NoChild, "no_child"),
 ];
 
 pub(crate) struct Stats {
@@ -110,6 +130,12 @@ impl Stats {
             status::UNALIGNED => Counter::Unaligned,
             status::NO_MEMORY => Counter::NoMemory,
             status::NO_POOL => Counter::NoPool,
+            status::NO_DAEMON => Counter::NoDaemon,
+            status::BUSY => Counter::Busy,
+            status::RUNNING => Counter::Running,
+            status::NO_CHILD => Counter::NoChild,
+            // Counted as `fork_failed` by the service.
+            status::EXEC_FAILED => return,
             _ => Counter::Invalid,
         });
     }
@@ -163,7 +189,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 30] = [
+const NAMES: [&CStr; 39] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -184,6 +210,8 @@ const NAMES: [&CStr; 30] = [
     c"requests_bulk_write",
     c"requests_alloc",
     c"requests_free",
+    c"requests_fork",
+    c"requests_wait",
     c"requests_unknown",
     c"ok",
     c"denied",
@@ -194,6 +222,13 @@ const NAMES: [&CStr; 30] = [
     c"no_pool",
     c"malformed",
     c"unanswered",
+    c"forks",
+    c"fork_failed",
+    c"exits",
+    c"no_daemon",
+    c"busy",
+    c"running",
+    c"no_child",
 ];
 
 /// The service the sysfs files show, set while they exist.

@@ -118,6 +118,22 @@ uint32_t gsas_fetch_xor32(uint64_t addr, uint32_t val);
 int gsas_bulk_read(void *dst, uint64_t addr, size_t len);
 int gsas_bulk_write(uint64_t addr, const void *src, size_t len);
 
+/* remoteFork: start the program at the absolute path `path` on `node`, with argv[0] = path
+ * and the arguments argv[1], argv[2], ... up to a NULL (argv may be NULL: no arguments;
+ * argv[0] is ignored), in this thread's protection tree: the child reaches this tree's GSAS
+ * memory and this tree reaches the child's. Returns the child's id (never 0), or 0 on error:
+ *   ESRCH      no remoteFork daemon (gsasd) runs on that node
+ *   ENOENT, EACCES, ...  the program could not be started there: the errno of execve
+ *   EINVAL     relative path, an empty argument, more than 255 arguments or 4096 bytes
+ *   EAGAIN     that node runs 64 remoteForked children already
+ * The child's stdout and stderr go to that node's gsasd log directory. */
+uint64_t remoteFork(uint16_t node, const char *path, char *const argv[]);
+/* Waits until child `child` (of this tree) exits and stores its wait status (as waitpid's:
+ * WIFEXITED, WEXITSTATUS) in *status. 0 or -errno: ECHILD no such child (or already waited
+ * for), EACCES a child of another tree, ESRCH its node's daemon went away while it ran.
+ * With nohang != 0 it returns -EAGAIN at once if the child still runs. */
+int gsas_wait(uint64_t child, int *status, int nohang);
+
 #ifdef __cplusplus
 }
 #endif

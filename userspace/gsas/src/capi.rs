@@ -326,6 +326,76 @@ pub unsafe extern "C" fn gsas_bulk_write(addr: u64, src: *const c_void, len: usi
     status(with(|g| g.bulk_write(addr, buf)))
 }
 
+/// remoteFork (see gsas.h): the child id, or 0 on error.
+///
+/// # Safety
+/// `path` must be a NUL-terminated string; `argv` NULL or an array of NUL-terminated strings
+/// ended by a NULL pointer.
+#[no_mangle]
+pub unsafe extern "C" fn remoteFork(
+    node: u16,
+    path: *const c_char,
+    argv: *const *const c_char,
+) -> u64 {
+    if path.is_null() {
+        set_error(&Error::Argument("remoteFork: path is NULL".into()));
+        return 0;
+    }
+    // SAFETY: the caller gives a NUL-terminated string.
+    let path = unsafe { std::ffi::CStr::from_ptr(path) }
+        .to_string_lossy()
+        .into_owned();
+    let mut args = Vec::new();
+    if !argv.is_null() {
+        // argv[0] is the program's name: the path is used instead. At most MAX_ARGS strings
+        // are read (one more than allowed makes the request fail).
+        for i in 1..=crate::fork::MAX_ARGS + 1 {
+            // SAFETY: the caller's array ends with a NULL, and we stop there.
+            let p = unsafe { *argv.add(i - 1) };
+            if p.is_null() {
+                break;
+            }
+            if i == 1 {
+                continue;
+            }
+            // SAFETY: a NUL-terminated string of the caller's array.
+            args.push(
+                unsafe { std::ffi::CStr::from_ptr(p) }
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    value(with(|g| g.remote_fork(node, &path, &args).map(|c| c.0)))
+}
+
+/// Waits for a remoteForked child (see gsas.h). 0 or -errno.
+///
+/// # Safety
+/// `status` must be NULL or valid for writing an `int`.
+#[no_mangle]
+pub unsafe extern "C" fn gsas_wait(child: u64, status_out: *mut c_int, nohang: c_int) -> c_int {
+    let r = with(|g| {
+        let c = crate::ChildId(child);
+        if nohang != 0 {
+            g.try_wait(c)
+        } else {
+            g.wait(c).map(Some)
+        }
+    });
+    match r {
+        Ok(Some(st)) => {
+            if !status_out.is_null() {
+                // SAFETY: the caller gives a writable `int`.
+                unsafe { *status_out = st.0 };
+            }
+            0
+        }
+        Ok(None) => -(nix::errno::Errno::EAGAIN as c_int),
+        Err(errno) => -errno,
+    }
+}
+
 /// The node of a GSAS address.
 #[no_mangle]
 pub extern "C" fn gsas_node_of(addr: u64) -> u16 {

@@ -44,6 +44,8 @@ pub fn op_name(opcode: u8) -> &'static str {
         (op::BULK_WRITE, _) => "BULK_WRITE",
         (op::ALLOC, _) => "ALLOC",
         (op::FREE, _) => "FREE",
+        (op::FORK, _) => "FORK",
+        (op::WAIT, _) => "WAIT",
         _ => "opcode",
     }
 }
@@ -80,7 +82,7 @@ pub enum Error {
     )]
     Fault(Request),
     /// `status::DENIED`: the page belongs to another protection tree; memory unchanged.
-    #[error("{0}: denied, the page belongs to another protection tree")]
+    #[error("{0}: denied, the {what} belongs to another protection tree", what = if .0.opcode == op::WAIT { "child" } else { "page" })]
     Denied(Request),
     /// `status::NO_MEMORY`: the home node has no free GSAS pages for this allocation.
     #[error("{0}: the home node has not enough free GSAS pages")]
@@ -90,6 +92,20 @@ pub enum Error {
         "{0}: the home node's GSAS service has no memory pool (is kram-daemon running there?)"
     )]
     NoPool(Request),
+    /// `status::NO_DAEMON`: no remoteFork daemon (`gsasd`) on that node, or it went away before
+    /// the program started (FORK) or while the child ran (WAIT: its status is lost).
+    #[error("{0}: no remoteFork daemon on node {n} (is gsasd running there?), or it went away", n = gsas::node_of(.0.addr))]
+    NoDaemon(Request),
+    /// `status::EXEC_FAILED`: the program could not be started; the target's errno.
+    #[error("{req}: the program could not be started on node {n}: {errno}", n = gsas::node_of(.req.addr))]
+    ExecFailed { req: Request, errno: Errno },
+    /// `status::NO_CHILD`: the node knows no such child (never started, already waited for,
+    /// or forgotten to make room).
+    #[error("{0}: no such child on node {n} (never started, already waited for, or forgotten)", n = gsas::node_of(.0.addr))]
+    NoChild(Request),
+    /// `status::BUSY`: the node's table of children is full of running children.
+    #[error("{0}: node {n} runs too many remoteForked children (wait for some)", n = gsas::node_of(.0.addr))]
+    Busy(Request),
     /// A status this library does not know (a newer service?).
     #[error("{0}: the service answered with unknown status {1}")]
     Status(Request, u8),
@@ -125,6 +141,9 @@ impl Error {
             status::DENIED => Error::Denied(req),
             status::NO_MEMORY => Error::NoMemory(req),
             status::NO_POOL => Error::NoPool(req),
+            status::NO_DAEMON => Error::NoDaemon(req),
+            status::NO_CHILD => Error::NoChild(req),
+            status::BUSY => Error::Busy(req),
             other => Error::Status(req, other),
         })
     }
@@ -137,6 +156,10 @@ impl Error {
             Error::Denied(_) => Errno::EACCES,
             Error::NoMemory(_) => Errno::ENOMEM,
             Error::NoPool(_) => Errno::ENOSPC,
+            Error::NoDaemon(_) => Errno::ESRCH,
+            Error::ExecFailed { errno, .. } => *errno,
+            Error::NoChild(_) => Errno::ECHILD,
+            Error::Busy(_) => Errno::EAGAIN,
             Error::Status(..) => Errno::EPROTO,
             Error::Timeout { .. } => Errno::ETIMEDOUT,
             Error::Mailbox(e) => e.errno().unwrap_or(Errno::EIO),
@@ -153,6 +176,10 @@ impl Error {
             Error::Denied(_) => status::DENIED,
             Error::NoMemory(_) => status::NO_MEMORY,
             Error::NoPool(_) => status::NO_POOL,
+            Error::NoDaemon(_) => status::NO_DAEMON,
+            Error::ExecFailed { .. } => status::EXEC_FAILED,
+            Error::NoChild(_) => status::NO_CHILD,
+            Error::Busy(_) => status::BUSY,
             Error::Status(_, s) => *s,
             _ => return None,
         })
@@ -167,6 +194,10 @@ impl Error {
             Error::Denied(_) => "denied",
             Error::NoMemory(_) => "no-memory",
             Error::NoPool(_) => "no-pool",
+            Error::NoDaemon(_) => "no-daemon",
+            Error::ExecFailed { .. } => "exec-failed",
+            Error::NoChild(_) => "no-child",
+            Error::Busy(_) => "busy",
             Error::Status(..) => "status",
             Error::Timeout { .. } => "timeout",
             Error::Argument(_) => "argument",

@@ -8,7 +8,58 @@ use nix::errno::Errno;
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 use unimem_wire::gas::MAX_NODES;
-use unimem_wire::gsas::{self, op, request, Response, BULK_MAX, PAGE_SIZE};
+use unimem_wire::gsas::{self, fork, op, request, Response, BULK_MAX, PAGE_SIZE};
+
+/// A remoteForked child: its node (bits 48-63) and that node's serial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChildId(pub u64);
+
+impl ChildId {
+    /// The node that runs the child.
+    pub fn node(self) -> u16 {
+        gsas::node_of(self.0)
+    }
+}
+
+impl std::fmt::Display for ChildId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// A child's wait status, as `waitpid` gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitStatus(pub i32);
+
+impl ExitStatus {
+    /// The exit code, if it exited (rather than being killed).
+    pub fn code(self) -> Option<i32> {
+        (self.0 & 0x7f == 0).then_some((self.0 >> 8) & 0xff)
+    }
+
+    /// The signal that killed it, if one did.
+    pub fn signal(self) -> Option<i32> {
+        let s = self.0 & 0x7f;
+        (s != 0 && s != 0x7f).then_some(s)
+    }
+
+    /// As a shell reports it: the code, or 128 + the signal.
+    pub fn shell(self) -> i32 {
+        self.code()
+            .or(self.signal().map(|s| 128 + s))
+            .unwrap_or(255)
+    }
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.code(), self.signal()) {
+            (Some(c), _) => write!(f, "exit code {c}"),
+            (_, Some(s)) => write!(f, "killed by signal {s}"),
+            _ => write!(f, "wait status {:#x}", self.0),
+        }
+    }
+}
 
 /// How a handle waits for an answer: first it only reads its slot (`spins` times; not when
 /// the home is this node, whose service needs this CPU), then it
@@ -372,6 +423,82 @@ impl<T: Transport> Gsas<T> {
         arg2: u64,
     ) -> Result<Response> {
         self.call(home, opcode, addr, arg1, arg2)
+    }
+
+    // ---- remoteFork ----
+
+    /// remoteFork: starts `path` (absolute) with arguments `args` on `node`, in this handle's
+    /// protection tree (its GSAS memory is the child's, and the child's is this tree's). Returns
+    /// when `node`'s daemon has started it, with the child's id (for [`wait`](Self::wait));
+    /// [`Error::ExecFailed`] with the target's errno if it could not be started,
+    /// [`Error::NoDaemon`] if no `gsasd` runs there. Waits up to 4 times the handle's timeout
+    /// (starting a program under TCG takes a while).
+    pub fn remote_fork<S: AsRef<str>>(&self, node: u16, path: &str, args: &[S]) -> Result<ChildId> {
+        let mut blob = [0u8; fork::BLOB_MAX];
+        let argv: Vec<&[u8]> = args.iter().map(|a| a.as_ref().as_bytes()).collect();
+        let len = fork::encode(path.as_bytes(), &argv, &mut blob).map_err(|e| {
+            Error::Argument(format!(
+                "remoteFork {path:?} with {} arguments: {}",
+                args.len(),
+                match e {
+                    fork::BlobError::Relative => "the path must be absolute".to_string(),
+                    fork::BlobError::Empty => "an empty path or argument".to_string(),
+                    fork::BlobError::Unterminated =>
+                        "a NUL byte in the path or an argument".to_string(),
+                    fork::BlobError::Length => format!(
+                        "path and arguments take more than {} bytes (NULs included)",
+                        fork::BLOB_MAX
+                    ),
+                    fork::BlobError::TooMany => {
+                        format!("more than {} arguments", fork::MAX_ARGS - 1)
+                    }
+                }
+            ))
+        })?;
+        self.t.write_bulk_out(&blob[..len]);
+        let n = self.nonce.get().wrapping_add(1);
+        self.nonce.set(n);
+        let address = gsas::addr(node, n);
+        let saved = self.policy.get();
+        let mut p = saved;
+        p.timeout = p.timeout.saturating_mul(4);
+        self.policy.set(p);
+        let r = self.call(node, op::FORK, address, len as u64, 0);
+        self.policy.set(saved);
+        match r {
+            Ok(r) => Ok(ChildId(r.word())),
+            Err(Error::Status(req, gsas::status::EXEC_FAILED)) => {
+                let errno = self.t.response(node).word();
+                Err(Error::ExecFailed {
+                    req,
+                    errno: Errno::from_raw(errno as i32),
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Whether `child` (of this tree) has exited: its status (and the child is forgotten), or
+    /// `None` while it runs.
+    pub fn try_wait(&self, child: ChildId) -> Result<Option<ExitStatus>> {
+        match self.call_at(op::WAIT, child.0, 0, 0) {
+            Ok(r) => Ok(Some(ExitStatus(r.word() as i32))),
+            Err(Error::Status(_, gsas::status::RUNNING)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Waits until `child` (of this tree) exits; its status. Asks its node every 2 ms at
+    /// first, backing off to every 100 ms; no timeout (each request has the handle's).
+    pub fn wait(&self, child: ChildId) -> Result<ExitStatus> {
+        let mut pause = Duration::from_millis(2);
+        loop {
+            if let Some(s) = self.try_wait(child)? {
+                return Ok(s);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(100));
+        }
     }
 
     // ---- the protocol ----

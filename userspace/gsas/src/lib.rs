@@ -30,9 +30,9 @@ pub mod tree;
 mod tests;
 
 pub use error::{op_name, Error, Request, Result};
-pub use handle::{pieces, Gsas, Stats, WaitPolicy};
+pub use handle::{pieces, ChildId, ExitStatus, Gsas, Stats, WaitPolicy};
 pub use transport::{Device, Pause, Transport};
 pub use tree::{export_tree_fd, TreeSource, TREE_FD_ENV};
 pub use unimem_wire::gsas::{
-    addr, node_of, offset_of, op, status, BULK_MAX, MAX_ALLOC_PAGES, OFFSET_MASK, PAGE_SIZE,
+    addr, fork, node_of, offset_of, op, status, BULK_MAX, MAX_ALLOC_PAGES, OFFSET_MASK, PAGE_SIZE,
 };

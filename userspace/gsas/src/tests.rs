@@ -40,6 +40,8 @@ struct Fake {
     send_errno: Cell<Option<Errno>>,
     sent: RefCell<Vec<(u16, Payload)>>,
     pauses: RefCell<Vec<Pause>>,
+    /// WAITs answered for the fake child.
+    waits: Cell<u32>,
 }
 
 impl Fake {
@@ -60,6 +62,7 @@ impl Fake {
             send_errno: Cell::new(None),
             sent: RefCell::new(Vec::new()),
             pauses: RefCell::new(Vec::new()),
+            waits: Cell::new(0),
         }
     }
 
@@ -123,6 +126,35 @@ impl Fake {
         let base = op_base(p.opcode);
         match base {
             op::NOP => return Ok(()),
+            // remoteFork as the kernel's fork.rs answers it: the blob checked, a child that
+            // runs for two WAITs and exits with status 3; `/nonexistent` fails with ENOENT.
+            op::FORK => {
+                let len = p.arg1 as usize;
+                if len == 0 || len > fork::BLOB_MAX {
+                    return Err(status::INVALID);
+                }
+                let blob = self.bulk_out.borrow()[..len].to_vec();
+                fork::check(&blob).map_err(|_| status::INVALID)?;
+                if blob.starts_with(b"/nonexistent\0") {
+                    value[..8].copy_from_slice(&(Errno::ENOENT as u64).to_le_bytes());
+                    return Err(status::EXEC_FAILED);
+                }
+                let id = fork::child_id(home, 7);
+                self.waits.set(0);
+                value[..8].copy_from_slice(&id.to_le_bytes());
+                return Ok(());
+            }
+            op::WAIT => {
+                if p.address != fork::child_id(home, 7) || self.waits.get() > 2 {
+                    return Err(status::NO_CHILD);
+                }
+                self.waits.set(self.waits.get() + 1);
+                if self.waits.get() <= 2 {
+                    return Err(status::RUNNING);
+                }
+                value[..8].copy_from_slice(&(3u64 << 8).to_le_bytes());
+                return Ok(());
+            }
             op::ALLOC => {
                 let n = p.arg1;
                 if n == 0 || n > MAX_ALLOC_PAGES {
@@ -689,5 +721,49 @@ fn op_names() {
     assert_eq!(
         r.to_string(),
         "opcode 0x7f at 0x2000000001001 (node 2, offset 0x1001)"
+    );
+}
+
+#[test]
+fn remote_fork_wait_and_their_errors() {
+    let f = Fake::new();
+    let g = Gsas::with_transport(&f);
+    let c = g.remote_fork(2, "/bin/prog", &["a", "b"]).unwrap();
+    assert_eq!(c.node(), 2);
+    // The blob went through bulk-out, its length in arg1.
+    assert_eq!(&f.bulk_out.borrow()[..14], b"/bin/prog\0a\0b\0");
+    let (home, req) = *f.sent.borrow().last().unwrap();
+    assert_eq!((home, req.opcode, req.arg1), (2, op::FORK, 14));
+    assert_eq!(g.try_wait(c).unwrap(), None);
+    let st = g.wait(c).unwrap();
+    assert_eq!((st.code(), st.signal(), st.shell()), (Some(3), None, 3));
+    assert!(matches!(g.wait(c), Err(Error::NoChild(_))));
+    match g.remote_fork::<&str>(1, "/nonexistent", &[]) {
+        Err(Error::ExecFailed { errno, .. }) => assert_eq!(errno, Errno::ENOENT),
+        other => panic!("{other:?}"),
+    }
+    let sent = f.sent.borrow().len();
+    for (path, args) in [
+        ("rel", vec![]),
+        ("/p", vec![""]),
+        ("/p", vec!["x"; fork::MAX_ARGS]),
+    ] {
+        let r = g.remote_fork(1, path, &args);
+        assert!(matches!(r, Err(Error::Argument(_))), "{path} {r:?}");
+    }
+    // Argument errors are found before sending.
+    assert_eq!(f.sent.borrow().len(), sent);
+    let killed = ExitStatus(9);
+    assert_eq!(
+        (killed.code(), killed.signal(), killed.shell()),
+        (None, Some(9), 137)
+    );
+    assert_eq!(
+        Error::NoDaemon(Request {
+            opcode: op::FORK,
+            addr: 0
+        })
+        .errno(),
+        Errno::ESRCH
     );
 }

@@ -76,14 +76,25 @@ pub mod op {
     pub const ALLOC: u8 = 0x40;
     /// Frees the allocation that starts at `address` (the issuer's tree must own it).
     pub const FREE: u8 = 0x41;
+    /// remoteFork: start a program on the node the request is sent to, in the issuer's
+    /// protection tree. The issuer's bulk-out page holds `arg1` bytes (1..=`fork::BLOB_MAX`),
+    /// the program's absolute path and its arguments, each ended by a NUL ([`fork::check`]).
+    /// Answered when the node's daemon has started it (value = the child id, see
+    /// [`fork::child_id`]) or failed to (`EXEC_FAILED`, value = errno; `NO_DAEMON`).
+    /// `address` is echoed (the node's address 0 plus a nonce of the issuer's choosing).
+    /// (0x60: 0x50 has the bit of [`WIDTH32`].)
+    pub const FORK: u8 = 0x60;
+    /// Wait for child `address` (a child id): value = its wait status (as `waitpid`'s) once
+    /// it exited, and the child is forgotten; `RUNNING` while it runs; `NO_CHILD` if the node
+    /// knows no such child; `DENIED` for a child of another tree.
+    pub const WAIT: u8 = 0x61;
 
     /// Whether `opcode` names an operation (with an allowed width flag).
     pub const fn valid(opcode: u8) -> bool {
         match opcode & !WIDTH32 {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => true,
-            NOP | READ128 | READ256 | WRITE128 | BULK_READ | BULK_WRITE | ALLOC | FREE => {
-                opcode & WIDTH32 == 0
-            }
+            NOP | READ128 | READ256 | WRITE128 | BULK_READ | BULK_WRITE | ALLOC | FREE | FORK
+            | WAIT => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -121,6 +132,154 @@ pub mod status {
     pub const NO_MEMORY: u8 = 5;
     /// The service has no memory pool (its lender did not answer, or the lease lapsed).
     pub const NO_POOL: u8 = 6;
+    /// FORK: no daemon (`gsasd`) serves remoteFork on that node, or it went away before it
+    /// started the program.
+    pub const NO_DAEMON: u8 = 7;
+    /// FORK: the program could not be started; value = the errno of `execve` (or of the setup
+    /// before it), e.g. `ENOENT` for a path that does not exist.
+    pub const EXEC_FAILED: u8 = 8;
+    /// WAIT: the child has not exited yet (ask again).
+    pub const RUNNING: u8 = 9;
+    /// WAIT: that node knows no such child (never started, already waited for, or forgotten).
+    pub const NO_CHILD: u8 = 10;
+    /// FORK: the node's table of children is full of running ones.
+    pub const BUSY: u8 = 11;
+}
+
+/// remoteFork's request blob and child ids.
+pub mod fork {
+    use super::PAGE_SIZE;
+
+    /// Largest blob (path and arguments, NULs included): the bulk-out page.
+    pub const BLOB_MAX: usize = PAGE_SIZE as usize;
+    /// Most strings in a blob (the path, then at most `MAX_ARGS - 1` arguments).
+    pub const MAX_ARGS: usize = 256;
+    /// Children a node keeps (running, or exited and not waited for yet).
+    pub const MAX_CHILDREN: usize = 64;
+
+    /// Why a blob is not a program to start.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum BlobError {
+        /// Empty, or longer than [`BLOB_MAX`].
+        Length,
+        /// The last byte is not a NUL.
+        Unterminated,
+        /// A string (the path or an argument) is empty.
+        Empty,
+        /// The path does not start with `/`.
+        Relative,
+        /// More than [`MAX_ARGS`] strings.
+        TooMany,
+    }
+
+    /// Checks a blob: `path\0arg1\0...argN\0`, at most [`BLOB_MAX`] bytes and [`MAX_ARGS`]
+    /// strings, none empty, the path absolute. Returns the number of strings. Bounded by the
+    /// blob's length.
+    pub fn check(blob: &[u8]) -> Result<usize, BlobError> {
+        if blob.is_empty() || blob.len() > BLOB_MAX {
+            return Err(BlobError::Length);
+        }
+        if blob[blob.len() - 1] != 0 {
+            return Err(BlobError::Unterminated);
+        }
+        if blob[0] != b'/' {
+            return Err(if blob[0] == 0 {
+                BlobError::Empty
+            } else {
+                BlobError::Relative
+            });
+        }
+        let mut n = 0;
+        for s in blob[..blob.len() - 1].split(|&b| b == 0) {
+            if s.is_empty() {
+                return Err(BlobError::Empty);
+            }
+            n += 1;
+            if n > MAX_ARGS {
+                return Err(BlobError::TooMany);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Writes the blob of `path` and `args` into `out`; its length. Checked as [`check`].
+    pub fn encode(
+        path: &[u8],
+        args: &[&[u8]],
+        out: &mut [u8; BLOB_MAX],
+    ) -> Result<usize, BlobError> {
+        let mut len = 0;
+        for s in core::iter::once(&path).chain(args.iter()) {
+            if s.contains(&0) {
+                return Err(BlobError::Unterminated);
+            }
+            let end = len + s.len() + 1;
+            if end > BLOB_MAX {
+                return Err(BlobError::Length);
+            }
+            out[len..end - 1].copy_from_slice(s);
+            out[end - 1] = 0;
+            len = end;
+        }
+        check(&out[..len]).map(|_| len)
+    }
+
+    /// The id of child `serial` of node `node`: shaped as a GSAS address, so that a WAIT goes
+    /// to the node that runs the child.
+    pub const fn child_id(node: u16, serial: u32) -> u64 {
+        super::addr(node, serial as u64)
+    }
+
+    /// The serial of a child id (its node is `node_of`).
+    pub const fn serial(id: u64) -> u32 {
+        super::offset_of(id) as u32
+    }
+}
+
+/// The interface between the service and its node's remoteFork daemon (`/dev/unimem_gsas`,
+/// `CAP_SYS_ADMIN`, one daemon at a time).
+pub mod daemon {
+    use super::fork::BLOB_MAX;
+
+    /// ioctl type of `/dev/unimem_gsas`.
+    pub const IOCTL_TYPE: u32 = b'G' as u32;
+    /// `_IOR(IOCTL_TYPE, NR_JOB, Job)`: blocks until a FORK is queued (or a signal: `EINTR`;
+    /// `O_NONBLOCK`: `EAGAIN`), then hands it over.
+    pub const NR_JOB: u32 = 1;
+    /// `_IOW(IOCTL_TYPE, NR_POST, Post)`: what became of a child.
+    pub const NR_POST: u32 = 2;
+
+    /// A program to start: child `serial` for tree `tree` (issued from `node`).
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy)]
+    pub struct Job {
+        pub serial: u32,
+        pub tree: u32,
+        pub node: u32,
+        /// Bytes of `blob` used (checked with `fork::check` by the service).
+        pub len: u32,
+        pub blob: [u8; BLOB_MAX],
+    }
+
+    const _: () = assert!(core::mem::size_of::<Job>() == 16 + BLOB_MAX);
+
+    /// `Post::kind`: the child runs (`value` = its pid).
+    pub const STARTED: u32 = 1;
+    /// `Post::kind`: it could not be started (`value` = errno).
+    pub const FAILED: u32 = 2;
+    /// `Post::kind`: it exited (`value` = its wait status).
+    pub const EXITED: u32 = 3;
+
+    #[repr(C)]
+    #[derive(Debug, Clone, Copy, Default)]
+    pub struct Post {
+        pub serial: u32,
+        pub kind: u32,
+        pub value: u32,
+        pub _reserved: u32,
+    }
+
+    const _: () = assert!(core::mem::size_of::<Post>() == 16);
 }
 
 /// The per-interface area in each node's own partition, after the mailbox rings and before the
@@ -344,6 +503,8 @@ mod tests {
             op::BULK_WRITE,
             op::ALLOC,
             op::FREE,
+            op::FORK,
+            op::WAIT,
         ];
         for (i, &o) in all.iter().enumerate() {
             assert_eq!(o & op::WIDTH32, 0, "{o:#x} has the width bit");
@@ -352,6 +513,35 @@ mod tests {
         }
         assert_eq!(check(&request(op::ALLOC, 0, 1, 0)), Ok(()));
         assert_eq!(check(&request(op::FREE, 0x1000, 0, 0)), Ok(()));
+    }
+
+    #[test]
+    fn fork_blobs() {
+        use fork::*;
+        let mut b = [0u8; BLOB_MAX];
+        let n = encode(b"/bin/prog", &[b"a", b"bc"], &mut b).unwrap();
+        assert_eq!(&b[..n], b"/bin/prog\0a\0bc\0");
+        assert_eq!(check(&b[..n]), Ok(3));
+        assert_eq!(encode(b"prog", &[], &mut b), Err(BlobError::Relative));
+        assert_eq!(encode(b"/p", &[b""], &mut b), Err(BlobError::Empty));
+        assert_eq!(
+            encode(b"/p", &[b"a\0b"], &mut b),
+            Err(BlobError::Unterminated)
+        );
+        let long = [b'x'; BLOB_MAX];
+        assert_eq!(encode(b"/p", &[&long], &mut b), Err(BlobError::Length));
+        let many = [b"a" as &[u8]; MAX_ARGS];
+        assert_eq!(encode(b"/p", &many, &mut b), Err(BlobError::TooMany));
+        assert_eq!(check(b""), Err(BlobError::Length));
+        assert_eq!(check(b"/p"), Err(BlobError::Unterminated));
+        assert_eq!(check(b"\0"), Err(BlobError::Empty));
+        assert_eq!(check(b"/p\0\0a\0"), Err(BlobError::Empty));
+        let id = child_id(3, 77);
+        assert_eq!((node_of(id), serial(id)), (3, 77));
+        // Every short byte string is checked without a panic.
+        for x in 0..=u8::MAX {
+            let _ = check(&[b'/', x, 0, x]);
+        }
     }
 
     #[test]

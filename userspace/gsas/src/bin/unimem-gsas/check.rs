@@ -76,6 +76,10 @@ pub enum Check {
     },
     /// The bad-input matrix against NODE's service: each case must fail with its own error.
     BadInput(BadInput),
+    /// remoteFork across nodes (`fork.rs`): children on NODES Fetch&Add into a page of this
+    /// tree and exit with their own statuses; waits, checks statuses and the exact sum,
+    /// invariant iii (another tree, same binary: denied) and the bad-input cases.
+    Fork(crate::fork::ForkCheck),
 }
 
 #[derive(Args)]
@@ -97,6 +101,7 @@ pub struct BadInput {
 
 pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
     match c {
+        Check::Fork(f) => crate::fork::check(ctx, f),
         Check::FaaSum {
             addr,
             threads,

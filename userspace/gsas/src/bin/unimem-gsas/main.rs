@@ -4,6 +4,7 @@
 
 mod bench;
 mod check;
+mod fork;
 mod json;
 mod throughput;
 
@@ -92,6 +93,9 @@ enum Cmd {
         /// One JSON object on stdout.
         #[arg(long)]
         json: bool,
+        /// Exit with this status after success (remoteFork tests: a child's own status).
+        #[arg(long, default_value_t = 0)]
+        exit_code: u8,
     },
     /// Compare-and-swap: if the word is EXPECTED, write NEW; prints the old word.
     Cas {
@@ -156,6 +160,27 @@ enum Cmd {
     Exec {
         #[arg(required = true, trailing_var_arg = true)]
         cmd: Vec<String>,
+    },
+    /// remoteFork: start PROG (an absolute path) with ARGS on NODE, in this process's tree;
+    /// prints the child id. With --wait, waits for it and exits with its status (a signal:
+    /// 128 + the signal).
+    Fork {
+        #[arg(long)]
+        node: u16,
+        /// Wait for the child and exit with its status.
+        #[arg(long)]
+        wait: bool,
+        #[arg(required = true, trailing_var_arg = true)]
+        cmd: Vec<String>,
+    },
+    /// Wait for remoteForked child CHILD (of this process's tree: use --tree) and exit with
+    /// its status.
+    Wait {
+        #[arg(value_parser = parse_u64)]
+        child: u64,
+        /// Only ask once: exit 0 and print `running` if it has not exited.
+        #[arg(long)]
+        no_hang: bool,
     },
     /// Checks for the acceptance tests (exit status 1 if a check fails).
     #[command(subcommand)]
@@ -319,6 +344,7 @@ fn run(cli: Cli) -> Result<i32> {
             add,
             count,
             json,
+            exit_code,
         } => {
             if count == 0 {
                 bail!("--count must be at least 1");
@@ -341,7 +367,7 @@ fn run(cli: Cli) -> Result<i32> {
             } else {
                 println!("{last}");
             }
-            Ok(0)
+            Ok(i32::from(exit_code))
         }
         Cmd::Cas {
             addr,
@@ -426,6 +452,34 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Cmd::Exec { cmd } => exec(&ctx, &cmd),
+        Cmd::Fork { node, wait, cmd } => {
+            let g = ctx.open()?;
+            let child = g.remote_fork(node, &cmd[0], &cmd[1..])?;
+            println!("{child}");
+            if !wait {
+                return Ok(0);
+            }
+            let st = g.wait(child)?;
+            eprintln!("child {child} on node {node}: {st}");
+            Ok(st.shell())
+        }
+        Cmd::Wait { child, no_hang } => {
+            let g = ctx.open()?;
+            let child = gsas::ChildId(child);
+            let st = if no_hang {
+                match g.try_wait(child)? {
+                    Some(st) => st,
+                    None => {
+                        println!("running");
+                        return Ok(0);
+                    }
+                }
+            } else {
+                g.wait(child)?
+            };
+            println!("{st}");
+            Ok(st.shell())
+        }
         Cmd::Check(c) => check::run(&ctx, c),
         Cmd::Bench(b) => bench::run(&ctx, b),
         Cmd::Throughput(t) => throughput::run(&ctx, t),

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: GPL-2.0
+//! remoteFork (seed 000 section 2.2): FORK and WAIT requests, the node's bounded table of
+//! children, and `/dev/unimem_gsas`, through which the node's root daemon (`gsasd`) takes the
+//! programs to start and reports what became of them.
+//!
+//! FORK: the service checks the blob (path and arguments, copied from the issuer's bulk-out
+//! page), queues a job carrying the issuer's sealed protection id and does not answer yet; the
+//! daemon takes the job, starts the program in that tree and posts STARTED (the service then
+//! answers the issuer with the child id) or FAILED (answered `EXEC_FAILED`); later it posts
+//! EXITED with the wait status. WAIT is answered at once: the status if the child exited (and
+//! the child is forgotten), else `RUNNING` (the library asks again), so no answer is ever
+//! pending for a WAIT.
+
+use crate::{
+    gsas::{
+        daemon::{self as abi, Post, IOCTL_TYPE, NR_JOB, NR_POST},
+        fork::{self as fk, BLOB_MAX, MAX_CHILDREN},
+        op, status, Response, BULK_OUT_PAGE,
+    },
+    packet::Payload,
+    stats::Counter,
+    Inner, Service,
+};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::{
+    fs::{file, File},
+    ioctl::{_IOR, _IOW},
+    miscdevice::{MiscDevice, MiscDeviceRegistration},
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    transmute::FromBytes,
+    uaccess::{UserPtr, UserSlice},
+};
+
+const JOB: u32 = _IOR::<abi::Job>(IOCTL_TYPE, NR_JOB);
+const POST: u32 = _IOW::<Post>(IOCTL_TYPE, NR_POST);
+
+// SAFETY: four `u32`s: every bit pattern is a valid value.
+unsafe impl FromBytes for Post {}
+
+enum State {
+    /// Waiting for the daemon; the checked blob.
+    Queued(KVec<u8>),
+    /// Handed to the daemon, which has not said whether it started.
+    Taken,
+    Running,
+    /// Exited with this wait status, not waited for yet.
+    Exited(u32),
+    /// The daemon went away while the child ran: its status is lost.
+    Lost,
+}
+
+struct Child {
+    serial: u32,
+    tree: u32,
+    /// The issuer of the FORK, answered when the daemon posts STARTED or FAILED.
+    node: u32,
+    iface: u32,
+    /// The FORK's address, echoed in its answer.
+    echo: u64,
+    state: State,
+}
+
+/// The children this node started or is about to start: at most `MAX_CHILDREN`. An entry goes
+/// when its exit status is collected by a WAIT, when it failed to start, or, if the table is
+/// full, the oldest entry whose child exited (or was lost) makes room for a FORK. Under the
+/// service lock.
+pub(crate) struct Children {
+    list: KVec<Child>,
+    next: u32,
+    /// A daemon has `/dev/unimem_gsas` open.
+    daemon: bool,
+}
+
+impl Children {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self { list: KVec::with_capacity(MAX_CHILDREN, GFP_KERNEL)?, next: 1, daemon: false })
+    }
+
+    fn find(&self, serial: u32) -> Option<usize> {
+        self.list.iter().position(|c| c.serial == serial)
+    }
+
+    /// A serial not 0 and not in the table (bounded: the table holds at most `MAX_CHILDREN`).
+    fn fresh_serial(&mut self) -> u32 {
+        for _ in 0..=MAX_CHILDREN {
+            let s = self.next;
+            self.next = self.next.wrapping_add(1).max(1);
+            if self.find(s).is_none() {
+                return s;
+            }
+        }
+        // Unreachable: `MAX_CHILDREN + 1` consecutive serials cannot all be in the table.
+        self.next
+    }
+
+    /// Room for one more entry: drops the oldest finished child if the table is full.
+    fn make_room(&mut self) -> bool {
+        if self.list.len() < MAX_CHILDREN {
+            return true;
+        }
+        match self.list.iter().position(|c| matches!(c.state, State::Exited(_) | State::Lost)) {
+            Some(i) => {
+                self.list.remove(i).is_ok()
+            }
+            None => false,
+        }
+    }
+}
+
+/// The service published for `/dev/unimem_gsas` opens.
+static SERVICE: AtomicPtr<Service> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Keeps `SERVICE` set while alive (dropped after the device is deregistered).
+pub(crate) struct Published(*const Service);
+
+// SAFETY: only holds an `Arc<Service>` in raw form; `Service` is `Send + Sync`.
+unsafe impl Send for Published {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Published {}
+
+impl Published {
+    pub(crate) fn new(service: Arc<Service>) -> Self {
+        let p = Arc::into_raw(service);
+        SERVICE.store(p.cast_mut(), Ordering::Release);
+        Self(p)
+    }
+}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        SERVICE.store(core::ptr::null_mut(), Ordering::Release);
+        // SAFETY: `self.0` came from `Arc::into_raw` in `new`.
+        drop(unsafe { Arc::from_raw(self.0) });
+    }
+}
+
+fn published() -> Option<Arc<Service>> {
+    let p = SERVICE.load(Ordering::Acquire);
+    // SAFETY: a non-null `SERVICE` is an `Arc` reference owned by `Published`, which is dropped
+    // only after the device is deregistered, at module exit, when no file can be opened.
+    (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) }.into())
+}
+
+impl Service {
+    /// Writes an answer for (`node`, `iface`) under the lock, counting its status.
+    fn answer(&self, inner: &mut Inner, (node, iface): (u32, u32), opcode: u8, echo: u64, st: u8, value: u64) {
+        let mut resp = Response { seq: 0, status: st, opcode, address: echo, value: [0; 32] };
+        resp.value[..8].copy_from_slice(&value.to_le_bytes());
+        self.stats.status(st);
+        self.respond(inner, node, iface, &mut resp);
+    }
+
+    /// A FORK or WAIT (checked by `gsas::check`) from `iface` of node `from`, tree `tree`.
+    pub(crate) fn fork_or_wait(&self, from: u32, iface: u32, tree: u32, req: &Payload) {
+        if req.opcode == op::FORK {
+            // Copy and check the blob before taking the lock (it may be a page; the bytes are
+            // untrusted and copied once).
+            let blob = self.fork_blob(from, iface, req.arg1);
+            let mut inner = self.inner.lock();
+            let st = match blob {
+                Err(st) => st,
+                Ok(_) if tree == 0 => status::DENIED,
+                Ok(blob) => match self.queue(&mut inner, from, iface, tree, req.address, blob) {
+                    Ok(()) => return,
+                    Err(st) => st,
+                },
+            };
+            self.answer(&mut inner, (from, iface), req.opcode, req.address, st, 0);
+            return;
+        }
+        let mut inner = self.inner.lock();
+        let (st, value) = wait(&mut inner.children, self.node, tree, req.address);
+        self.answer(&mut inner, (from, iface), req.opcode, req.address, st, value);
+    }
+
+    /// Copies `len` bytes of the issuer's bulk-out page and checks them as a blob.
+    fn fork_blob(&self, from: u32, iface: u32, len: u64) -> Result<KVec<u8>, u8> {
+        if len == 0 || len > BLOB_MAX as u64 {
+            return Err(status::INVALID);
+        }
+        let mut blob = KVec::with_capacity(len as usize, GFP_KERNEL).map_err(|_| status::NO_MEMORY)?;
+        {
+            let w = self.gas.access().ok_or(status::NO_POOL)?;
+            let src = w.ptr(self.area(from, iface, BULK_OUT_PAGE), len).ok_or(status::FAULT)?;
+            for i in 0..len as usize {
+                // SAFETY: `i < len`: inside the range `ptr` returned for `w`, which lives
+                // across the loop. Other nodes may write it meanwhile: bytes, checked below.
+                let b = unsafe { src.add(i).read_volatile() };
+                blob.push(b, GFP_KERNEL).map_err(|_| status::NO_MEMORY)?;
+            }
+        }
+        fk::check(&blob).map_err(|_| status::INVALID)?;
+        Ok(blob)
+    }
+
+    /// Queues a job for the daemon (the FORK is answered when it posts).
+    fn queue(&self, inner: &mut Inner, node: u32, iface: u32, tree: u32, echo: u64, blob: KVec<u8>) -> Result<(), u8> {
+        let ch = &mut inner.children;
+        if !ch.daemon {
+            return Err(status::NO_DAEMON);
+        }
+        if !ch.make_room() {
+            return Err(status::BUSY);
+        }
+        let serial = ch.fresh_serial();
+        // The table's capacity is `MAX_CHILDREN` and `make_room` left room: no allocation.
+        ch.list
+            .push(Child { serial, tree, node, iface, echo, state: State::Queued(blob) }, GFP_ATOMIC)
+            .map_err(|_| status::NO_MEMORY)?;
+        self.stats.bump(Counter::Forks);
+        self.jobs.notify_one();
+        Ok(())
+    }
+
+    /// The daemon went away: queued and taken jobs are answered `NO_DAEMON`, running children
+    /// are lost (their WAIT answers `NO_DAEMON`).
+    fn daemon_gone(&self) {
+        let mut inner = self.inner.lock();
+        inner.children.daemon = false;
+        let mut i = 0;
+        while i < inner.children.list.len() {
+            let c = &mut inner.children.list[i];
+            match c.state {
+                State::Queued(_) | State::Taken => {
+                    let (node, iface, echo) = (c.node, c.iface, c.echo);
+                    let _ = inner.children.list.remove(i);
+                    self.answer(&mut inner, (node, iface), op::FORK, echo, status::NO_DAEMON, 0);
+                    continue;
+                }
+                State::Running => c.state = State::Lost,
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
+    /// JOB: the next queued program, written to user memory at `arg`.
+    fn next_job(&self, file: &File, arg: usize) -> Result<isize> {
+        let (serial, tree, node, blob) = {
+            let mut inner = self.inner.lock();
+            loop {
+                let ch = &mut inner.children;
+                if let Some(c) = ch.list.iter_mut().find(|c| matches!(c.state, State::Queued(_))) {
+                    let State::Queued(blob) = core::mem::replace(&mut c.state, State::Taken) else {
+                        return Err(EINVAL);
+                    };
+                    break (c.serial, c.tree, c.node, blob);
+                }
+                if file.flags() & file::flags::O_NONBLOCK != 0 {
+                    return Err(EAGAIN);
+                }
+                if self.jobs.wait_interruptible(&mut inner) {
+                    return Err(ERESTARTSYS);
+                }
+            }
+        };
+        let mut hdr = [0u8; 16];
+        for (k, v) in [serial, tree, node, blob.len() as u32].iter().enumerate() {
+            hdr[k * 4..k * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+        }
+        let mut w = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<abi::Job>()).writer();
+        let copied = w.write_slice(&hdr).and_then(|()| w.write_slice(&blob));
+        if copied.is_err() {
+            // The daemon passed a bad buffer: the job cannot be started.
+            self.post(Post { serial, kind: abi::FAILED, value: EFAULT.to_errno().unsigned_abs(), _reserved: 0 })?;
+        }
+        copied.map(|()| 0)
+    }
+
+    /// POST: what became of child `p.serial`.
+    fn post(&self, p: Post) -> Result<isize> {
+        let mut inner = self.inner.lock();
+        let i = inner.children.find(p.serial).ok_or(ENOENT)?;
+        let c = &mut inner.children.list[i];
+        let (node, iface, echo) = (c.node, c.iface, c.echo);
+        match (p.kind, &c.state) {
+            (abi::STARTED, State::Taken) => {
+                c.state = State::Running;
+                let id = fk::child_id(self.node as u16, p.serial);
+                self.answer(&mut inner, (node, iface), op::FORK, echo, status::OK, id);
+            }
+            (abi::FAILED, State::Taken) => {
+                let _ = inner.children.list.remove(i);
+                self.stats.bump(Counter::ForkFailed);
+                self.answer(&mut inner, (node, iface), op::FORK, echo, status::EXEC_FAILED, u64::from(p.value));
+            }
+            (abi::EXITED, State::Running) => {
+                c.state = State::Exited(p.value);
+                self.stats.bump(Counter::Exits);
+            }
+            _ => return Err(EINVAL),
+        }
+        Ok(0)
+    }
+}
+
+/// WAIT for `id` by `tree`: (status, value).
+fn wait(ch: &mut Children, node: u32, tree: u32, id: u64) -> (u8, u64) {
+    let serial = fk::serial(id);
+    let i = match ch.find(serial) {
+        Some(i) if u32::from(crate::gsas::node_of(id)) == node && u64::from(serial) == crate::gsas::offset_of(id) => i,
+        _ => return (status::NO_CHILD, 0),
+    };
+    if ch.list[i].tree != tree {
+        return (status::DENIED, 0);
+    }
+    match ch.list[i].state {
+        State::Exited(ws) => {
+            let _ = ch.list.remove(i);
+            (status::OK, u64::from(ws))
+        }
+        State::Lost => {
+            let _ = ch.list.remove(i);
+            (status::NO_DAEMON, 0)
+        }
+        _ => (status::RUNNING, 0),
+    }
+}
+
+/// An open `/dev/unimem_gsas`: the node's remoteFork daemon (one at a time).
+pub(crate) struct DaemonFile {
+    service: Arc<Service>,
+}
+
+#[vtable]
+impl MiscDevice for DaemonFile {
+    type Ptr = KBox<Self>;
+
+    fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
+        crate::privilege::require_admin()?;
+        let service = published().ok_or(ENODEV)?;
+        {
+            let mut inner = service.inner.lock();
+            if inner.children.daemon {
+                return Err(EBUSY);
+            }
+            inner.children.daemon = true;
+        }
+        pr_info!("node {}: remoteFork daemon attached\n", service.node);
+        Ok(KBox::new(Self { service }, GFP_KERNEL).inspect_err(|_| service_detach_on_error())?)
+    }
+
+    fn release(this: KBox<Self>, _file: &File) {
+        this.service.daemon_gone();
+        pr_info!("node {}: remoteFork daemon detached\n", this.service.node);
+    }
+
+    fn ioctl(this: &Self, file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        match cmd {
+            JOB => this.service.next_job(file, arg),
+            POST => {
+                let p: Post = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<Post>()).reader().read()?;
+                this.service.post(p)
+            }
+            _ => Err(ENOTTY),
+        }
+    }
+}
+
+/// `open` could not allocate its file after marking the daemon attached: undo the mark.
+fn service_detach_on_error() {
+    if let Some(s) = published() {
+        s.inner.lock().children.daemon = false;
+    }
+}
+
+/// Registration of `/dev/unimem_gsas`.
+pub(crate) type Registration = MiscDeviceRegistration<DaemonFile>;

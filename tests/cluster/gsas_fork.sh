@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# remoteFork (seed 000 section 2.2, issue 10 item 5), 4 nodes, every node running its atomic
+# service (unimem_gsas.ko) and its remoteFork daemon (gsasd):
+#  - node 0's process allocates a page and remoteForks `unimem-gsas faa` on nodes 1-3, in its
+#    own protection tree: the children Fetch&Add into the page and exit with distinct statuses;
+#    the process waits for each (statuses checked) and reads the exact sum (invariants ii and
+#    iii across nodes and binaries: `unimem-gsas check fork`);
+#  - a process of another tree running the same binary, remoteForked on node 1 and started
+#    locally, is denied on that page, which stays unchanged; a WAIT by another tree is denied;
+#  - bad input: non-existent path, relative path, empty argument, too long or too many
+#    arguments (library and service), WAIT on an unknown child, twice on the same child;
+#  - the CLI: `unimem-gsas fork --wait` exits with the child's status; a child's output is in
+#    its node's gsasd log directory;
+#  - another process of the same tree waits for a child (any thread of the tree may); a child
+#    whose daemon went away while it ran is reported lost;
+#  - a node whose daemon is not running: FORK fails with a clear error; a second daemon on a
+#    node is refused; no kernel warnings.
+source "$(dirname "$0")/lib.sh"
+MODS=/opt/unimem/modules
+RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
+SHARE=$RUN/share
+SYS=/sys/kernel/unimem_gsas
+LOGS=/tmp/gsasd
+[ "$NODES" -ge 4 ] || fail "needs 4 nodes"
+BG=gsasf
+
+step "copy unimem-gsas, gsasd, kram-daemon, libgsas.so and the C example to the nodes"
+for f in unimem-gsas gsasd kram-daemon; do
+  [ -x "$ROOT/target/release/$f" ] || fail "target/release/$f missing: run 'make userspace'"
+  cp "$ROOT/target/release/$f" "$SHARE/bin/"
+done
+mkdir -p "$SHARE/lib"
+cp "$ROOT/target/release/libgsas.so" "$SHARE/lib/"
+PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/gsas/gsas-pc.sh")")
+export PKG_CONFIG_PATH
+flags=$(pkg-config --cflags --libs gsas) || fail "pkg-config does not find gsas"
+# shellcheck disable=SC2086 # the flags are words
+gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/gsas-fork" "$ROOT/userspace/gsas/examples/fork.c" \
+  $flags -Wl,-rpath,/opt/unimem/lib || fail "gcc fork.c"
+
+# Guest shell code: gsasd stopped and gone (it holds /dev/unimem_gsas, so unimem_gsas cannot
+# be unloaded before).
+STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
+cleanup() {
+  bg_cleanup
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout 60 -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
+  done
+}
+trap cleanup EXIT
+
+# gsasd NODE: (re)start NODE's remoteFork daemon and wait until the service has it.
+gsasd() {
+  bg "$1" gsasd "gsasd --log-dir $LOGS"
+  wait_log "$1" gsasd 'serving remoteFork' 20
+}
+
+step "every node: base modules, kram-daemon, unimem_gsas, gsasd"
+declare -A marks
+for n in $(seq 0 $((NODES - 1))); do
+  load_base "$n"
+  on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
+  marks[$n]=$(dmesg_mark "$n")
+  kram_daemon "$n" --chunks 64 --offer-timeout 6
+  on "$n" "insmod $MODS/unimem_gsas.ko $GSAS_ARGS && test -c /dev/unimem_gsas"
+  gsasd "$n"
+done
+
+step "a second daemon on a node is refused"
+out=$(on_may_fail 1 "gsasd --log-dir $LOGS 2>&1") && fail "a second gsasd started: $out"
+echo "$out"
+grep -q 'another gsasd runs on this node' <<<"$out" || fail "second gsasd: unclear error"
+
+step "remoteFork from node 0 to nodes 1-3: statuses, exact sum, another tree denied, bad input"
+out=$(on 0 "unimem-gsas check fork --nodes 1,2,3 --count 200") || { echo "$out"; fail "check fork"; }
+echo "$out"
+grep -q '^3 children: .* 0 checks failed$' <<<"$out" || fail "check fork summary"
+
+step "can fail: a child whose exit status is not the one expected is reported"
+out=$(on 0 "unimem-gsas fork --node 2 --wait -- /bin/sh -c 'exit 7'; echo status=\$?") 
+echo "$out"
+grep -q '^status=7$' <<<"$out" || fail "fork --wait did not exit with the child's status"
+
+step "the child's output is in its node's log directory; a killed child reports its signal"
+child=$(on 0 "unimem-gsas fork --node 3 --wait -- /bin/sh -c 'echo hello from \$(hostname)'") || fail "fork echo"
+serial=$(( child & 0xffffffff ))
+on 3 "cat $LOGS/child-$serial.log" | tee /dev/stderr | grep -q '^hello from' || fail "child output not in node 3's $LOGS/child-$serial.log"
+out=$(on 0 "unimem-gsas fork --node 1 --wait -- /bin/sh -c 'kill -9 \$\$' 2>&1; echo status=\$?")
+echo "$out"
+if ! grep -q 'killed by signal 9' <<<"$out" || ! grep -q '^status=137$' <<<"$out"; then
+  fail "a killed child"
+fi
+
+step "a C program (remoteFork, gsas_wait in libgsas) forks the Rust tool on nodes 1-3 in its tree"
+before=$(on 2 "cat $SYS/forks")
+out=$(on 0 "gsas-fork /opt/unimem/bin/unimem-gsas 100 1 2 3") || { echo "$out"; fail "gsas-fork"; }
+echo "$out"
+grep -q '^sum 900, expected 900$' <<<"$out" || fail "C remoteFork: sum"
+expect_eq "$(on 2 "cat $SYS/forks")" "$((before + 1))" "node 2's forks counter"
+
+step "another process of the same tree (--tree) waits for a child; a daemon gone while its child runs"
+T=0x0e0002
+child=$(on 0 "unimem-gsas --tree $T fork --node 1 -- /bin/sh -c 'exit 5'") || fail "fork in tree $T"
+out=$(on 0 "unimem-gsas --tree $T wait $child; echo status=\$?")
+echo "$out"
+grep -q '^status=5$' <<<"$out" || fail "wait from another process of the tree"
+out=$(on_may_fail 0 "unimem-gsas --tree 0x0e0003 wait $child 2>&1") && fail "a forgotten child waited for: $out"
+child=$(on 0 "unimem-gsas --tree $T fork --node 2 -- /bin/sleep 3") || fail "fork sleep"
+on 2 "$STOP_GSASD; ! pidof gsasd"
+out=$(on_may_fail 0 "unimem-gsas --tree $T wait $child 2>&1") && fail "WAIT answered after the daemon went: $out"
+echo "$out"
+grep -q 'no remoteFork daemon on node 2 (is gsasd running there?), or it went away' <<<"$out" || fail "lost child: unclear error"
+gsasd 2
+
+step "no daemon on node 3: FORK fails with a clear error; back after a restart"
+on 3 "$STOP_GSASD; ! pidof gsasd"
+out=$(on_may_fail 0 "unimem-gsas fork --node 3 -- /bin/true 2>&1") && fail "FORK without a daemon succeeded: $out"
+echo "$out"
+grep -q 'no remoteFork daemon on node 3' <<<"$out" || fail "no daemon: unclear error"
+gsasd 3
+on 0 "unimem-gsas fork --node 3 --wait -- /bin/true" >/dev/null || fail "fork after the daemon's restart"
+
+step "counters and a clean kernel log"
+for n in 1 2 3; do
+  echo "node $n: $(on "$n" "cd $SYS && for c in requests_fork requests_wait forks fork_failed exits no_daemon no_child denied running; do printf '%s=%s ' \$c \$(cat \$c); done")"
+done
+[ "$(on 1 "cat $SYS/fork_failed")" -ge 1 ] || fail "node 1 counted no failed start"
+[ "$(on 3 "cat $SYS/no_daemon")" -ge 1 ] || fail "node 3 counted no FORK without a daemon"
+for n in $(seq 0 $((NODES - 1))); do
+  dmesg_clean "$n" "${marks[$n]}" || fail "node $n: kernel warnings"
+done
+echo "PASS"
