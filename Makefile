@@ -13,7 +13,7 @@ MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if debug_kernel; then m
 MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; debug_modules_src'),$(CURDIR)/kernel)
 KMAKE = $(MAKE) -C $(KDIR) M=$(MODULES_SRC) $(if $(MO_DIR),MO=$(MO_DIR)) $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
-.PHONY: all modules modules-clippy userspace gsas-pc clean check test setup cluster
+.PHONY: all modules modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster
 
 all: modules userspace
 
@@ -37,6 +37,13 @@ gsas-pc:
 check:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	rustfmt --edition 2021 --config newline_style=Unix --check kernel/*/*.rs kernel/include/*.rs
+	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh .ci/run
+
+# The kernel modules in the kernel's own Rust format (its .rustfmt.toml: edition 2021, Unix
+# newlines, default width).
+modules-fmt:
+	rustfmt --edition 2021 --config newline_style=Unix kernel/*/*.rs kernel/include/*.rs
 
 setup:
 	scripts/setup.sh

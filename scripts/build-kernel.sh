@@ -29,6 +29,8 @@ tarball=$("$UNIMEM_ROOT/scripts/fetch-kernel-source.sh")
 
 newest_seed() {
   local marker d
+  # Newest first (by the marker's time); the cache directory names have no spaces.
+  # shellcheck disable=SC2045
   for marker in $(ls -td "$cache"/*/.unimem-built 2>/dev/null); do
     d=$(dirname "$marker")
     [ "$(cat "$d/.unimem-base" 2>/dev/null)" = "$base_id" ] && { echo "$d"; return; }
@@ -41,7 +43,11 @@ seed_from() {
   cp -a "$prev" "$kdir"
   rm -f "$kdir/.unimem-built"
   touch "$kdir"
-  for p in $(ls -r "$kdir"/.unimem-patches/*.patch 2>/dev/null); do
+  local patches=("$kdir"/.unimem-patches/*.patch) i
+  # Reverted last to first; an unmatched glob leaves its pattern, which does not exist.
+  for ((i = ${#patches[@]} - 1; i >= 0; i--)); do
+    p=${patches[i]}
+    [ -e "$p" ] || continue
     patch -d "$kdir" -p1 -R --quiet < "$p" || return 1
   done
   rm -rf "$kdir/.unimem-patches"

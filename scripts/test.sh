@@ -66,7 +66,12 @@ shm_before=$(ls /dev/shm | sort)
 cleanup() { "$UNIMEM_ROOT/scripts/cluster" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 tests=("$@")
-[ ${#tests[@]} -gt 0 ] || tests=($(cd "$UNIMEM_ROOT/tests/cluster" && ls -- *.sh | grep -v '^lib\.sh$' | sed 's/\.sh$//'))
+if [ ${#tests[@]} -eq 0 ]; then
+  for t in "$UNIMEM_ROOT"/tests/cluster/*.sh; do
+    t=$(basename "$t" .sh)
+    [ "$t" = lib ] || tests+=("$t")
+  done
+fi
 log "starting a $nodes-node cluster for: ${tests[*]}"
 if "$UNIMEM_ROOT/scripts/cluster" up -n "$nodes" "${mem_args[@]}" 2>&1 | tee "$logdir/cluster-up.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
   ! "$debug" || reports=$(debug_count_reports)

@@ -3,10 +3,7 @@
 //! hook, and the mappings of `/dev/eusrvmem`; and the revocation that ends both when the device
 //! is unbound or unplugged (the window must not be used once the device is gone).
 
-use crate::{
-    fabric::Fabric,
-    fabric_api::RevokeHook,
-};
+use crate::{fabric::Fabric, fabric_api::RevokeHook};
 use core::sync::atomic::Ordering;
 use kernel::{
     bindings, new_mutex,
@@ -43,7 +40,12 @@ impl FileList {
             // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
             // the list is locked); zapping any range of it is always allowed.
             unsafe {
-                bindings::unmap_mapping_range(mapping as *mut bindings::address_space, offset as i64, len as i64, 1)
+                bindings::unmap_mapping_range(
+                    mapping as *mut bindings::address_space,
+                    offset as i64,
+                    len as i64,
+                    1,
+                )
             };
         }
     }
@@ -87,7 +89,14 @@ impl Fabric {
         c.list.push(Client { id, hook: None }, GFP_KERNEL)?;
         c.next_id += 1;
         drop(c);
-        Ok(KBox::new(Handle { fabric: self.clone(), id }, GFP_KERNEL).inspect_err(|_| {
+        Ok(KBox::new(
+            Handle {
+                fabric: self.clone(),
+                id,
+            },
+            GFP_KERNEL,
+        )
+        .inspect_err(|_| {
             self.users.clients.lock().list.retain(|e| e.id != id);
         })?)
     }
@@ -137,7 +146,11 @@ impl Fabric {
     }
 
     pub(crate) fn remove_file(&self, file: *mut bindings::file) {
-        self.users.files.lock().list.retain(|e| e.0 != file as usize);
+        self.users
+            .files
+            .lock()
+            .list
+            .retain(|e| e.0 != file as usize);
     }
 
     /// Runs `map` for window bytes `[offset, offset + len)` unless the device is gone or a
@@ -148,7 +161,10 @@ impl Fabric {
         if f.revoked {
             return Err(ENODEV);
         }
-        if f.reserved.iter().any(|&(_, o, l)| offset < o + l && o < offset + len) {
+        if f.reserved
+            .iter()
+            .any(|&(_, o, l)| offset < o + l && o < offset + len)
+        {
             return Err(EPERM);
         }
         let r = map();

@@ -63,7 +63,10 @@ struct DeviceData<'bound> {
 kernel::pci_device_table!(
     PCI_TABLE,
     <EusrvmemDriver as pci::Driver>::IdInfo,
-    [(pci::DeviceId::from_id(pci::Vendor::REDHAT_QUMRANET, 0x1110), ())]
+    [(
+        pci::DeviceId::from_id(pci::Vendor::REDHAT_QUMRANET, 0x1110),
+        ()
+    )]
 );
 
 impl pci::Driver for EusrvmemDriver {
@@ -89,7 +92,11 @@ impl pci::Driver for EusrvmemDriver {
         let mut raw = [0u8; DESCRIPTOR_LEN];
         window.read(0, &mut raw)?;
         let desc = GasDescriptor::decode(&raw).map_err(|e| {
-            dev_err!(pdev, "no valid GAS descriptor at the start of the region: {:?}\n", e);
+            dev_err!(
+                pdev,
+                "no valid GAS descriptor at the start of the region: {:?}\n",
+                e
+            );
             EINVAL
         })?;
         if desc.region_size > len || node_id >= desc.node_count || desc.node_count > MAX_NODES {
@@ -125,7 +132,10 @@ impl pci::Driver for EusrvmemDriver {
         let irqs = doorbell::DoorbellIrqs::request(vectors, &fabric)?;
 
         let published = fabric::Published::new(fabric.clone()).inspect_err(|_| {
-            dev_err!(pdev, "another fabric device is already bound; only one is supported\n");
+            dev_err!(
+                pdev,
+                "another fabric device is already bound; only one is supported\n"
+            );
         })?;
         let misc = KBox::pin_init(
             MiscDeviceRegistration::register_with_groups(

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 //! What this node knows about the fabric, and where the rest of the module finds it.
 
-use crate::{clients::Users, doorbell::Doorbell, fabric_api::FabricInfo, regs, window::GasWindow, gas::GasDescriptor};
+use crate::{
+    clients::Users, doorbell::Doorbell, fabric_api::FabricInfo, gas::GasDescriptor, regs,
+    window::GasWindow,
+};
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::{
     io::Io,
@@ -91,7 +94,12 @@ impl Published {
     pub(crate) fn new(fabric: Arc<Fabric>) -> Result<Self> {
         let raw = Arc::into_raw(fabric);
         if CURRENT
-            .compare_exchange(core::ptr::null_mut(), raw.cast_mut(), Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                core::ptr::null_mut(),
+                raw.cast_mut(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_err()
         {
             // SAFETY: `raw` came from `Arc::into_raw` just above and was not published.

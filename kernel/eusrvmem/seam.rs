@@ -29,7 +29,10 @@ unsafe fn handle<'a>(handle: *mut c_void) -> &'a Handle {
 ///
 /// `info` and `out` must be valid for writes.
 #[no_mangle]
-pub unsafe extern "C" fn unimem_fabric_attach(info: *mut FabricInfo, out: *mut *mut c_void) -> c_int {
+pub unsafe extern "C" fn unimem_fabric_attach(
+    info: *mut FabricInfo,
+    out: *mut *mut c_void,
+) -> c_int {
     if info.is_null() || out.is_null() {
         return EINVAL.to_errno();
     }
@@ -79,7 +82,11 @@ pub unsafe extern "C" fn unimem_fabric_live(h: *mut c_void) -> c_int {
 /// `h` must be a live handle; `hook`, if any, must be callable in process context with `ctx`
 /// until it is removed with `None` (which waits for a running call).
 #[no_mangle]
-pub unsafe extern "C" fn unimem_fabric_on_revoke(h: *mut c_void, hook: Option<RevokeHook>, ctx: *mut c_void) -> c_int {
+pub unsafe extern "C" fn unimem_fabric_on_revoke(
+    h: *mut c_void,
+    hook: Option<RevokeHook>,
+    ctx: *mut c_void,
+) -> c_int {
     // SAFETY: the caller guarantees a live handle.
     let h = unsafe { handle(h) };
     from_result(|| {
@@ -123,7 +130,11 @@ pub unsafe extern "C" fn unimem_fabric_set_handler(
         if handler.is_some() && !h.fabric.is_live() {
             return Err(ENODEV);
         }
-        h.fabric.doorbells.get(vector as usize).ok_or(EINVAL)?.set_handler(handler, ctx)?;
+        h.fabric
+            .doorbells
+            .get(vector as usize)
+            .ok_or(EINVAL)?
+            .set_handler(handler, ctx)?;
         Ok(0)
     })
 }
@@ -136,7 +147,12 @@ pub unsafe extern "C" fn unimem_fabric_set_handler(
 ///
 /// `h` must be a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn unimem_fabric_reserve(h: *mut c_void, offset: u64, len: u64, reserve: c_int) -> c_int {
+pub unsafe extern "C" fn unimem_fabric_reserve(
+    h: *mut c_void,
+    offset: u64,
+    len: u64,
+    reserve: c_int,
+) -> c_int {
     // SAFETY: the caller guarantees a live handle.
     let h = unsafe { handle(h) };
     from_result(|| {

@@ -33,7 +33,11 @@ impl GasWindow {
         if virt.is_null() {
             return Err(ENOMEM);
         }
-        Ok(Self { phys, size, virt: virt.cast() })
+        Ok(Self {
+            phys,
+            size,
+            virt: virt.cast(),
+        })
     }
 
     pub(crate) fn phys(&self) -> u64 {
@@ -56,7 +60,9 @@ impl GasWindow {
         }
         // SAFETY: `[offset, end)` lies inside the mapping (checked above, type invariant); `out`
         // is a distinct kernel buffer.
-        unsafe { core::ptr::copy_nonoverlapping(self.virt.add(offset), out.as_mut_ptr(), out.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.virt.add(offset), out.as_mut_ptr(), out.len())
+        };
         Ok(())
     }
 }

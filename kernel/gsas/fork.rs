@@ -74,7 +74,11 @@ pub(crate) struct Children {
 
 impl Children {
     pub(crate) fn new() -> Result<Self> {
-        Ok(Self { list: KVec::with_capacity(MAX_CHILDREN, GFP_KERNEL)?, next: 1, daemon: false })
+        Ok(Self {
+            list: KVec::with_capacity(MAX_CHILDREN, GFP_KERNEL)?,
+            next: 1,
+            daemon: false,
+        })
     }
 
     fn find(&self, serial: u32) -> Option<usize> {
@@ -99,10 +103,12 @@ impl Children {
         if self.list.len() < MAX_CHILDREN {
             return true;
         }
-        match self.list.iter().position(|c| matches!(c.state, State::Exited(_) | State::Lost)) {
-            Some(i) => {
-                self.list.remove(i).is_ok()
-            }
+        match self
+            .list
+            .iter()
+            .position(|c| matches!(c.state, State::Exited(_) | State::Lost))
+        {
+            Some(i) => self.list.remove(i).is_ok(),
             None => false,
         }
     }
@@ -144,8 +150,22 @@ fn published() -> Option<Arc<Service>> {
 
 impl Service {
     /// Writes an answer for (`node`, `iface`) under the lock, counting its status.
-    fn answer(&self, inner: &mut Inner, (node, iface): (u32, u32), opcode: u8, echo: u64, st: u8, value: u64) {
-        let mut resp = Response { seq: 0, status: st, opcode, address: echo, value: [0; 32] };
+    fn answer(
+        &self,
+        inner: &mut Inner,
+        (node, iface): (u32, u32),
+        opcode: u8,
+        echo: u64,
+        st: u8,
+        value: u64,
+    ) {
+        let mut resp = Response {
+            seq: 0,
+            status: st,
+            opcode,
+            address: echo,
+            value: [0; 32],
+        };
         resp.value[..8].copy_from_slice(&value.to_le_bytes());
         self.stats.status(st);
         self.respond(inner, node, iface, &mut resp);
@@ -171,7 +191,14 @@ impl Service {
         }
         let mut inner = self.inner.lock();
         let (st, value) = wait(&mut inner.children, self.node, tree, req.address);
-        self.answer(&mut inner, (from, iface), req.opcode, req.address, st, value);
+        self.answer(
+            &mut inner,
+            (from, iface),
+            req.opcode,
+            req.address,
+            st,
+            value,
+        );
     }
 
     /// Copies `len` bytes of the issuer's bulk-out page and checks them as a blob.
@@ -179,10 +206,13 @@ impl Service {
         if len == 0 || len > BLOB_MAX as u64 {
             return Err(status::INVALID);
         }
-        let mut blob = KVec::with_capacity(len as usize, GFP_KERNEL).map_err(|_| status::NO_MEMORY)?;
+        let mut blob =
+            KVec::with_capacity(len as usize, GFP_KERNEL).map_err(|_| status::NO_MEMORY)?;
         {
             let w = self.gas.access().ok_or(status::NO_POOL)?;
-            let src = w.ptr(self.area(from, iface, BULK_OUT_PAGE), len).ok_or(status::FAULT)?;
+            let src = w
+                .ptr(self.area(from, iface, BULK_OUT_PAGE), len)
+                .ok_or(status::FAULT)?;
             for i in 0..len as usize {
                 // SAFETY: `i < len`: inside the range `ptr` returned for `w`, which lives
                 // across the loop. Other nodes may write it meanwhile: bytes, checked below.
@@ -195,7 +225,15 @@ impl Service {
     }
 
     /// Queues a job for the daemon (the FORK is answered when it posts).
-    fn queue(&self, inner: &mut Inner, node: u32, iface: u32, tree: u32, echo: u64, blob: KVec<u8>) -> Result<(), u8> {
+    fn queue(
+        &self,
+        inner: &mut Inner,
+        node: u32,
+        iface: u32,
+        tree: u32,
+        echo: u64,
+        blob: KVec<u8>,
+    ) -> Result<(), u8> {
         let ch = &mut inner.children;
         if !ch.daemon {
             return Err(status::NO_DAEMON);
@@ -206,7 +244,17 @@ impl Service {
         let serial = ch.fresh_serial();
         // The table's capacity is `MAX_CHILDREN` and `make_room` left room: no allocation.
         ch.list
-            .push(Child { serial, tree, node, iface, echo, state: State::Queued(blob) }, GFP_ATOMIC)
+            .push(
+                Child {
+                    serial,
+                    tree,
+                    node,
+                    iface,
+                    echo,
+                    state: State::Queued(blob),
+                },
+                GFP_ATOMIC,
+            )
             .map_err(|_| status::NO_MEMORY)?;
         self.stats.bump(Counter::Forks);
         self.jobs.notify_one();
@@ -225,7 +273,14 @@ impl Service {
                 State::Queued(_) | State::Taken => {
                     let (node, iface, echo) = (c.node, c.iface, c.echo);
                     let _ = inner.children.list.remove(i);
-                    self.answer(&mut inner, (node, iface), op::FORK, echo, status::NO_DAEMON, 0);
+                    self.answer(
+                        &mut inner,
+                        (node, iface),
+                        op::FORK,
+                        echo,
+                        status::NO_DAEMON,
+                        0,
+                    );
                     continue;
                 }
                 State::Running => c.state = State::Lost,
@@ -241,7 +296,11 @@ impl Service {
             let mut inner = self.inner.lock();
             loop {
                 let ch = &mut inner.children;
-                if let Some(c) = ch.list.iter_mut().find(|c| matches!(c.state, State::Queued(_))) {
+                if let Some(c) = ch
+                    .list
+                    .iter_mut()
+                    .find(|c| matches!(c.state, State::Queued(_)))
+                {
                     let State::Queued(blob) = core::mem::replace(&mut c.state, State::Taken) else {
                         return Err(EINVAL);
                     };
@@ -259,11 +318,17 @@ impl Service {
         for (k, v) in [serial, tree, node, blob.len() as u32].iter().enumerate() {
             hdr[k * 4..k * 4 + 4].copy_from_slice(&v.to_ne_bytes());
         }
-        let mut w = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<abi::Job>()).writer();
+        let mut w =
+            UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<abi::Job>()).writer();
         let copied = w.write_slice(&hdr).and_then(|()| w.write_slice(&blob));
         if copied.is_err() {
             // The daemon passed a bad buffer: the job cannot be started.
-            self.post(Post { serial, kind: abi::FAILED, value: EFAULT.to_errno().unsigned_abs(), _reserved: 0 })?;
+            self.post(Post {
+                serial,
+                kind: abi::FAILED,
+                value: EFAULT.to_errno().unsigned_abs(),
+                _reserved: 0,
+            })?;
         }
         copied.map(|()| 0)
     }
@@ -283,7 +348,14 @@ impl Service {
             (abi::FAILED, State::Taken) => {
                 let _ = inner.children.list.remove(i);
                 self.stats.bump(Counter::ForkFailed);
-                self.answer(&mut inner, (node, iface), op::FORK, echo, status::EXEC_FAILED, u64::from(p.value));
+                self.answer(
+                    &mut inner,
+                    (node, iface),
+                    op::FORK,
+                    echo,
+                    status::EXEC_FAILED,
+                    u64::from(p.value),
+                );
             }
             (abi::EXITED, State::Running) => {
                 c.state = State::Exited(p.value);
@@ -299,7 +371,12 @@ impl Service {
 fn wait(ch: &mut Children, node: u32, tree: u32, id: u64) -> (u8, u64) {
     let serial = fk::serial(id);
     let i = match ch.find(serial) {
-        Some(i) if u32::from(crate::gsas::node_of(id)) == node && u64::from(serial) == crate::gsas::offset_of(id) => i,
+        Some(i)
+            if u32::from(crate::gsas::node_of(id)) == node
+                && u64::from(serial) == crate::gsas::offset_of(id) =>
+        {
+            i
+        }
         _ => return (status::NO_CHILD, 0),
     };
     if ch.list[i].tree != tree {
@@ -350,7 +427,9 @@ impl MiscDevice for DaemonFile {
         match cmd {
             JOB => this.service.next_job(file, arg),
             POST => {
-                let p: Post = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<Post>()).reader().read()?;
+                let p: Post = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<Post>())
+                    .reader()
+                    .read()?;
                 this.service.post(p)
             }
             _ => Err(ENOTTY),

@@ -21,8 +21,8 @@ use kernel::{
     sync::{Arc, ArcBorrow, CondVar, SpinLock},
     time::{
         hrtimer::{
-            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle, HrTimerPointer,
-            HrTimerRestart, RelativeMode,
+            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle,
+            HrTimerPointer, HrTimerRestart, RelativeMode,
         },
         Delta, Monotonic,
     },
@@ -40,6 +40,9 @@ mod fabric_api;
 #[path = "../include/fabric_client.rs"]
 #[allow(dead_code)]
 mod fabric_client;
+#[path = "../include/unimem_mailbox.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod kmsg_api;
 #[path = "../include/kram_borrow.rs"]
 // Shared with unimem_numa, which uses all of it.
 #[allow(dead_code)]
@@ -48,15 +51,12 @@ mod kram_borrow;
 // Shared with unimem_kram, which uses all of it.
 #[allow(dead_code)]
 mod kram_client;
-#[path = "../include/sysfs_group.rs"]
-mod sysfs_group;
-#[path = "../include/unimem_mailbox.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod kmsg_api;
 #[path = "../include/privilege.rs"]
 // Only `require_admin` is used here.
 #[allow(dead_code)]
 mod privilege;
+#[path = "../include/sysfs_group.rs"]
+mod sysfs_group;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
@@ -232,7 +232,10 @@ impl Service {
     /// module can be unloaded (nothing left to keep).
     fn check_lease(&self) {
         let mut inner = self.inner.lock();
-        let lost = inner.pool.as_ref().is_some_and(|p| !p.clock.usable(self.epoch.now()));
+        let lost = inner
+            .pool
+            .as_ref()
+            .is_some_and(|p| !p.clock.usable(self.epoch.now()));
         if !lost {
             return;
         }
@@ -259,7 +262,11 @@ impl Service {
             let (offset, len) = self.gas.lent_range(self.node, first, mib).ok_or(EINVAL)?;
             self.gas.wipe(offset, len)?;
             let pages = pool::Pool::new((len / gsas::PAGE_SIZE) as usize)?;
-            self.inner.lock().pool = Some(PoolState { pages, offset: offset - self.part, clock });
+            self.inner.lock().pool = Some(PoolState {
+                pages,
+                offset: offset - self.part,
+                clock,
+            });
             pr_info!("node {}: page pool of {} MiB (chunks {}+{}, partition offset {:#x}) lent by this node's kram-daemon\n", self.node, mib, first, mib, offset - self.part);
             Ok(())
         })();
@@ -271,11 +278,18 @@ impl Service {
 
     /// Wipes the pool and gives it back to the daemon (unload).
     fn return_pool(&self) {
-        let Some(pool) = self.inner.lock().pool.take() else { return };
+        let Some(pool) = self.inner.lock().pool.take() else {
+            return;
+        };
         let len = pool.pages.pages() as u64 * gsas::PAGE_SIZE;
-        if pool.clock.usable(self.epoch.now()) && self.gas.wipe(self.part + pool.offset, len).is_ok() {
+        if pool.clock.usable(self.epoch.now())
+            && self.gas.wipe(self.part + pool.offset, len).is_ok()
+        {
             if self.borrow.give_back() {
-                pr_info!("node {}: page pool wiped and returned to this node's kram-daemon\n", self.node);
+                pr_info!(
+                    "node {}: page pool wiped and returned to this node's kram-daemon\n",
+                    self.node
+                );
             }
         } else {
             pr_warn!("node {}: page pool not wiped (lease lapsed or device gone): left to the daemon's expiry\n", self.node);
@@ -291,7 +305,11 @@ impl OnRevoke for Service {
         let mut inner = self.inner.lock();
         if let Some(pool) = inner.pool.take() {
             if pool.pages.allocations > 0 {
-                pr_crit!("fabric device going: {} GSAS allocations ({} pages) are lost\n", pool.pages.allocations, pool.pages.used);
+                pr_crit!(
+                    "fabric device going: {} GSAS allocations ({} pages) are lost\n",
+                    pool.pages.allocations,
+                    pool.pages.used
+                );
             }
         }
         self.release_module(&mut inner);
@@ -312,7 +330,11 @@ impl Serving {
         // (which waits for a running call).
         let ret = unsafe { kmsg_api::unimem_mbox_serve(gsas::SERVICE_IFACE, Some(on_packet), ctx) };
         if ret != 0 {
-            pr_err!("cannot serve mailbox interface {}: {} (another unimem_gsas?)\n", gsas::SERVICE_IFACE, ret);
+            pr_err!(
+                "cannot serve mailbox interface {}: {} (another unimem_gsas?)\n",
+                gsas::SERVICE_IFACE,
+                ret
+            );
             return Err(Error::from_errno(ret));
         }
         Ok(Self { _service: service })
@@ -362,7 +384,11 @@ impl kernel::Module for GsasModule {
         let info = *gas.info();
         let part = info.ctl_size + u64::from(info.node_id) * info.partition_size;
         if info.partition_size < wire::kram::LENDABLE_OFFSET + u64::from(mib) * CHUNK_SIZE {
-            pr_err!("pool_mib={}: partitions of {} MiB cannot hold it\n", mib, info.partition_size >> 20);
+            pr_err!(
+                "pool_mib={}: partitions of {} MiB cannot hold it\n",
+                mib,
+                info.partition_size >> 20
+            );
             return Err(EINVAL);
         }
         let mut seqs = KVec::with_capacity((info.node_count * INTERFACES) as usize, GFP_KERNEL)?;
@@ -391,7 +417,11 @@ impl kernel::Module for GsasModule {
             GFP_KERNEL,
         )?;
         set_handler(mbox_service::GSAS, Some(&service)).inspect_err(|e| {
-            pr_err!("cannot take mailbox service {} (GSAS): {:?}\n", mbox_service::GSAS, e);
+            pr_err!(
+                "cannot take mailbox service {} (GSAS): {:?}\n",
+                mbox_service::GSAS,
+                e
+            );
         })?;
         // From here on `Drop` undoes what was done, whatever fails.
         let mut this = Self {
@@ -412,14 +442,18 @@ impl kernel::Module for GsasModule {
         this.serving = Some(Serving::start(service.clone())?);
         let dir = debugfs::Dir::new(c"unimem_gsas");
         this._stats = Some(KBox::pin_init(
-            dir.read_callback_file(c"stats", service.clone(), &|s: &Arc<Service>, f| s.write_stats(f)),
+            dir.read_callback_file(c"stats", service.clone(), &|s: &Arc<Service>, f| {
+                s.write_stats(f)
+            }),
             GFP_KERNEL,
         )?);
         this._dir = Some(dir);
         this._sysfs = Some(Sysfs::new(service.clone())?);
         this._published = Some(fork::Published::new(service.clone()));
         this._daemon_dev = Some(KBox::pin_init(
-            MiscDeviceRegistration::register(MiscDeviceOptions { name: c"unimem_gsas" }),
+            MiscDeviceRegistration::register(MiscDeviceOptions {
+                name: c"unimem_gsas",
+            }),
             GFP_KERNEL,
         )?);
         pr_info!(

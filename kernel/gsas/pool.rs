@@ -29,7 +29,12 @@ impl Pool {
             owner.push(FREE, GFP_KERNEL)?;
             len.push(0, GFP_KERNEL)?;
         }
-        Ok(Self { owner, len, used: 0, allocations: 0 })
+        Ok(Self {
+            owner,
+            len,
+            used: 0,
+            allocations: 0,
+        })
     }
 
     pub(crate) fn pages(&self) -> usize {

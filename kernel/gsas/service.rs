@@ -4,7 +4,10 @@
 
 use crate::{
     fabric_client::Access,
-    gsas::{self, op, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE, USER_INTERFACES},
+    gsas::{
+        self, op, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
+        USER_INTERFACES,
+    },
     mailbox::INTERFACES,
     packet::{Packet, PACKET_LEN},
     pool::Pool,
@@ -25,7 +28,12 @@ impl Service {
     /// A packet for `SERVICE_IFACE` from node `from` (the mailbox checked the header's node).
     pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) {
         let p = match Packet::decode(raw) {
-            Ok(p) if u32::from(p.header.node) == from && u32::from(p.header.iface) < USER_INTERFACES => p,
+            Ok(p)
+                if u32::from(p.header.node) == from
+                    && u32::from(p.header.iface) < USER_INTERFACES =>
+            {
+                p
+            }
             // Only another node's kernel could send from its own kernel interfaces; nobody
             // reads a kernel interface's response slots.
             _ => return self.stats.bump(Counter::Malformed),
@@ -37,13 +45,27 @@ impl Service {
             // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
             return self.fork_or_wait(from, iface, p.header.prot_id, &req);
         }
-        let mut resp = Response { seq: 0, status: status::OK, opcode: req.opcode, address: req.address, value: [0; 32] };
+        let mut resp = Response {
+            seq: 0,
+            status: status::OK,
+            opcode: req.opcode,
+            address: req.address,
+            value: [0; 32],
+        };
         let mut after = After::Nothing;
         {
             let mut inner = self.inner.lock();
             let result = match gsas::check(&req) {
                 Err(e) => Err(e.status()),
-                Ok(()) => self.apply(&mut inner, from, iface, p.header.prot_id, &req, &mut resp.value, &mut after),
+                Ok(()) => self.apply(
+                    &mut inner,
+                    from,
+                    iface,
+                    p.header.prot_id,
+                    &req,
+                    &mut resp.value,
+                    &mut after,
+                ),
             };
             resp.status = result.err().unwrap_or(status::OK);
             self.stats.status(resp.status);
@@ -84,7 +106,10 @@ impl Service {
             if tree == 0 {
                 return Err(status::DENIED);
             }
-            let first = pool.pages.alloc(n as usize, tree).ok_or(status::NO_MEMORY)?;
+            let first = pool
+                .pages
+                .alloc(n as usize, tree)
+                .ok_or(status::NO_MEMORY)?;
             let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
             value[..8].copy_from_slice(&addr.to_le_bytes());
             self.hold_module(inner);
@@ -128,12 +153,16 @@ impl Service {
 
     /// Window offset of page `page` of the area of `iface` of node `node`.
     pub(crate) fn area(&self, node: u32, iface: u32, page: u64) -> u64 {
-        self.info.ctl_size + u64::from(node) * self.info.partition_size + gsas::area_page(iface, page)
+        self.info.ctl_size
+            + u64::from(node) * self.info.partition_size
+            + gsas::area_page(iface, page)
     }
 
     /// Copies `len` bytes inside the window (from an area or the pool to the other).
     fn copy(&self, w: &Access<'_>, to: u64, from: u64, len: u64) -> Result<(), u8> {
-        let (Some(dst), Some(src)) = (w.ptr(to, len), w.ptr(from, len)) else { return Err(status::FAULT) };
+        let (Some(dst), Some(src)) = (w.ptr(to, len), w.ptr(from, len)) else {
+            return Err(status::FAULT);
+        };
         // SAFETY: both ranges are inside the window (`ptr`), usable while `w` lives, and do not
         // overlap (one is in an interface area, before `AREA_END`, the other in the pool, after
         // `LENDABLE_OFFSET`). Other nodes may write the source meanwhile: its bytes are data,
@@ -145,14 +174,22 @@ impl Service {
     /// Writes `resp` into the response slot of (`from`, `iface`) for this node: everything but
     /// `seq`, then `seq` with release ordering. Called under the service lock.
     pub(crate) fn respond(&self, inner: &mut Inner, from: u32, iface: u32, resp: &mut Response) {
-        let slot = self.info.ctl_size + u64::from(from) * self.info.partition_size + gsas::response_slot(iface, self.node);
-        let Some(w) = self.gas.access() else { return self.stats.bump(Counter::Unanswered) };
-        let Some(p) = w.ptr(slot, gsas::RESPONSE_LEN as u64) else { return self.stats.bump(Counter::Unanswered) };
+        let slot = self.info.ctl_size
+            + u64::from(from) * self.info.partition_size
+            + gsas::response_slot(iface, self.node);
+        let Some(w) = self.gas.access() else {
+            return self.stats.bump(Counter::Unanswered);
+        };
+        let Some(p) = w.ptr(slot, gsas::RESPONSE_LEN as u64) else {
+            return self.stats.bump(Counter::Unanswered);
+        };
         let idx = (from * INTERFACES + iface) as usize;
         // SAFETY: `p` is the 64-byte, 64-byte aligned slot inside the window (`ptr`), usable
         // while `w` lives; `seq` is its first word.
         let seq_word = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
-        let Some(seq) = inner.seqs.get_mut(idx) else { return self.stats.bump(Counter::Unanswered) };
+        let Some(seq) = inner.seqs.get_mut(idx) else {
+            return self.stats.bump(Counter::Unanswered);
+        };
         // The first answer since load continues from what the slot holds, so that a reload
         // never repeats the value a thread read before sending.
         let last = match *seq {
@@ -173,11 +210,17 @@ impl Service {
     fn zero_freed(&self, first: usize, n: usize) {
         let offset = {
             let inner = self.inner.lock();
-            let Some(pool) = inner.pool.as_ref() else { return };
+            let Some(pool) = inner.pool.as_ref() else {
+                return;
+            };
             self.part + pool.offset + first as u64 * PAGE_SIZE
         };
         if let Err(e) = self.gas.wipe(offset, n as u64 * PAGE_SIZE) {
-            pr_err!("zeroing {} freed pages failed ({:?}): they stay out of use\n", n, e);
+            pr_err!(
+                "zeroing {} freed pages failed ({:?}): they stay out of use\n",
+                n,
+                e
+            );
             return;
         }
         let mut inner = self.inner.lock();
@@ -207,7 +250,12 @@ unsafe fn write64(p: *mut u8, v: u64) {
 
 /// READ, WRITE, the 128/256-bit operations and the atomics, on the aligned word(s) at window
 /// offset `at` (checked: allocated to the issuer's tree, aligned by `gsas::check`).
-fn apply_word(w: &Access<'_>, at: u64, req: &crate::packet::Payload, value: &mut [u8; 32]) -> Result<(), u8> {
+fn apply_word(
+    w: &Access<'_>,
+    at: u64,
+    req: &crate::packet::Payload,
+    value: &mut [u8; 32],
+) -> Result<(), u8> {
     let base = req.opcode & !op::WIDTH32;
     let narrow = req.opcode & op::WIDTH32 != 0;
     let size = op::size(req.opcode).ok_or(status::INVALID)?;
@@ -234,7 +282,10 @@ fn apply_word(w: &Access<'_>, at: u64, req: &crate::packet::Payload, value: &mut
     }
     let (mask, old) = if narrow {
         // SAFETY: a 4-byte aligned word inside the range.
-        (u64::from(u32::MAX), u64::from(u32::from_le(unsafe { p.cast::<u32>().read_volatile() })))
+        (
+            u64::from(u32::MAX),
+            u64::from(u32::from_le(unsafe { p.cast::<u32>().read_volatile() })),
+        )
     } else {
         // SAFETY: the aligned word `ptr` returned for `w`.
         (u64::MAX, unsafe { read64(p) })

@@ -14,13 +14,7 @@ use core::{
     fmt::{self, Write},
     sync::atomic::{AtomicPtr, AtomicU64, Ordering},
 };
-use kernel::{
-    bindings,
-    ffi::c_char,
-    prelude::*,
-    str::Formatter,
-    sync::Arc,
-};
+use kernel::{bindings, ffi::c_char, prelude::*, str::Formatter, sync::Arc};
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
 const OPS: [(u8, &str); 18] = [
@@ -158,7 +152,9 @@ impl Service {
     /// The pool's figures: pages, pages in use, allocations.
     fn pool_figures(&self) -> (usize, usize, usize) {
         let inner = self.inner.lock();
-        inner.pool.as_ref().map_or((0, 0, 0), |p| (p.pages.pages(), p.pages.used, p.pages.allocations))
+        inner.pool.as_ref().map_or((0, 0, 0), |p| {
+            (p.pages.pages(), p.pages.used, p.pages.allocations)
+        })
     }
 
     fn value(&self, name: &[u8]) -> Option<u64> {
@@ -182,7 +178,11 @@ impl Service {
         if let Some(p) = self.inner.lock().pool.as_ref() {
             let left = p.clock.left(self.epoch.now()) / 1_000_000;
             writeln!(f, "pool_offset {:#x}", p.offset)?;
-            writeln!(f, "lease_ms_left {}", if p.clock.is_revoked() { -1 } else { left })?;
+            writeln!(
+                f,
+                "lease_ms_left {}",
+                if p.clock.is_revoked() { -1 } else { left }
+            )?;
         }
         Ok(())
     }
@@ -237,7 +237,11 @@ static SHOWN: AtomicPtr<Service> = AtomicPtr::new(core::ptr::null_mut());
 /// # Safety
 ///
 /// Called by sysfs with one of our attributes and a PAGE_SIZE buffer.
-unsafe extern "C" fn show(_kobj: *mut bindings::kobject, attr: *mut bindings::kobj_attribute, buf: *mut c_char) -> isize {
+unsafe extern "C" fn show(
+    _kobj: *mut bindings::kobject,
+    attr: *mut bindings::kobj_attribute,
+    buf: *mut c_char,
+) -> isize {
     // SAFETY: sysfs passes one of our attributes, whose name is a static C string.
     let name = unsafe { CStr::from_char_ptr((*attr).attr.name) }.to_bytes();
     // SAFETY: sysfs hands `show` a zeroed buffer of PAGE_SIZE bytes.
@@ -280,7 +284,9 @@ unsafe impl Sync for Sysfs {}
 impl Sysfs {
     pub(crate) fn new(service: Arc<Service>) -> Result<Self> {
         // SAFETY: `kernel_kobj` is the live `/sys/kernel` kobject; the name is a C string.
-        let kobj = unsafe { bindings::kobject_create_and_add(c"unimem_gsas".as_char_ptr(), bindings::kernel_kobj) };
+        let kobj = unsafe {
+            bindings::kobject_create_and_add(c"unimem_gsas".as_char_ptr(), bindings::kernel_kobj)
+        };
         if kobj.is_null() {
             pr_err!("cannot create /sys/kernel/unimem_gsas (another unimem_gsas?)\n");
             return Err(ENOMEM);

@@ -50,12 +50,22 @@ impl Gas {
         // SAFETY: both pointers are writable.
         let ret = unsafe { fabric_api::unimem_fabric_attach(&mut info, &mut handle) };
         if ret != 0 {
-            pr_err!("no fabric device: is unimem_eusrvmem loaded and bound? ({})\n", ret);
+            pr_err!(
+                "no fabric device: is unimem_eusrvmem loaded and bound? ({})\n",
+                ret
+            );
             return Err(Error::from_errno(ret));
         }
         let handle = NonNull::new(handle).ok_or(ENODEV)?;
         // On allocation failure the value is dropped, which detaches.
-        Ok(Arc::new(Self { handle, info, revoked: AtomicBool::new(false) }, GFP_KERNEL)?)
+        Ok(Arc::new(
+            Self {
+                handle,
+                info,
+                revoked: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     pub(crate) fn info(&self) -> &FabricInfo {
@@ -67,10 +77,15 @@ impl Gas {
     pub(crate) fn access(&self) -> Option<Access<'_>> {
         let rcu = rcu::read_lock();
         // SAFETY: `handle` is live (type invariant).
-        if self.is_revoked() || unsafe { fabric_api::unimem_fabric_live(self.handle.as_ptr()) } == 0 {
+        if self.is_revoked() || unsafe { fabric_api::unimem_fabric_live(self.handle.as_ptr()) } == 0
+        {
             return None;
         }
-        Some(Access { _rcu: rcu, gas: self, _not_send: PhantomData })
+        Some(Access {
+            _rcu: rcu,
+            gas: self,
+            _not_send: PhantomData,
+        })
     }
 
     /// Stops this client's use of the window: no [`Access`] starts after this, and it returns
@@ -88,7 +103,8 @@ impl Gas {
     /// protocol's numbering), if they lie in its partition of this fabric.
     pub(crate) fn lent_range(&self, lender: u32, first: u32, chunks: u32) -> Option<(u64, u64)> {
         let i = &self.info;
-        let (offset, len) = crate::wire::kram::lent_range(i.ctl_size, i.partition_size, lender, first, chunks)?;
+        let (offset, len) =
+            crate::wire::kram::lent_range(i.ctl_size, i.partition_size, lender, first, chunks)?;
         (lender < i.node_count && offset.checked_add(len)? <= i.gas_size).then_some((offset, len))
     }
 
@@ -116,14 +132,21 @@ impl Gas {
     pub(crate) fn reserve(&self, offset: u64, len: u64, reserve: bool) -> Result {
         // SAFETY: `handle` is live (type invariant).
         kernel::error::to_result(unsafe {
-            fabric_api::unimem_fabric_reserve(self.handle.as_ptr(), offset, len, kernel::ffi::c_int::from(reserve))
+            fabric_api::unimem_fabric_reserve(
+                self.handle.as_ptr(),
+                offset,
+                len,
+                kernel::ffi::c_int::from(reserve),
+            )
         })
     }
 
     /// Raises doorbell `vector` on node `node`. Any context.
     pub(crate) fn ring(&self, node: u32, vector: u32) -> Result {
         // SAFETY: `handle` is live (type invariant).
-        kernel::error::to_result(unsafe { fabric_api::unimem_fabric_ring(self.handle.as_ptr(), node, vector) })
+        kernel::error::to_result(unsafe {
+            fabric_api::unimem_fabric_ring(self.handle.as_ptr(), node, vector)
+        })
     }
 
     /// Installs (`Some`) or removes (`None`, waiting for running calls) the doorbell handler of
@@ -132,7 +155,12 @@ impl Gas {
     /// # Safety
     ///
     /// `handler`, if any, must be callable in hard-IRQ context with `ctx` until it is removed.
-    pub(crate) unsafe fn set_doorbell(&self, vector: u32, handler: Option<DoorbellHandler>, ctx: *mut c_void) -> Result {
+    pub(crate) unsafe fn set_doorbell(
+        &self,
+        vector: u32,
+        handler: Option<DoorbellHandler>,
+        ctx: *mut c_void,
+    ) -> Result {
         // SAFETY: `handle` is live (type invariant); the caller vouches for `handler` and `ctx`.
         kernel::error::to_result(unsafe {
             fabric_api::unimem_fabric_set_handler(self.handle.as_ptr(), vector, handler, ctx)
@@ -147,7 +175,10 @@ impl Gas {
         kernel::error::to_result(unsafe {
             fabric_api::unimem_fabric_on_revoke(self.handle.as_ptr(), Some(revoke_hook::<T>), raw)
         })?;
-        Ok(RevokeHook { gas: self.clone(), _ctx: ctx })
+        Ok(RevokeHook {
+            gas: self.clone(),
+            _ctx: ctx,
+        })
     }
 }
 
@@ -207,6 +238,12 @@ impl<T: OnRevoke> Drop for RevokeHook<T> {
     fn drop(&mut self) {
         // SAFETY: `handle` is live (held by `gas`); removal waits for a running hook, so `_ctx`
         // may go after this.
-        unsafe { fabric_api::unimem_fabric_on_revoke(self.gas.handle.as_ptr(), None, core::ptr::null_mut()) };
+        unsafe {
+            fabric_api::unimem_fabric_on_revoke(
+                self.gas.handle.as_ptr(),
+                None,
+                core::ptr::null_mut(),
+            )
+        };
     }
 }

@@ -90,7 +90,11 @@ pub(crate) enum Failure {
 impl Failure {
     pub(crate) fn error(self) -> Error {
         match self {
-            Self::NotStarted(e) | Self::Request(e) | Self::Offer(e) | Self::Confirm(e) | Self::Ack(e) => e,
+            Self::NotStarted(e)
+            | Self::Request(e)
+            | Self::Offer(e)
+            | Self::Confirm(e)
+            | Self::Ack(e) => e,
             Self::Revoked { .. } => EAGAIN,
         }
     }
@@ -129,8 +133,15 @@ impl Borrow {
     /// Borrows `chunks` chunks from `lender`, the first `2^align`-chunk aligned: REQUEST, OFFER,
     /// CONFIRM, ACK, each wait at most `timeout_ms`. Returns the first chunk and the lease.
     /// One lease per `Borrow`: `EBUSY` if one runs or is held.
-    pub(crate) fn lease(&self, lender: u32, chunks: u32, align: u8, timeout_ms: u32) -> Result<(u32, Arc<LeaseClock>)> {
-        self.lease_detailed(lender, chunks, align, timeout_ms).map_err(Failure::error)
+    pub(crate) fn lease(
+        &self,
+        lender: u32,
+        chunks: u32,
+        align: u8,
+        timeout_ms: u32,
+    ) -> Result<(u32, Arc<LeaseClock>)> {
+        self.lease_detailed(lender, chunks, align, timeout_ms)
+            .map_err(Failure::error)
     }
 
     /// [`Borrow::lease`], failing with the step that failed.
@@ -145,8 +156,17 @@ impl Borrow {
         if p.lender.is_some() {
             return Err(Failure::NotStarted(EBUSY));
         }
-        let clock = Arc::new(LeaseClock::new(), GFP_KERNEL).map_err(|e| Failure::NotStarted(e.into()))?;
-        *p = Progress { lender: Some(lender), chunks, first: None, clock: None, acked: false, revoked: false, held: false };
+        let clock =
+            Arc::new(LeaseClock::new(), GFP_KERNEL).map_err(|e| Failure::NotStarted(e.into()))?;
+        *p = Progress {
+            lender: Some(lender),
+            chunks,
+            first: None,
+            clock: None,
+            acked: false,
+            revoked: false,
+            held: false,
+        };
         let result = self.lease_steps(&mut p, lender, chunks, align, timeout_ms, clock);
         match &result {
             Ok(_) => p.held = true,
@@ -164,13 +184,20 @@ impl Borrow {
         timeout_ms: u32,
         clock: Arc<LeaseClock>,
     ) -> Result<(u32, Arc<LeaseClock>), Failure> {
-        try_send(lender, KramMsg::request(self.me, self.instance, chunks, chunks, align)).map_err(Failure::Request)?;
-        self.wait(p, timeout_ms, |p| p.first.is_some()).map_err(Failure::Offer)?;
+        try_send(
+            lender,
+            KramMsg::request(self.me, self.instance, chunks, chunks, align),
+        )
+        .map_err(Failure::Request)?;
+        self.wait(p, timeout_ms, |p| p.first.is_some())
+            .map_err(Failure::Offer)?;
         let first = p.first.ok_or(Failure::Offer(EINVAL))?;
         let tag = clock.stamp(self.epoch.now());
         p.clock = Some(clock.clone());
-        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag)).map_err(Failure::Confirm)?;
-        self.wait(p, timeout_ms, |p| p.acked || p.revoked).map_err(Failure::Ack)?;
+        try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag))
+            .map_err(Failure::Confirm)?;
+        self.wait(p, timeout_ms, |p| p.acked || p.revoked)
+            .map_err(Failure::Ack)?;
         if p.revoked {
             return Err(Failure::Revoked { first });
         }
@@ -178,7 +205,12 @@ impl Borrow {
     }
 
     /// Waits until `done` or `timeout_ms` (`ETIMEDOUT`); a signal gives `EINTR`.
-    fn wait(&self, p: &mut MutexGuard<'_, Progress>, timeout_ms: u32, done: impl Fn(&Progress) -> bool) -> Result {
+    fn wait(
+        &self,
+        p: &mut MutexGuard<'_, Progress>,
+        timeout_ms: u32,
+        done: impl Fn(&Progress) -> bool,
+    ) -> Result {
         let mut left = msecs_to_jiffies(timeout_ms);
         while !done(p) {
             match self.changed.wait_interruptible_timeout(p, left) {
@@ -215,7 +247,9 @@ impl Borrow {
             return (Delivery::Declined, None);
         }
         let ours = p.lender == Some(from) && p.first == Some(m.first_chunk) && p.chunks == m.chunks;
-        let Some(clock) = p.clock.clone().filter(|_| ours) else { return (Delivery::Stray, None) };
+        let Some(clock) = p.clock.clone().filter(|_| ours) else {
+            return (Delivery::Stray, None);
+        };
         let delivery = if m.opcode == to_driver::ACK {
             if clock.ack(m.tag, self.epoch.now()) {
                 p.acked = true;
@@ -224,7 +258,10 @@ impl Borrow {
         } else {
             clock.revoke();
             p.revoked = true;
-            (Delivery::Revoke, p.held.then_some((m.first_chunk, m.chunks)))
+            (
+                Delivery::Revoke,
+                p.held.then_some((m.first_chunk, m.chunks)),
+            )
         };
         self.changed.notify_all();
         delivery
@@ -233,11 +270,20 @@ impl Borrow {
     /// RENEWs the held range (each period), unless revoked.
     pub(crate) fn renew(&self) {
         let p = self.progress.lock();
-        let (Some(lender), Some(first), Some(clock), true) = (p.lender, p.first, p.clock.clone(), p.held) else { return };
+        let (Some(lender), Some(first), Some(clock), true) =
+            (p.lender, p.first, p.clock.clone(), p.held)
+        else {
+            return;
+        };
         if clock.is_revoked() {
             return;
         }
-        let m = self.msg(to_daemon::RENEW, first, p.chunks, clock.stamp(self.epoch.now()));
+        let m = self.msg(
+            to_daemon::RENEW,
+            first,
+            p.chunks,
+            clock.stamp(self.epoch.now()),
+        );
         drop(p);
         send(lender, m);
     }
@@ -246,9 +292,16 @@ impl Borrow {
     /// revoked or lapsed may be someone else's by now and is left to the lender). Stops the
     /// renewals either way. Returns whether FREE was sent.
     pub(crate) fn give_back(&self) -> bool {
-        let Some((lender, first, chunks, clock)) = self.stop() else { return false };
+        let Some((lender, first, chunks, clock)) = self.stop() else {
+            return false;
+        };
         if !clock.usable(self.epoch.now()) {
-            pr_warn!("chunks {}+{} of node {} are not ours any more: not returned\n", first, chunks, lender);
+            pr_warn!(
+                "chunks {}+{} of node {} are not ours any more: not returned\n",
+                first,
+                chunks,
+                lender
+            );
             return false;
         }
         if try_send(lender, self.msg(to_daemon::FREE, first, chunks, 0)).is_err() {
@@ -267,7 +320,11 @@ impl Borrow {
     /// Ends the held lease: its lender, first chunk, size and clock.
     fn stop(&self) -> Option<(u32, u32, u32, Arc<LeaseClock>)> {
         let mut p = self.progress.lock();
-        let (Some(lender), Some(first), Some(clock), true) = (p.lender, p.first, p.clock.clone(), p.held) else { return None };
+        let (Some(lender), Some(first), Some(clock), true) =
+            (p.lender, p.first, p.clock.clone(), p.held)
+        else {
+            return None;
+        };
         p.held = false;
         p.lender = None;
         Some((lender, first, p.chunks, clock))

@@ -28,7 +28,12 @@ pub(crate) fn try_send(node: u32, msg: KramMsg) -> Result {
     // SAFETY: plain call into unimem_mailbox's exported seam.
     let ret = unsafe { kmsg_api::unimem_mbox_send(node, service::KRAM_DAEMON, msg.encode()) };
     if ret != 0 {
-        pr_warn!("message {:#x} to node {} not sent: {}\n", msg.opcode, node, ret);
+        pr_warn!(
+            "message {:#x} to node {} not sent: {}\n",
+            msg.opcode,
+            node,
+            ret
+        );
         return Err(Error::from_errno(ret));
     }
     Ok(())
@@ -59,7 +64,12 @@ unsafe extern "C" fn on_message<T: LenderSink>(ctx: *mut c_void, from_node: u32,
 
 const OPCODES: [u8; 3] = [to_driver::OFFER, to_driver::ACK, to_driver::REVOKE];
 
-fn register(service: u32, opcode: u8, handler: Option<kmsg_api::KmsgHandler>, ctx: *mut c_void) -> Result {
+fn register(
+    service: u32,
+    opcode: u8,
+    handler: Option<kmsg_api::KmsgHandler>,
+    ctx: *mut c_void,
+) -> Result {
     // SAFETY: `on_message` runs in process context with `ctx` alive until removal (see
     // `set_handler`); removal passes no handler.
     let ret = unsafe { kmsg_api::unimem_mbox_register(service, u32::from(opcode), handler, ctx) };
@@ -120,13 +130,16 @@ impl LeaseClock {
 
     /// An ACK with `tag` arrived at `now`; false if it answers nothing we sent lately.
     pub(crate) fn ack(&self, tag: u8, now: i64) -> bool {
-        let Some(slot) = self.sent.get(usize::from(tag)) else { return false };
+        let Some(slot) = self.sent.get(usize::from(tag)) else {
+            return false;
+        };
         let sent = slot.load(Ordering::Acquire);
         // Older than a lease: the slot may since have been reused; ignore rather than guess.
         if sent == 0 || sent > now || now - sent > LEASE_NS || self.is_revoked() {
             return false;
         }
-        self.valid_until.fetch_max(sent + BORROWER_LEASE_NS, Ordering::AcqRel);
+        self.valid_until
+            .fetch_max(sent + BORROWER_LEASE_NS, Ordering::AcqRel);
         true
     }
 

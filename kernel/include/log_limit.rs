@@ -17,7 +17,10 @@ impl LogLimit {
     const WINDOW_NS: i64 = 5_000_000_000;
 
     pub(crate) const fn new() -> Self {
-        Self { window: AtomicI64::new(0), used: AtomicU32::new(0) }
+        Self {
+            window: AtomicI64::new(0),
+            used: AtomicU32::new(0),
+        }
     }
 
     /// Whether a line may be printed at `now` (nanoseconds from a fixed origin, as
@@ -25,13 +28,18 @@ impl LogLimit {
     pub(crate) fn allow(&self, now: i64) -> bool {
         let start = self.window.load(Ordering::Relaxed);
         if now - start >= Self::WINDOW_NS
-            && self.window.compare_exchange(start, now, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+            && self
+                .window
+                .compare_exchange(start, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
         {
             self.used.store(0, Ordering::Relaxed);
         }
         // Saturates, so a flood cannot wrap the count back into the burst.
         self.used
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| (used < Self::BURST).then_some(used + 1))
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                (used < Self::BURST).then_some(used + 1)
+            })
             .is_ok()
     }
 }

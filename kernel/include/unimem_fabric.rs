@@ -62,7 +62,11 @@ extern "C" {
     pub fn unimem_fabric_live(handle: *mut c_void) -> c_int;
     /// Installs (`Some`) or removes (`None`) the revocation hook of an attachment.
     /// `-ENODEV` when installing on a revoked attachment; removing waits for a running hook.
-    pub fn unimem_fabric_on_revoke(handle: *mut c_void, hook: Option<RevokeHook>, ctx: *mut c_void) -> c_int;
+    pub fn unimem_fabric_on_revoke(
+        handle: *mut c_void,
+        hook: Option<RevokeHook>,
+        ctx: *mut c_void,
+    ) -> c_int;
     /// Raises doorbell `vector` on node `node`; `-EINVAL` for a bad node or vector, `-ENODEV`
     /// once revoked. Any context.
     pub fn unimem_fabric_ring(handle: *mut c_void, node: u32, vector: u32) -> c_int;
@@ -79,5 +83,10 @@ extern "C" {
     /// client: user space cannot map reserved bytes through `/dev/eusrvmem`, and its existing
     /// mappings of them are zapped (memory that becomes this node's RAM). Detaching releases
     /// the client's reservations. `-EINVAL` outside the window.
-    pub fn unimem_fabric_reserve(handle: *mut c_void, offset: u64, len: u64, reserve: c_int) -> c_int;
+    pub fn unimem_fabric_reserve(
+        handle: *mut c_void,
+        offset: u64,
+        len: u64,
+        reserve: c_int,
+    ) -> c_int;
 }

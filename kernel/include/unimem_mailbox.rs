@@ -40,5 +40,6 @@ extern "C" {
     /// discarded (counted as dropped): they were sent to a service that was not there. At most
     /// one ring's worth per sending node is handled per pass of the dispatch work, which queues
     /// itself again for more. `None` removes the handler and waits for a running call.
-    pub fn unimem_mbox_serve(iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void) -> c_int;
+    pub fn unimem_mbox_serve(iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void)
+        -> c_int;
 }

@@ -47,11 +47,15 @@ impl Fabric {
     /// Whether `node`'s memory went away: the fabric poisoned its partition, or the fabric
     /// device itself is gone.
     pub(crate) fn lost(&self, node: u32) -> bool {
-        let Some(w) = self.gas.access() else { return true };
+        let Some(w) = self.gas.access() else {
+            return true;
+        };
         if self.gas.info().ctl_size < NODE_STATE_END || node >= MAX_NODES {
             return false;
         }
-        let Some(word) = w.ptr(NODE_STATE_OFFSET + u64::from(node) * 8, 8) else { return false };
+        let Some(word) = w.ptr(NODE_STATE_OFFSET + u64::from(node) * 8, 8) else {
+            return false;
+        };
         // SAFETY: the word lies in the mapped control area (`ptr`, and `ctl_size` checked) and
         // is 8-byte aligned; the fabric writes it concurrently, hence a volatile read.
         let word = unsafe { core::ptr::read_volatile(word.cast::<u64>()) };
@@ -86,7 +90,14 @@ impl Lease {
     ///
     /// `base` points to `chunks` MiB of the mapped GAS window, inside `node`'s partition.
     pub(crate) unsafe fn new(node: u32, first_chunk: u32, chunks: u32, base: *mut u8) -> Self {
-        Self { node, first_chunk, chunks, base, clock: LeaseClock::new(), lost: AtomicBool::new(false) }
+        Self {
+            node,
+            first_chunk,
+            chunks,
+            base,
+            clock: LeaseClock::new(),
+            lost: AtomicBool::new(false),
+        }
     }
 
     pub(crate) fn len(&self) -> u64 {
@@ -172,10 +183,15 @@ impl Layout {
 
     /// Inserts `part` into copy `c` in disk order.
     pub(crate) fn insert(&mut self, c: usize, part: Part) -> Result {
-        let at = self.copies[c].iter().position(|p| p.offset > part.offset).unwrap_or(self.copies[c].len());
+        let at = self.copies[c]
+            .iter()
+            .position(|p| p.offset > part.offset)
+            .unwrap_or(self.copies[c].len());
         // Under the layout's spinlock: no sleeping allocation.
         self.copies[c].reserve(1, GFP_ATOMIC)?;
-        self.copies[c].insert_within_capacity(at, part).map_err(|_| EINVAL)
+        self.copies[c]
+            .insert_within_capacity(at, part)
+            .map_err(|_| EINVAL)
     }
 }
 
@@ -210,7 +226,6 @@ pub(crate) struct Backing {
     pub(crate) fabric: Fabric,
 }
 
-
 pub(crate) struct KramDisk;
 
 /// One request's view of the layout, with its lock held and the window usable.
@@ -237,7 +252,9 @@ impl Io<'_> {
             let pos = at + done as u64;
             let mut served = false;
             for c in 0..self.l.ncopies {
-                let Some(p) = self.l.part(c, pos).filter(|p| self.readable(p)) else { continue };
+                let Some(p) = self.l.part(c, pos).filter(|p| self.readable(p)) else {
+                    continue;
+                };
                 let k = ((p.end() - pos) as usize).min(n - done);
                 // `p` holds `[pos, pos + k)` (`part`, `end`).
                 put(p.ptr(pos), done, k);
@@ -276,7 +293,9 @@ impl Io<'_> {
             }
             let mut stored = false;
             for c in 0..self.l.ncopies {
-                let Some(p) = self.l.part(c, pos) else { continue };
+                let Some(p) = self.l.part(c, pos) else {
+                    continue;
+                };
                 if p.lease.ok(self.now, self.fabric) {
                     // `p` holds `[pos, pos + k)`.
                     get(p.ptr(pos), done, k);
@@ -380,7 +399,13 @@ impl Backing {
         // Once the fabric device is gone, requests fail (the data is out of reach).
         let window = self.fabric.gas.access().ok_or(EIO)?;
         let layout = self.shared.layout.lock();
-        let io = Io { l: &layout, shared: &self.shared, fabric: &self.fabric, now: self.epoch.now(), _window: window };
+        let io = Io {
+            l: &layout,
+            shared: &self.shared,
+            fabric: &self.fabric,
+            now: self.epoch.now(),
+            _window: window,
+        };
         if io.stalled(start, end) {
             // BLK_STS_RESOURCE: blk-mq requeues the request and runs the queue again shortly.
             return Err(ENOMEM);
@@ -408,19 +433,38 @@ impl Backing {
 /// `syncing`) a block at a time under the layout lock, so that writes and the copy never
 /// interleave within a block; then the part serves reads. Returns false if the part went away
 /// or no copy could serve a block.
-pub(crate) fn resync(shared: &Shared, fabric: &Fabric, epoch: &Epoch, copy: usize, offset: u64) -> bool {
+pub(crate) fn resync(
+    shared: &Shared,
+    fabric: &Fabric,
+    epoch: &Epoch,
+    copy: usize,
+    offset: u64,
+) -> bool {
     const BLOCK: u64 = 256 << 10;
     let mut at = offset;
     loop {
         let mut layout = shared.layout.lock();
-        let Some(i) = layout.copies[copy].iter().position(|p| p.offset == offset && p.syncing) else { return false };
+        let Some(i) = layout.copies[copy]
+            .iter()
+            .position(|p| p.offset == offset && p.syncing)
+        else {
+            return false;
+        };
         let p = &layout.copies[copy][i];
         if at >= p.end() {
             layout.copies[copy][i].syncing = false;
             return true;
         }
-        let Some(window) = fabric.gas.access() else { return false };
-        let io = Io { l: &layout, shared, fabric, now: epoch.now(), _window: window };
+        let Some(window) = fabric.gas.access() else {
+            return false;
+        };
+        let io = Io {
+            l: &layout,
+            shared,
+            fabric,
+            now: epoch.now(),
+            _window: window,
+        };
         if !p.lease.ok(io.now, fabric) {
             return false;
         }

@@ -34,7 +34,12 @@ impl InstanceState {
                 let covered = l.covered(copy);
                 if covered < size {
                     let chunks = ((size - covered) / CHUNK_SIZE) as u32;
-                    return Some(Slot { copy, offset: covered, chunks, hole: false });
+                    return Some(Slot {
+                        copy,
+                        offset: covered,
+                        chunks,
+                        hole: false,
+                    });
                 }
             } else if l.ncopies > 1 {
                 let mut at = 0;
@@ -45,8 +50,17 @@ impl InstanceState {
                     at = p.offset + p.lease.len();
                 }
                 if at < size {
-                    let end = l.copies[copy].iter().map(|p| p.offset).find(|&o| o > at).unwrap_or(size);
-                    return Some(Slot { copy, offset: at, chunks: ((end - at) / CHUNK_SIZE) as u32, hole: true });
+                    let end = l.copies[copy]
+                        .iter()
+                        .map(|p| p.offset)
+                        .find(|&o| o > at)
+                        .unwrap_or(size);
+                    return Some(Slot {
+                        copy,
+                        offset: at,
+                        chunks: ((end - at) / CHUNK_SIZE) as u32,
+                        hole: true,
+                    });
                 }
             }
         }
@@ -56,13 +70,19 @@ impl InstanceState {
     /// Whether `node` lends any part of this instance (a lender holds at most one grant per
     /// instance, and a mirror's copies must not share a lender).
     fn uses(&self, node: u32) -> bool {
-        self.shared.layout.lock().parts().any(|p| p.lease.node == node)
+        self.shared
+            .layout
+            .lock()
+            .parts()
+            .any(|p| p.lease.node == node)
     }
 
     /// The lease `m` from `node` names.
     fn lease(&self, node: u32, m: &KramMsg) -> Option<Arc<Lease>> {
         let l = self.shared.layout.lock();
-        let found = l.parts().find(|p| (p.lease.node, p.lease.first_chunk, p.lease.chunks) == (node, m.first_chunk, m.chunks));
+        let found = l.parts().find(|p| {
+            (p.lease.node, p.lease.first_chunk, p.lease.chunks) == (node, m.first_chunk, m.chunks)
+        });
         found.map(|p| p.lease.clone())
     }
 
@@ -79,7 +99,9 @@ impl InstanceState {
         let mut l = self.shared.layout.lock();
         for copy in l.copies.iter_mut() {
             copy.retain(|p| {
-                let dead = p.lease.is_lost() || p.lease.clock.is_revoked() || kram.fabric.lost(p.lease.node);
+                let dead = p.lease.is_lost()
+                    || p.lease.clock.is_revoked()
+                    || kram.fabric.lost(p.lease.node);
                 if dead {
                     let _ = gone.push(p.lease.clone(), GFP_ATOMIC);
                 }
@@ -98,28 +120,55 @@ impl Kram {
             return;
         }
         let now = self.epoch.now();
-        let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(16, GFP_KERNEL) else { return };
+        let Ok(mut out) = KVec::<(u32, KramMsg)>::with_capacity(16, GFP_KERNEL) else {
+            return;
+        };
         for inst in self.instances.iter() {
             let state = inst.state.lock();
             if state.disk.is_some() && self.mirror {
                 for lease in state.drop_lost(self).iter() {
-                    pr_warn!("kram{}: part on node {} (chunks {}+{}) lost: mirroring it again\n", inst.id, lease.node, lease.first_chunk, lease.chunks);
+                    pr_warn!(
+                        "kram{}: part on node {} (chunks {}+{}) lost: mirroring it again\n",
+                        inst.id,
+                        lease.node,
+                        lease.first_chunk,
+                        lease.chunks
+                    );
                     self.give_back(inst.id, lease);
                 }
             }
-            for p in state.shared.layout.lock().parts().filter(|p| !p.lease.clock.is_revoked()) {
+            for p in state
+                .shared
+                .layout
+                .lock()
+                .parts()
+                .filter(|p| !p.lease.clock.is_revoked())
+            {
                 let tag = p.lease.clock.stamp(now);
-                let m = KramMsg::new(to_daemon::RENEW, self.me(), inst.id as u8, p.lease.first_chunk, p.lease.chunks, tag);
+                let m = KramMsg::new(
+                    to_daemon::RENEW,
+                    self.me(),
+                    inst.id as u8,
+                    p.lease.first_chunk,
+                    p.lease.chunks,
+                    tag,
+                );
                 let _ = out.push((p.lease.node, m), GFP_KERNEL);
             }
             if self.stopping.load(Ordering::Acquire) {
                 continue;
             }
-            let Some(slot) = state.wanted(inst.size_mib) else { continue };
+            let Some(slot) = state.wanted(inst.size_mib) else {
+                continue;
+            };
             // The seed's message (exactly `size` MiB from one lender) while it can say it; a
             // hole must be filled exactly.
             let first = !state.uses_any();
-            let min = if slot.hole || (first && slot.chunks <= MAX_REQUEST_CHUNKS) { slot.chunks } else { slot.chunks.min(MIN_STRIPE_MIB) };
+            let min = if slot.hole || (first && slot.chunks <= MAX_REQUEST_CHUNKS) {
+                slot.chunks
+            } else {
+                slot.chunks.min(MIN_STRIPE_MIB)
+            };
             let request = KramMsg::request(self.me(), inst.id as u8, slot.chunks, min, 0);
             for node in (0..self.info.node_count).filter(|&n| n != self.info.node_id) {
                 if !state.uses(node) && !self.fabric.lost(node) {
@@ -139,7 +188,11 @@ impl Kram {
             _ => {
                 self.malformed.fetch_add(1, Ordering::Relaxed);
                 if self.noisy.allow(self.epoch.now()) {
-                    pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
+                    pr_warn!(
+                        "malformed message {:#018x} from node {} dropped\n",
+                        word,
+                        from
+                    );
                 }
                 return;
             }
@@ -154,19 +207,32 @@ impl Kram {
     fn ack(self: &Arc<Self>, from: u32, m: KramMsg) {
         let now = self.epoch.now();
         let (mut attach, mut sync) = (false, false);
-        let found = self.instances.get(usize::from(m.instance)).and_then(|inst| {
-            let state = inst.state.lock();
-            let lease = state.lease(from, &m)?;
-            if !lease.clock.acked() && lease.clock.ack(m.tag, now) {
-                pr_info!("kram{}: node {} confirmed chunks {}+{}\n", inst.id, from, m.first_chunk, m.chunks);
-                attach = state.disk.is_none() && state.complete(inst.size_mib);
-                sync = state.disk.is_some();
-            } else {
-                lease.clock.ack(m.tag, now);
-            }
-            Some(())
-        });
-        let counter = if found.is_some() { &self.acks } else { &self.stray };
+        let found = self
+            .instances
+            .get(usize::from(m.instance))
+            .and_then(|inst| {
+                let state = inst.state.lock();
+                let lease = state.lease(from, &m)?;
+                if !lease.clock.acked() && lease.clock.ack(m.tag, now) {
+                    pr_info!(
+                        "kram{}: node {} confirmed chunks {}+{}\n",
+                        inst.id,
+                        from,
+                        m.first_chunk,
+                        m.chunks
+                    );
+                    attach = state.disk.is_none() && state.complete(inst.size_mib);
+                    sync = state.disk.is_some();
+                } else {
+                    lease.clock.ack(m.tag, now);
+                }
+                Some(())
+            });
+        let counter = if found.is_some() {
+            &self.acks
+        } else {
+            &self.stray
+        };
         counter.fetch_add(1, Ordering::Relaxed);
         if attach {
             let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 2>(self.clone());
@@ -195,7 +261,11 @@ impl Kram {
             }
             Some(())
         });
-        let counter = if found.is_some() { &self.revokes } else { &self.stray };
+        let counter = if found.is_some() {
+            &self.revokes
+        } else {
+            &self.stray
+        };
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -208,14 +278,23 @@ impl Kram {
         };
         let Some(inst) = self.instances.get(usize::from(m.instance)) else {
             if self.noisy.allow(self.epoch.now()) {
-                pr_warn!("offer from node {} for unknown instance {}\n", from, m.instance);
+                pr_warn!(
+                    "offer from node {} for unknown instance {}\n",
+                    from,
+                    m.instance
+                );
             }
             return decline();
         };
         let Ok(base) = self.lease_base(from, m.first_chunk, m.chunks) else {
             self.malformed.fetch_add(1, Ordering::Relaxed);
             if self.noisy.allow(self.epoch.now()) {
-                pr_warn!("offer from node {} of chunks {}+{} lies outside its partition\n", from, m.first_chunk, m.chunks);
+                pr_warn!(
+                    "offer from node {} of chunks {}+{} lies outside its partition\n",
+                    from,
+                    m.first_chunk,
+                    m.chunks
+                );
             }
             return;
         };
@@ -243,7 +322,11 @@ impl Kram {
                 drop(state);
                 return decline();
             };
-            let part = Part { offset: slot.offset, lease, syncing: slot.hole };
+            let part = Part {
+                offset: slot.offset,
+                lease,
+                syncing: slot.hole,
+            };
             if state.shared.layout.lock().insert(slot.copy, part).is_err() {
                 drop(state);
                 return decline();
@@ -252,7 +335,13 @@ impl Kram {
         };
         self.confirmed.fetch_add(1, Ordering::Relaxed);
         send(from, m.reply(to_daemon::CONFIRM, self.me(), tag));
-        pr_info!("kram{}: node {} offers chunks {}+{}; confirmed\n", inst.id, from, m.first_chunk, m.chunks);
+        pr_info!(
+            "kram{}: node {} offers chunks {}+{}; confirmed\n",
+            inst.id,
+            from,
+            m.first_chunk,
+            m.chunks
+        );
     }
 
     /// GAS address of a lender's chunks, checked to lie in its partition.
@@ -274,13 +363,34 @@ impl Kram {
             pr_warn!("kram{}: chunks {}+{} of node {} not valid any more: not touched, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node);
             return;
         }
-        let wiped = self.fabric.gas().lent_range(l.node, l.first_chunk, l.chunks).ok_or(EINVAL).and_then(|(offset, len)| self.fabric.gas().wipe(offset, len));
+        let wiped = self
+            .fabric
+            .gas()
+            .lent_range(l.node, l.first_chunk, l.chunks)
+            .ok_or(EINVAL)
+            .and_then(|(offset, len)| self.fabric.gas().wipe(offset, len));
         if let Err(e) = wiped {
             pr_warn!("kram{}: chunks {}+{} of node {} could not be wiped ({:?}): not returned, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node, e);
             return;
         }
-        send(l.node, KramMsg::new(to_daemon::FREE, self.me(), id as u8, l.first_chunk, l.chunks, 0));
-        pr_info!("kram{}: returned chunks {}+{} to node {}\n", id, l.first_chunk, l.chunks, l.node);
+        send(
+            l.node,
+            KramMsg::new(
+                to_daemon::FREE,
+                self.me(),
+                id as u8,
+                l.first_chunk,
+                l.chunks,
+                0,
+            ),
+        );
+        pr_info!(
+            "kram{}: returned chunks {}+{} to node {}\n",
+            id,
+            l.first_chunk,
+            l.chunks,
+            l.node
+        );
     }
 
     /// Copies the intact copy into every acknowledged replacement part.
@@ -298,9 +408,19 @@ impl Kram {
             }
             for &(copy, offset, node) in todo.iter() {
                 if crate::disk::resync(&shared, &self.fabric, &self.epoch, copy, offset) {
-                    pr_info!("kram{}: mirror copy {} in sync again (part at {} MiB on node {})\n", inst.id, copy, offset >> 20, node);
+                    pr_info!(
+                        "kram{}: mirror copy {} in sync again (part at {} MiB on node {})\n",
+                        inst.id,
+                        copy,
+                        offset >> 20,
+                        node
+                    );
                 } else {
-                    pr_warn!("kram{}: could not copy the mirror to node {}; trying again later\n", inst.id, node);
+                    pr_warn!(
+                        "kram{}: could not copy the mirror to node {}; trying again later\n",
+                        inst.id,
+                        node
+                    );
                 }
             }
         }
@@ -310,18 +430,33 @@ impl Kram {
     pub(crate) fn attach_disks(&self) {
         for inst in self.instances.iter() {
             let mut state = inst.state.lock();
-            if state.disk.is_some() || !state.complete(inst.size_mib) || self.stopping.load(Ordering::Acquire) {
+            if state.disk.is_some()
+                || !state.complete(inst.size_mib)
+                || self.stopping.load(Ordering::Acquire)
+            {
                 continue;
             }
             match self.new_disk(inst, &state) {
                 Ok(disk) => {
                     let l = state.shared.layout.lock();
-                    pr_info!("kram{}: /dev/kram{} ready, {} MiB in {} cop{} over {} part(s)\n", inst.id, inst.id, inst.size_mib, l.ncopies, if l.ncopies > 1 { "ies" } else { "y" }, l.parts().count());
+                    pr_info!(
+                        "kram{}: /dev/kram{} ready, {} MiB in {} cop{} over {} part(s)\n",
+                        inst.id,
+                        inst.id,
+                        inst.size_mib,
+                        l.ncopies,
+                        if l.ncopies > 1 { "ies" } else { "y" },
+                        l.parts().count()
+                    );
                     drop(l);
                     state.disk = Some(disk);
                 }
                 Err(e) => {
-                    pr_err!("kram{}: cannot create the disk: {:?}; returning the memory\n", inst.id, e);
+                    pr_err!(
+                        "kram{}: cannot create the disk: {:?}; returning the memory\n",
+                        inst.id,
+                        e
+                    );
                     self.give_back_all(inst, &state);
                 }
             }

@@ -12,7 +12,10 @@ pub(crate) struct SizeList {
 }
 
 impl SizeList {
-    pub(crate) const EMPTY: Self = Self { len: 0, mib: [0; MAX_INSTANCES as usize] };
+    pub(crate) const EMPTY: Self = Self {
+        len: 0,
+        mib: [0; MAX_INSTANCES as usize],
+    };
 
     pub(crate) fn as_slice(&self) -> &[u32] {
         &self.mib[..self.len]
@@ -23,7 +26,9 @@ fn parse_mib(word: &[u8]) -> Result<u32> {
     if word.is_empty() || word.len() > 5 || !word.iter().all(u8::is_ascii_digit) {
         return Err(EINVAL);
     }
-    let v = word.iter().fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'));
+    let v = word
+        .iter()
+        .fold(0u32, |acc, d| acc * 10 + u32::from(d - b'0'));
     if v == 0 || v > MAX_REQUEST_CHUNKS_V2 {
         pr_err!("size: {} MiB is outside 1-{}\n", v, MAX_REQUEST_CHUNKS_V2);
         return Err(EINVAL);

@@ -14,9 +14,9 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
-    bindings, debugfs,
+    bindings,
     block::mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet},
-    impl_has_hr_timer, new_mutex,
+    debugfs, impl_has_hr_timer, new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
     time::{
@@ -149,7 +149,9 @@ impl OnRevoke for Kram {
     /// lease is renewed and no memory asked for; the disks stay until unloaded.
     fn revoke(&self) {
         self.fabric.gas().revoke();
-        pr_warn!("fabric device gone: /dev/kram* fail every request; swapoff, then unload unimem_kram\n");
+        pr_warn!(
+            "fabric device gone: /dev/kram* fail every request; swapoff, then unload unimem_kram\n"
+        );
     }
 }
 
@@ -212,14 +214,24 @@ impl Kram {
 
     fn new_disk(&self, inst: &Instance, state: &InstanceState) -> Result<GenDisk<KramDisk>> {
         let len = u64::from(inst.size_mib) << 20;
-        let backing = Backing { shared: state.shared.clone(), len, transfer: self.transfer, epoch: self.epoch, fabric: self.fabric.clone() };
+        let backing = Backing {
+            shared: state.shared.clone(),
+            len,
+            transfer: self.transfer,
+            epoch: self.epoch,
+            fabric: self.fabric.clone(),
+        };
         let tagset = Arc::pin_init(TagSet::new(1, 128, 1), GFP_KERNEL)?;
         GenDiskBuilder::new()
             .capacity_sectors(len >> 9)
             .logical_block_size(4096)?
             .physical_block_size(4096)?
             .max_discard_sectors(u32::MAX >> 9)
-            .build(fmt!("kram{}", inst.id), tagset, KBox::new(backing, GFP_KERNEL)?)
+            .build(
+                fmt!("kram{}", inst.id),
+                tagset,
+                KBox::new(backing, GFP_KERNEL)?,
+            )
     }
 
     fn write_stats(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -242,11 +254,23 @@ impl Kram {
             let what = match (&state.disk, state.lost) {
                 (Some(_), true) => "LOST (a part was revoked or lapsed)",
                 (Some(_), false) if l.parts().any(|p| p.syncing) => "ready, mirroring again",
-                (Some(_), false) if (0..l.ncopies).any(|c| l.covered(c) < u64::from(inst.size_mib) << 20) => "ready, degraded",
+                (Some(_), false)
+                    if (0..l.ncopies).any(|c| l.covered(c) < u64::from(inst.size_mib) << 20) =>
+                {
+                    "ready, degraded"
+                }
                 (Some(_), false) => "ready",
                 (None, _) => "waiting for lenders",
             };
-            writeln!(f, "kram{} {} MiB: {} MiB lent, {}, failovers {}", inst.id, inst.size_mib, lent, what, load(&state.shared.failovers))?;
+            writeln!(
+                f,
+                "kram{} {} MiB: {} MiB lent, {}, failovers {}",
+                inst.id,
+                inst.size_mib,
+                lent,
+                what,
+                load(&state.shared.failovers)
+            )?;
             for (c, copy) in l.copies.iter().enumerate().take(l.ncopies) {
                 for p in copy.iter() {
                     let k = &p.lease;
@@ -266,8 +290,26 @@ impl Kram {
                     } else {
                         "valid"
                     };
-                    let copy = if l.ncopies > 1 { if c == 0 { " copy A" } else { " copy B" } } else { "" };
-                    writeln!(f, "  node {} chunks {}+{}{} at {} MiB: {} ({} ms left)", k.node, k.first_chunk, k.chunks, copy, p.offset >> 20, lease, left.max(0))?;
+                    let copy = if l.ncopies > 1 {
+                        if c == 0 {
+                            " copy A"
+                        } else {
+                            " copy B"
+                        }
+                    } else {
+                        ""
+                    };
+                    writeln!(
+                        f,
+                        "  node {} chunks {}+{}{} at {} MiB: {} ({} ms left)",
+                        k.node,
+                        k.first_chunk,
+                        k.chunks,
+                        copy,
+                        p.offset >> 20,
+                        lease,
+                        left.max(0)
+                    )?;
                 }
             }
         }
@@ -299,14 +341,21 @@ fn validated_params() -> Result<(KVec<u32>, Transfer, bool)> {
     }
     let sizes = module_parameters::size.value_ref();
     if sizes.as_slice().len() != n as usize {
-        pr_err!("size: {} size(s) given for ninstances={} (one per instance, e.g. size=32,64)\n", sizes.as_slice().len(), n);
+        pr_err!(
+            "size: {} size(s) given for ninstances={} (one per instance, e.g. size=32,64)\n",
+            sizes.as_slice().len(),
+            n
+        );
         return Err(EINVAL);
     }
     let transfer = match *module_parameters::transfermode.value_ref() {
         0 => Transfer::Memcpy,
         1 => Transfer::Cdma,
         t => {
-            pr_err!("transfermode={} is invalid (0 = memcpy, 1 = CDMA engine)\n", t);
+            pr_err!(
+                "transfermode={} is invalid (0 = memcpy, 1 = CDMA engine)\n",
+                t
+            );
             return Err(EINVAL);
         }
     };
@@ -377,7 +426,10 @@ impl kernel::Module for KramModule {
             GFP_KERNEL,
         )?;
         set_handler(service::KRAM_DRIVER, Some(&kram)).inspect_err(|e| {
-            pr_err!("cannot take the KRAM_DRIVER service (another unimem_kram?): {:?}\n", e);
+            pr_err!(
+                "cannot take the KRAM_DRIVER service (another unimem_kram?): {:?}\n",
+                e
+            );
         })?;
         let timer = kram.clone().start(PERIOD);
         let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 1>(kram.clone());
@@ -390,9 +442,19 @@ impl kernel::Module for KramModule {
             info.node_id,
             sizes.len(),
             mode,
-            if mirror { ", mirrored on two sets of lenders" } else { "" }
+            if mirror {
+                ", mirrored on two sets of lenders"
+            } else {
+                ""
+            }
         );
-        Ok(Self { _revoke: revoke, _stats: stats, _dir: dir, kram, timer })
+        Ok(Self {
+            _revoke: revoke,
+            _stats: stats,
+            _dir: dir,
+            kram,
+            timer,
+        })
     }
 }
 

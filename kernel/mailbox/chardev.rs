@@ -110,7 +110,12 @@ impl MboxFile {
         let (id, prot_id) = self.state.alloc(thread_id, *tree)?;
         self.iface.store(id, Ordering::Release);
         drop(tree);
-        let info = abi::AllocInfo { iface: id, node: self.state.node, thread_id: thread_id as u32, prot_id };
+        let info = abi::AllocInfo {
+            iface: id,
+            node: self.state.node,
+            thread_id: thread_id as u32,
+            prot_id,
+        };
         self.armed.notify_all();
         write_arg(arg, &info)?;
         Ok(0)
@@ -179,7 +184,11 @@ impl MboxFile {
         // private data is the `MboxFile` that `open` returned (a `Pin<KBox<MboxFile>>` turned
         // into its raw pointer), freed only at release, which `other`'s reference holds off.
         let theirs = unsafe { &*(*other.as_ptr()).private_data.cast::<MboxFile>() };
-        let tree = theirs.iface().ok().and_then(|id| self.state.tree_of(id)).ok_or(EINVAL)?;
+        let tree = theirs
+            .iface()
+            .ok()
+            .and_then(|id| self.state.tree_of(id))
+            .ok_or(EINVAL)?;
         self.join(tree)
     }
 

@@ -102,7 +102,11 @@ fn counters() -> Counters {
 fn user_services() -> Result<KVec<Pin<KBox<UserService>>>> {
     let mut v = KVec::with_capacity(SERVICES, GFP_KERNEL)?;
     for _ in 0..SERVICES {
-        let queue = Queue { items: [(0, 0); QUEUE_LEN], head: 0, len: 0 };
+        let queue = Queue {
+            items: [(0, 0); QUEUE_LEN],
+            head: 0,
+            len: 0,
+        };
         v.push(
             KBox::pin_init(
                 pin_init!(UserService {
@@ -150,7 +154,13 @@ impl Services {
     }
 
     /// Installs (`Some`) or removes (`None`) a kernel callback.
-    pub(crate) fn register(&self, service: u32, opcode: u32, func: Option<KmsgHandler>, ctx: *mut c_void) -> Result {
+    pub(crate) fn register(
+        &self,
+        service: u32,
+        opcode: u32,
+        func: Option<KmsgHandler>,
+        ctx: *mut c_void,
+    ) -> Result {
         check_service(service)?;
         if opcode as usize >= OPCODES {
             return Err(EINVAL);
@@ -162,7 +172,10 @@ impl Services {
                 if slot.is_some() || self.user[service as usize].bound.load(Ordering::Acquire) {
                     return Err(EBUSY);
                 }
-                *slot = Some(Handler { func, ctx: ctx as usize });
+                *slot = Some(Handler {
+                    func,
+                    ctx: ctx as usize,
+                });
             }
             None => *slot = None,
         }

@@ -21,11 +21,11 @@ use kernel::{
 mod chardev;
 mod iface;
 mod kmsg;
+#[path = "../include/log_limit.rs"]
+mod log_limit;
 #[path = "../include/privilege.rs"]
 #[allow(dead_code)]
 mod privilege;
-#[path = "../include/log_limit.rs"]
-mod log_limit;
 mod ring;
 // The seam functions are `pub` because other modules link against them (exports.c).
 #[allow(unreachable_pub)]
@@ -100,8 +100,17 @@ impl Doorbell {
     fn install(state: Arc<State>) -> Result<Self> {
         let ctx = Arc::as_ptr(&state).cast_mut().cast::<c_void>();
         // SAFETY: `doorbell` is IRQ-safe and `ctx` stays valid until `Drop` removes it.
-        unsafe { state.gas().set_doorbell(mailbox::DOORBELL_VECTOR, Some(doorbell), ctx) }.inspect_err(|e| {
-            pr_err!("cannot take doorbell vector {}: {:?}\n", mailbox::DOORBELL_VECTOR, e);
+        unsafe {
+            state
+                .gas()
+                .set_doorbell(mailbox::DOORBELL_VECTOR, Some(doorbell), ctx)
+        }
+        .inspect_err(|e| {
+            pr_err!(
+                "cannot take doorbell vector {}: {:?}\n",
+                mailbox::DOORBELL_VECTOR,
+                e
+            );
         })?;
         Ok(Self(state))
     }
@@ -110,7 +119,11 @@ impl Doorbell {
 impl Drop for Doorbell {
     fn drop(&mut self) {
         // SAFETY: removing waits for running handlers (unimem_fabric_set_handler contract).
-        let _ = unsafe { self.0.gas().set_doorbell(mailbox::DOORBELL_VECTOR, None, core::ptr::null_mut()) };
+        let _ = unsafe {
+            self.0
+                .gas()
+                .set_doorbell(mailbox::DOORBELL_VECTOR, None, core::ptr::null_mut())
+        };
         // No doorbell can queue the dispatch work any more, and the work stops queueing itself
         // again; cancel a queued run and wait for a running one before the code goes away.
         self.0.stopping.store(true, Ordering::Release);
@@ -161,12 +174,16 @@ impl kernel::Module for MailboxModule {
         STATE.store(published.0.cast_mut(), Ordering::Release);
         let doorbell = Doorbell::install(state.clone())?;
         let misc = KBox::pin_init(
-            MiscDeviceRegistration::register(MiscDeviceOptions { name: c"unimem_mailbox" }),
+            MiscDeviceRegistration::register(MiscDeviceOptions {
+                name: c"unimem_mailbox",
+            }),
             GFP_KERNEL,
         )?;
         let dir = debugfs::Dir::new(c"unimem_mailbox");
         let stats = KBox::pin_init(
-            dir.read_callback_file(c"stats", state.clone(), &|s: &Arc<State>, f| s.write_stats(f)),
+            dir.read_callback_file(c"stats", state.clone(), &|s: &Arc<State>, f| {
+                s.write_stats(f)
+            }),
             GFP_KERNEL,
         )?;
         pr_info!(
@@ -176,7 +193,14 @@ impl kernel::Module for MailboxModule {
             mailbox::INTERFACES,
             mailbox::DOORBELL_VECTOR
         );
-        Ok(Self { _revoke: revoke, _stats: stats, _dir: dir, _misc: misc, _doorbell: doorbell, _published: published })
+        Ok(Self {
+            _revoke: revoke,
+            _stats: stats,
+            _dir: dir,
+            _misc: misc,
+            _doorbell: doorbell,
+            _published: published,
+        })
     }
 }
 

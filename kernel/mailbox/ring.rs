@@ -41,10 +41,14 @@ impl Pass<'_> {
             return false;
         }
         // SAFETY: `slot` is inside the ring, and the entry was published (tail read with Acquire).
-        unsafe { core::ptr::copy_nonoverlapping(self.ring.slot(self.head), out.as_mut_ptr(), SLOT_LEN) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(self.ring.slot(self.head), out.as_mut_ptr(), SLOT_LEN)
+        };
         self.head = self.head.wrapping_add(1);
         // Our own copy of `head`, not the shared word a peer may have rewritten meanwhile.
-        self.ring.index(HEAD_OFFSET).store(self.head, Ordering::Release);
+        self.ring
+            .index(HEAD_OFFSET)
+            .store(self.head, Ordering::Release);
         true
     }
 }
@@ -54,7 +58,10 @@ impl<'a> Ring<'a> {
     ///
     /// `base` must satisfy the type invariant for `'a`.
     pub(crate) unsafe fn new(base: *mut u8) -> Self {
-        Self { base, _access: PhantomData }
+        Self {
+            base,
+            _access: PhantomData,
+        }
     }
 
     fn index(&self, offset: usize) -> &AtomicU32 {
@@ -64,7 +71,10 @@ impl<'a> Ring<'a> {
 
     fn slot(&self, seq: u32) -> *mut u8 {
         // SAFETY: `seq % SLOTS` selects a slot inside the ring (invariant).
-        unsafe { self.base.add(RING_HEADER + (seq % SLOTS) as usize * SLOT_LEN) }
+        unsafe {
+            self.base
+                .add(RING_HEADER + (seq % SLOTS) as usize * SLOT_LEN)
+        }
     }
 
     /// Appends `item` (at most `SLOT_LEN` bytes); `false` when the ring is full.
@@ -78,7 +88,8 @@ impl<'a> Ring<'a> {
         let len = item.len().min(SLOT_LEN);
         // SAFETY: the slot is free (the consumer has moved past it) and inside the ring.
         unsafe { core::ptr::copy_nonoverlapping(item.as_ptr(), self.slot(tail), len) };
-        self.index(TAIL_OFFSET).store(tail.wrapping_add(1), Ordering::Release);
+        self.index(TAIL_OFFSET)
+            .store(tail.wrapping_add(1), Ordering::Release);
         true
     }
 
@@ -92,11 +103,16 @@ impl<'a> Ring<'a> {
             self.index(HEAD_OFFSET).store(tail, Ordering::Release);
             return Err(Resynced);
         }
-        Ok(Pass { ring: *self, head, tail })
+        Ok(Pass {
+            ring: *self,
+            head,
+            tail,
+        })
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.index(HEAD_OFFSET).load(Ordering::Relaxed) == self.index(TAIL_OFFSET).load(Ordering::Acquire)
+        self.index(HEAD_OFFSET).load(Ordering::Relaxed)
+            == self.index(TAIL_OFFSET).load(Ordering::Acquire)
     }
 
     /// Forgets whatever the ring held before this receiver existed (consumer side, at load).

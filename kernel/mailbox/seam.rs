@@ -32,7 +32,9 @@ pub unsafe extern "C" fn unimem_mbox_register(
 #[no_mangle]
 pub extern "C" fn unimem_mbox_send(node: u32, service: u32, word: u64) -> c_int {
     from_result(|| {
-        crate::current_state().ok_or(ENODEV)?.ksend(node, service, word)?;
+        crate::current_state()
+            .ok_or(ENODEV)?
+            .ksend(node, service, word)?;
         Ok(0)
     })
 }
@@ -44,7 +46,11 @@ pub extern "C" fn unimem_mbox_send(node: u32, service: u32, word: u64) -> c_int 
 /// `handler`, if any, must be callable in process context with `ctx` until removed with `None`
 /// (which waits for a running call), and be removed before the caller's module unloads.
 #[no_mangle]
-pub unsafe extern "C" fn unimem_mbox_serve(iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void) -> c_int {
+pub unsafe extern "C" fn unimem_mbox_serve(
+    iface: u32,
+    handler: Option<PacketHandler>,
+    ctx: *mut c_void,
+) -> c_int {
     from_result(|| {
         let state = crate::current_state().ok_or(ENODEV)?;
         state.serve(iface, handler, ctx)?;

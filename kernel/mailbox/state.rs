@@ -8,9 +8,9 @@ use crate::{
     kmsg::Services,
     kmsg_api::PacketHandler,
     log_limit::LogLimit,
-    ring::{Resynced, Ring},
     mailbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES},
     packet::{Header, Packet, MAX_24, PACKET_LEN, PAYLOAD_LEN},
+    ring::{Resynced, Ring},
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
@@ -199,7 +199,13 @@ impl State {
     }
 
     /// Ring of `iface` on node `dest` that this node's `sender` feeds.
-    pub(crate) fn packet_ring<'a>(&self, w: &'a Access<'_>, dest: u32, iface: u32, sender: u32) -> Ring<'a> {
+    pub(crate) fn packet_ring<'a>(
+        &self,
+        w: &'a Access<'_>,
+        dest: u32,
+        iface: u32,
+        sender: u32,
+    ) -> Ring<'a> {
         self.ring_at(w, dest, layout::packet_ring(iface, sender))
     }
 
@@ -215,7 +221,12 @@ impl State {
             Some(t) => t,
             None => self.fresh_tree(&mut next_serial)?,
         };
-        for (id, iface) in self.ifaces.iter().enumerate().take(USER_INTERFACES as usize) {
+        for (id, iface) in self
+            .ifaces
+            .iter()
+            .enumerate()
+            .take(USER_INTERFACES as usize)
+        {
             let mut owner = iface.owner.lock();
             if owner.is_some() {
                 continue;
@@ -245,7 +256,11 @@ impl State {
             let serial = (*next).max(1);
             *next = serial.wrapping_add(1);
             let id = prot::new(self.node, serial);
-            if !self.ifaces.iter().any(|i| i.owner.lock().is_some_and(|o| o.prot_id == id)) {
+            if !self
+                .ifaces
+                .iter()
+                .any(|i| i.owner.lock().is_some_and(|o| o.prot_id == id))
+            {
                 return Ok(id);
             }
         }
@@ -286,13 +301,23 @@ impl State {
 
     /// Sends `payload` from local interface `from` to interface `iface` of node `node`. The
     /// header comes from the interface's owner record, never from the caller.
-    pub(crate) fn send(&self, from: u32, node: u32, iface: u32, payload: &[u8; PAYLOAD_LEN]) -> Result {
+    pub(crate) fn send(
+        &self,
+        from: u32,
+        node: u32,
+        iface: u32,
+        payload: &[u8; PAYLOAD_LEN],
+    ) -> Result {
         if node >= self.nodes || iface >= INTERFACES {
             return Err(EINVAL);
         }
         let src = self.ifaces.get(from as usize).ok_or(EINVAL)?;
         let prot_id = src.owner.lock().ok_or(EINVAL)?.prot_id;
-        let header = Header { node: self.node as u8, iface: from as u16, prot_id };
+        let header = Header {
+            node: self.node as u8,
+            iface: from as u16,
+            prot_id,
+        };
         let packet = Packet::seal(header, payload);
         let pushed = {
             let _producer = self.send_locks[node as usize].lock();
@@ -327,7 +352,11 @@ impl State {
             Err(Resynced) => {
                 self.resynced.fetch_add(1, Ordering::Relaxed);
                 if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
-                    pr_warn!("{} ring of node {} had impossible indices: resynced (rate-limited)\n", what, sender);
+                    pr_warn!(
+                        "{} ring of node {} had impossible indices: resynced (rate-limited)\n",
+                        what,
+                        sender
+                    );
                 }
                 return None;
             }
@@ -339,7 +368,11 @@ impl State {
             }
             self.malformed.fetch_add(1, Ordering::Relaxed);
             if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
-                pr_warn!("malformed entry from node {} in a {} ring dropped (rate-limited)\n", sender, what);
+                pr_warn!(
+                    "malformed entry from node {} in a {} ring dropped (rate-limited)\n",
+                    sender,
+                    what
+                );
             }
         }
         None
@@ -348,21 +381,29 @@ impl State {
     /// Takes the next valid packet for local interface `id`, visiting senders round-robin
     /// from `start` (a free-running counter). Bounded: one pass per sender's ring.
     pub(crate) fn take_packet(&self, id: u32, start: u32) -> Take {
-        let Some(w) = self.gas.access() else { return Take::Gone };
+        let Some(w) = self.gas.access() else {
+            return Take::Gone;
+        };
         // `nodes <= MAX_NODES`, so `first + k` cannot overflow, whatever `start` is.
         let first = start % self.nodes;
         for k in 0..self.nodes {
             let sender = (first + k) % self.nodes;
-            let packet = self.next_valid(self.packet_ring(&w, self.node, id, sender), sender, "packet", |slot| {
-                // The ring says who the producer was; a header claiming otherwise was not
-                // written by that node's driver.
-                let p = Packet::decode(slot).ok()?;
-                (u32::from(p.header.node) == sender && u32::from(p.header.iface) < INTERFACES).then(|| {
-                    let mut out = [0u8; PACKET_LEN];
-                    out.copy_from_slice(&slot[..PACKET_LEN]);
-                    out
-                })
-            });
+            let packet = self.next_valid(
+                self.packet_ring(&w, self.node, id, sender),
+                sender,
+                "packet",
+                |slot| {
+                    // The ring says who the producer was; a header claiming otherwise was not
+                    // written by that node's driver.
+                    let p = Packet::decode(slot).ok()?;
+                    (u32::from(p.header.node) == sender && u32::from(p.header.iface) < INTERFACES)
+                        .then(|| {
+                            let mut out = [0u8; PACKET_LEN];
+                            out.copy_from_slice(&slot[..PACKET_LEN]);
+                            out
+                        })
+                },
+            );
             if let Some(packet) = packet {
                 return Take::Packet(packet);
             }
@@ -439,7 +480,11 @@ impl State {
         if node >= self.nodes {
             return Err(EINVAL);
         }
-        let msg = Kmsg { service, sender: self.node, word };
+        let msg = Kmsg {
+            service,
+            sender: self.node,
+            word,
+        };
         crate::kmsg::check_service(service)?;
         let pushed = {
             let _producer = self.send_locks[node as usize].lock();
@@ -467,7 +512,9 @@ impl State {
         for sender in 0..self.nodes {
             batch.clear();
             {
-                let Some(w) = self.gas.access() else { return false };
+                let Some(w) = self.gas.access() else {
+                    return false;
+                };
                 let mut pass = match self.kmsg_ring(&w, self.node, sender).pass() {
                     Ok(pass) => pass,
                     Err(Resynced) => {
@@ -486,7 +533,10 @@ impl State {
                         None => {
                             self.malformed.fetch_add(1, Ordering::Relaxed);
                             if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
-                                pr_warn!("malformed message from node {} dropped (rate-limited)\n", sender);
+                                pr_warn!(
+                                    "malformed message from node {} dropped (rate-limited)\n",
+                                    sender
+                                );
                             }
                         }
                     }
@@ -496,14 +546,24 @@ impl State {
                 self.services.deliver(*m);
             }
         }
-        self.gas.access().is_some_and(|w| (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()))
+        self.gas
+            .access()
+            .is_some_and(|w| (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()))
     }
-
 
     /// Installs (`Some`) or removes (`None`, waiting for a running call) the kernel service of
     /// interface `iface` (`unimem_mbox_serve`).
-    pub(crate) fn serve(&self, iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void) -> Result {
-        let k = iface.checked_sub(USER_INTERFACES).map(|k| k as usize).filter(|&k| k < KERNEL_IFACES).ok_or(EINVAL)?;
+    pub(crate) fn serve(
+        &self,
+        iface: u32,
+        handler: Option<PacketHandler>,
+        ctx: *mut c_void,
+    ) -> Result {
+        let k = iface
+            .checked_sub(USER_INTERFACES)
+            .map(|k| k as usize)
+            .filter(|&k| k < KERNEL_IFACES)
+            .ok_or(EINVAL)?;
         let mut served = self.served.lock();
         match handler {
             Some(func) => {
@@ -514,10 +574,15 @@ impl State {
                 let w = self.gas.access().ok_or(ENODEV)?;
                 for sender in 0..self.nodes {
                     let stale = self.packet_ring(&w, self.node, iface, sender).discard();
-                    self.ifaces[iface as usize].dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
+                    self.ifaces[iface as usize]
+                        .dropped
+                        .fetch_add(u64::from(stale), Ordering::Relaxed);
                 }
                 drop(w);
-                served[k] = Some(Served { func, ctx: ctx as usize });
+                served[k] = Some(Served {
+                    func,
+                    ctx: ctx as usize,
+                });
                 self.serving[k].store(true, Ordering::Release);
             }
             None => {
@@ -532,7 +597,9 @@ impl State {
     /// ring's worth per sender) to their services; `true` when peers have queued more since.
     fn drain_served(&self) -> bool {
         // Handlers may sleep, so each ring's entries are copied out of the window first.
-        let Ok(mut batch) = KVec::<[u8; PACKET_LEN]>::with_capacity(layout::SLOTS as usize, GFP_KERNEL) else {
+        let Ok(mut batch) =
+            KVec::<[u8; PACKET_LEN]>::with_capacity(layout::SLOTS as usize, GFP_KERNEL)
+        else {
             return true;
         };
         let served = self.served.lock();
@@ -544,7 +611,9 @@ impl State {
             for sender in 0..self.nodes {
                 batch.clear();
                 {
-                    let Some(w) = self.gas.access() else { return false };
+                    let Some(w) = self.gas.access() else {
+                        return false;
+                    };
                     let mut pass = match self.packet_ring(&w, self.node, id, sender).pass() {
                         Ok(pass) => pass,
                         Err(Resynced) => {
@@ -558,8 +627,10 @@ impl State {
                     let mut slot = [0u8; layout::SLOT_LEN];
                     while pass.next(&mut slot) {
                         // As in `take_packet`: the ring says who the producer was.
-                        let valid = Packet::decode(&slot)
-                            .is_ok_and(|p| u32::from(p.header.node) == sender && u32::from(p.header.iface) < INTERFACES);
+                        let valid = Packet::decode(&slot).is_ok_and(|p| {
+                            u32::from(p.header.node) == sender
+                                && u32::from(p.header.iface) < INTERFACES
+                        });
                         if !valid {
                             self.malformed.fetch_add(1, Ordering::Relaxed);
                             if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
@@ -588,7 +659,11 @@ impl State {
 
     /// Runs `map` (which maps part of the GAS window into user space through `file`) unless the
     /// device is gone, and records the file's mapping so that revocation zaps it.
-    pub(crate) fn map_user(&self, file: *mut bindings::file, map: impl FnOnce() -> Result) -> Result {
+    pub(crate) fn map_user(
+        &self,
+        file: *mut bindings::file,
+        map: impl FnOnce() -> Result,
+    ) -> Result {
         let mut m = self.maps.lock();
         if m.revoked {
             return Err(ENODEV);
@@ -614,7 +689,9 @@ impl State {
         for &(_, mapping) in m.list.iter() {
             // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
             // the list is locked); zapping every page of it is always allowed.
-            unsafe { bindings::unmap_mapping_range(mapping as *mut bindings::address_space, 0, 0, 1) };
+            unsafe {
+                bindings::unmap_mapping_range(mapping as *mut bindings::address_space, 0, 0, 1)
+            };
         }
     }
 }

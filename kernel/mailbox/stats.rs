@@ -11,7 +11,12 @@ impl State {
         writeln!(f, "iface thread prot sent received rejected dropped")?;
         for (id, i) in self.ifaces.iter().enumerate() {
             let owner = *i.owner.lock();
-            let counts = [load(&i.sent), load(&i.received), load(&i.rejected), load(&i.dropped)];
+            let counts = [
+                load(&i.sent),
+                load(&i.received),
+                load(&i.rejected),
+                load(&i.dropped),
+            ];
             if owner.is_none() && counts.iter().all(|&c| c == 0) {
                 continue;
             }
@@ -19,16 +24,29 @@ impl State {
                 Some(o) => write!(f, "{} {} {}", id, o.thread_id, o.prot_id)?,
                 None => write!(f, "{} - -", id)?,
             }
-            writeln!(f, " {} {} {} {}", counts[0], counts[1], counts[2], counts[3])?;
+            writeln!(
+                f,
+                " {} {} {} {}",
+                counts[0], counts[1], counts[2], counts[3]
+            )?;
         }
         writeln!(f, "malformed {}", load(&self.malformed))?;
         writeln!(f, "resynced {}", load(&self.resynced))?;
         writeln!(f, "service sent received rejected dropped")?;
         let c = &self.services.counters;
         for s in 1..c.sent.len() {
-            let counts = [load(&c.sent[s]), load(&c.received[s]), load(&c.rejected[s]), load(&c.dropped[s])];
+            let counts = [
+                load(&c.sent[s]),
+                load(&c.received[s]),
+                load(&c.rejected[s]),
+                load(&c.dropped[s]),
+            ];
             if counts.iter().any(|&n| n != 0) {
-                writeln!(f, "{} {} {} {} {}", s, counts[0], counts[1], counts[2], counts[3])?;
+                writeln!(
+                    f,
+                    "{} {} {} {} {}",
+                    s, counts[0], counts[1], counts[2], counts[3]
+                )?;
             }
         }
         Ok(())

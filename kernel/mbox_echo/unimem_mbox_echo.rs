@@ -38,7 +38,10 @@ unsafe extern "C" fn echo(_ctx: *mut c_void, from_node: u32, word: u64) {
 ///
 /// Called by unimem_mailbox in process context for ECHO messages with opcode 2.
 unsafe extern "C" fn increment(_ctx: *mut c_void, from_node: u32, word: u64) {
-    reply(from_node, (word & !PAYLOAD_MASK) | (word.wrapping_add(1) & PAYLOAD_MASK));
+    reply(
+        from_node,
+        (word & !PAYLOAD_MASK) | (word.wrapping_add(1) & PAYLOAD_MASK),
+    );
 }
 
 struct EchoModule;
@@ -46,9 +49,16 @@ struct EchoModule;
 fn set(opcode: u32, handler: Option<kmsg_api::KmsgHandler>) -> Result {
     // SAFETY: the handlers only call the seam and are removed in `Drop` (which waits for a
     // running call) before this module's code goes away.
-    let ret = unsafe { kmsg_api::unimem_mbox_register(service::ECHO, opcode, handler, core::ptr::null_mut()) };
+    let ret = unsafe {
+        kmsg_api::unimem_mbox_register(service::ECHO, opcode, handler, core::ptr::null_mut())
+    };
     if ret != 0 {
-        pr_err!("cannot register opcode {} on service {}: {}\n", opcode, service::ECHO, ret);
+        pr_err!(
+            "cannot register opcode {} on service {}: {}\n",
+            opcode,
+            service::ECHO,
+            ret
+        );
         return Err(Error::from_errno(ret));
     }
     Ok(())
@@ -61,7 +71,10 @@ impl kernel::Module for EchoModule {
             let _ = set(1, None);
             return Err(e);
         }
-        pr_info!("echoing service {} opcodes 1 (echo) and 2 (increment)\n", service::ECHO);
+        pr_info!(
+            "echoing service {} opcodes 1 (echo) and 2 (increment)\n",
+            service::ECHO
+        );
         Ok(EchoModule)
     }
 }

@@ -14,8 +14,9 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings, impl_has_hr_timer,
     mm::memory_hotplug::{self, OnlineType},
-    new_mutex, numa, proc_fs,
+    new_mutex, numa,
     prelude::*,
+    proc_fs,
     sync::{Arc, ArcBorrow, Mutex},
     time::{
         hrtimer::{
@@ -182,7 +183,10 @@ impl Numa {
 
     /// Physical address of a lender's chunks, checked to lie in its partition.
     fn chunk_phys(&self, lender: u32, first_chunk: u32, chunks: u32) -> Result<u64> {
-        let (offset, _) = self.gas.lent_range(lender, first_chunk, chunks).ok_or(EINVAL)?;
+        let (offset, _) = self
+            .gas
+            .lent_range(lender, first_chunk, chunks)
+            .ok_or(EINVAL)?;
         Ok(self.info.gas_phys + offset)
     }
 
@@ -194,7 +198,10 @@ impl Numa {
             return false;
         }
         let offset = r.phys - self.info.gas_phys;
-        self.gas.wipe(offset, r.size()).inspect_err(|e| pr_err!("wiping {:#x}+{} MiB failed: {:?}\n", r.phys, r.chunks, e)).is_ok()
+        self.gas
+            .wipe(offset, r.size())
+            .inspect_err(|e| pr_err!("wiping {:#x}+{} MiB failed: {:?}\n", r.phys, r.chunks, e))
+            .is_ok()
     }
 
     /// `add <lender> [<MiB>]`: lease, confirm, hot-add.
@@ -202,7 +209,12 @@ impl Numa {
         let block_mib = (self.block_size / CHUNK_SIZE) as u32;
         let mib = mib.unwrap_or(block_mib);
         if lender == self.info.node_id || lender >= self.info.node_count {
-            pr_err!("add {}: not another node of this cluster (nodes 0-{}, this is {})\n", lender, self.info.node_count.saturating_sub(1), self.info.node_id);
+            pr_err!(
+                "add {}: not another node of this cluster (nodes 0-{}, this is {})\n",
+                lender,
+                self.info.node_count.saturating_sub(1),
+                self.info.node_id
+            );
             return Err(EINVAL);
         }
         if mib == 0 || !mib.is_multiple_of(block_mib) || mib > MAX_REQUEST_CHUNKS_V2 {
@@ -232,12 +244,22 @@ impl Numa {
                 return Err(EINVAL);
             }
         };
-        let region = Region { lender, first_chunk: first, chunks: mib, phys, clock };
-        regions.reserve(1, GFP_KERNEL).inspect_err(|_| give_back())?;
+        let region = Region {
+            lender,
+            first_chunk: first,
+            chunks: mib,
+            phys,
+            clock,
+        };
+        regions
+            .reserve(1, GFP_KERNEL)
+            .inspect_err(|_| give_back())?;
         // From now on the range is on its way to being this node's RAM: no user mapping of it
         // through /dev/eusrvmem may exist or be made.
         let offset = phys - self.info.gas_phys;
-        self.gas.reserve(offset, region.size(), true).inspect_err(|_| give_back())?;
+        self.gas
+            .reserve(offset, region.size(), true)
+            .inspect_err(|_| give_back())?;
         let unreserve = || {
             let _ = self.gas.reserve(offset, region.size(), false);
         };
@@ -245,10 +267,23 @@ impl Numa {
         // which eusrvmem maps without claiming; the lease makes it ours until we send FREE, which
         // happens only after `offline_and_remove` (or if this add fails).
         let added = unsafe {
-            memory_hotplug::add_driver_managed(self.nid, phys, region.size(), c"System RAM (unimem)", OnlineType::Movable)
+            memory_hotplug::add_driver_managed(
+                self.nid,
+                phys,
+                region.size(),
+                c"System RAM (unimem)",
+                OnlineType::Movable,
+            )
         };
         if let Err(e) = added {
-            pr_err!("add {}: hot-adding {:#x}+{} MiB to node {} failed: {:?}; memory returned\n", lender, phys, mib, self.nid, e);
+            pr_err!(
+                "add {}: hot-adding {:#x}+{} MiB to node {} failed: {:?}; memory returned\n",
+                lender,
+                phys,
+                mib,
+                self.nid,
+                e
+            );
             unreserve();
             give_back();
             return Err(e);
@@ -257,7 +292,15 @@ impl Numa {
         // SAFETY: `module` is this module, alive while its code runs; the reference is dropped
         // when the range is removed (`remove_region`).
         unsafe { bindings::__module_get(self.module.as_ptr()) };
-        pr_info!("NUMA node {}: {} MiB lent by node {} (chunks {}+{}, phys {:#x}) online\n", self.nid, mib, lender, first, mib, phys);
+        pr_info!(
+            "NUMA node {}: {} MiB lent by node {} (chunks {}+{}, phys {:#x}) online\n",
+            self.nid,
+            mib,
+            lender,
+            first,
+            mib,
+            phys
+        );
         Ok(())
     }
 
@@ -299,7 +342,11 @@ impl Numa {
         };
         self.tally.count(delivery);
         if delivery == Delivery::Malformed && self.noisy.allow(self.epoch.now()) {
-            pr_warn!("malformed message {:#018x} from node {} dropped\n", word, from);
+            pr_warn!(
+                "malformed message {:#018x} from node {} dropped\n",
+                word,
+                from
+            );
         }
         if let Some((first, chunks)) = lost {
             pr_crit!(
@@ -313,7 +360,12 @@ impl Numa {
     fn remove(&self, lender: u32) -> Result {
         let mut regions = self.regions.lock();
         let Some(idx) = regions.iter().position(|r| r.lender == lender) else {
-            pr_err!("remove {}: node {} lends no memory to NUMA node {}\n", lender, lender, self.nid);
+            pr_err!(
+                "remove {}: node {} lends no memory to NUMA node {}\n",
+                lender,
+                lender,
+                self.nid
+            );
             return Err(ENOENT);
         };
         self.remove_region(regions[idx].clone())?;
@@ -323,8 +375,14 @@ impl Numa {
 
     fn remove_region(&self, r: Region) -> Result {
         let node = numa::pages(self.nid);
-        let used = node.managed.saturating_sub(node.free).min((r.size() / kernel::page::PAGE_SIZE as u64) as usize);
-        let room: usize = numa::possible_nodes().filter(|&n| n != self.nid).map(|n| numa::pages(n).free_above_high).sum();
+        let used = node
+            .managed
+            .saturating_sub(node.free)
+            .min((r.size() / kernel::page::PAGE_SIZE as u64) as usize);
+        let room: usize = numa::possible_nodes()
+            .filter(|&n| n != self.nid)
+            .map(|n| numa::pages(n).free_above_high)
+            .sum();
         if used > room {
             pr_err!(
                 "remove {}: {} pages in use on NUMA node {} but only {} free on other nodes: free memory, then retry; the range stays online\n",
@@ -338,7 +396,9 @@ impl Numa {
             return Err(e);
         }
         let wiped = self.wipe(&r);
-        let _ = self.gas.reserve(r.phys - self.info.gas_phys, r.size(), false);
+        let _ = self
+            .gas
+            .reserve(r.phys - self.info.gas_phys, r.size(), false);
         // An unwiped range must not go back (the next borrower would read this node's data):
         // its lease just lapses.
         if let Some(b) = self.borrow(r.lender) {
@@ -350,7 +410,12 @@ impl Numa {
         }
         // SAFETY: taken by `add` for this range, which is gone now.
         unsafe { bindings::module_put(self.module.as_ptr()) };
-        pr_info!("NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n", self.nid, r.chunks, r.lender);
+        pr_info!(
+            "NUMA node {}: {} MiB offline and returned to node {} (its pages migrated)\n",
+            self.nid,
+            r.chunks,
+            r.lender
+        );
         Ok(())
     }
 
@@ -380,7 +445,9 @@ impl OnRevoke for Numa {
             );
         }
         self.gas.revoke();
-        pr_warn!("fabric device gone: no remote memory can be added until unimem_numa is reloaded\n");
+        pr_warn!(
+            "fabric device gone: no remote memory can be added until unimem_numa is reloaded\n"
+        );
     }
 }
 
@@ -401,11 +468,17 @@ fn target_node() -> Result<i32> {
         });
     }
     if !numa::is_possible(asked) {
-        pr_err!("node={} is not a possible NUMA node of this machine (firmware SRAT or device tree)\n", asked);
+        pr_err!(
+            "node={} is not a possible NUMA node of this machine (firmware SRAT or device tree)\n",
+            asked
+        );
         return Err(EINVAL);
     }
     if numa::has_cpus(asked) {
-        pr_err!("node={} has CPUs: remote memory needs a CPU-less node\n", asked);
+        pr_err!(
+            "node={} has CPUs: remote memory needs a CPU-less node\n",
+            asked
+        );
         return Err(EINVAL);
     }
     Ok(asked)
@@ -423,12 +496,18 @@ impl kernel::Module for NumaModule {
         let nid = target_node()?;
         let offer_timeout_ms = *module_parameters::offer_timeout_ms.value_ref();
         if !(100..=60000).contains(&offer_timeout_ms) {
-            pr_err!("offer_timeout_ms={} is out of range (100-60000)\n", offer_timeout_ms);
+            pr_err!(
+                "offer_timeout_ms={} is out of range (100-60000)\n",
+                offer_timeout_ms
+            );
             return Err(EINVAL);
         }
         let block_size = memory_hotplug::block_size();
         if block_size < CHUNK_SIZE || !block_size.is_power_of_two() {
-            pr_err!("memory block size {:#x} is not a power-of-two number of 1 MiB chunks\n", block_size);
+            pr_err!(
+                "memory block size {:#x} is not a power-of-two number of 1 MiB chunks\n",
+                block_size
+            );
             return Err(EINVAL);
         }
         let gas = Gas::attach()?;
@@ -438,7 +517,10 @@ impl kernel::Module for NumaModule {
         let epoch = Epoch::new();
         let mut borrows = KVec::with_capacity(info.node_count as usize, GFP_KERNEL)?;
         for _ in 0..info.node_count {
-            borrows.push(KBox::pin_init(Borrow::new(info.node_id, NUMA_INSTANCE, epoch), GFP_KERNEL)?, GFP_KERNEL)?;
+            borrows.push(
+                KBox::pin_init(Borrow::new(info.node_id, NUMA_INSTANCE, epoch), GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
         }
         let numa = Arc::pin_init(
             pin_init!(Numa {
@@ -476,7 +558,12 @@ impl kernel::Module for NumaModule {
             numa::distance(0, nid).unwrap_or(0),
             block_size >> 20
         );
-        Ok(Self { revoke: Some(revoke), numa, proc: Some(proc), timer })
+        Ok(Self {
+            revoke: Some(revoke),
+            numa,
+            proc: Some(proc),
+            timer,
+        })
     }
 }
 

@@ -18,15 +18,18 @@ fn number(word: &[u8]) -> Result<u32> {
     if word.is_empty() {
         return Err(EINVAL);
     }
-    word.iter().try_fold(0u32, |acc, &d| {
-        let digit = char::from(d).to_digit(10)?;
-        acc.checked_mul(10)?.checked_add(digit)
-    })
-    .ok_or(EINVAL)
+    word.iter()
+        .try_fold(0u32, |acc, &d| {
+            let digit = char::from(d).to_digit(10)?;
+            acc.checked_mul(10)?.checked_add(digit)
+        })
+        .ok_or(EINVAL)
 }
 
 fn parse(line: &[u8]) -> Result<Command> {
-    let mut words = line.split(|b| b.is_ascii_whitespace()).filter(|w| !w.is_empty());
+    let mut words = line
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty());
     let (verb, arg, extra, rest) = (words.next(), words.next(), words.next(), words.next());
     let cmd = match (verb, arg, extra, rest) {
         (Some(b"add"), Some(lender), mib, None) => Command::Add {
@@ -34,7 +37,9 @@ fn parse(line: &[u8]) -> Result<Command> {
             mib: mib.map(number).transpose()?,
         },
         (Some(b"remove"), Some(b"all"), None, None) => Command::Remove { lender: None },
-        (Some(b"remove"), Some(lender), None, None) => Command::Remove { lender: Some(number(lender)?) },
+        (Some(b"remove"), Some(lender), None, None) => Command::Remove {
+            lender: Some(number(lender)?),
+        },
         _ => return Err(EINVAL),
     };
     Ok(cmd)
@@ -84,7 +89,13 @@ impl ProcFile for NumaProc {
                 r.phys,
                 r.phys + r.size() - 1,
                 this.nid,
-                if r.clock.is_revoked() { "revoked" } else if r.clock.usable(this.epoch.now()) { "valid" } else { "lapsed" }
+                if r.clock.is_revoked() {
+                    "revoked"
+                } else if r.clock.usable(this.epoch.now()) {
+                    "valid"
+                } else {
+                    "lapsed"
+                }
             );
         }
         Ok(())
@@ -100,7 +111,9 @@ impl ProcFile for NumaProc {
         })?;
         match cmd {
             Command::Add { lender, mib } => this.add(lender, mib)?,
-            Command::Remove { lender: Some(lender) } => this.remove(lender)?,
+            Command::Remove {
+                lender: Some(lender),
+            } => this.remove(lender)?,
             Command::Remove { lender: None } => this.remove_all()?,
         }
         Ok(buf.len())

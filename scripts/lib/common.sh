@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared settings for unimem scripts. Sourced, not executed.
 # Everything expensive lives under $UNIMEM_CACHE (outside the repo), keyed by input hashes.
 set -euo pipefail
@@ -7,8 +8,10 @@ UNIMEM_CACHE=${UNIMEM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/unimem}
 UNIMEM_BUILD=${UNIMEM_BUILD:-$UNIMEM_ROOT/build}
 
 # Pinned toolchain and kernel (DESIGN.md section 4).
+# shellcheck disable=SC2034 # read by fetch-kernel-source.sh
 KERNEL_PKG=linux-source-7.3
 KERNEL_PKG_VERSION=7.3.4-1~bpo13+1
+# shellcheck disable=SC2034 # read by fetch-kernel-source.sh
 KERNEL_SUITE=trixie-backports
 BINDGEN_VERSION=0.72.1
 LLVM_SUFFIX=-19

@@ -333,4 +333,7 @@ impl KramMsg {
 }
 
 #[cfg(test)]
+// An explicit path: the kernel modules include this file through #[path], and rustfmt then
+// resolves an implicit one from the including file.
+#[path = "kram/tests.rs"]
 mod tests;
