@@ -29,6 +29,7 @@ tarball=$("$UNIMEM_ROOT/scripts/fetch-kernel-source.sh")
 
 newest_seed() {
   local marker d
+  # shellcheck disable=SC2045 # cache entries are hex keys; ls -t gives the newest first
   for marker in $(ls -td "$cache"/*/.unimem-built 2>/dev/null); do
     d=$(dirname "$marker")
     [ "$(cat "$d/.unimem-base" 2>/dev/null)" = "$base_id" ] && { echo "$d"; return; }
@@ -38,9 +39,12 @@ newest_seed() {
 seed_from() {
   local prev=$1 p
   log "seeding $kdir from $prev (incremental build)"
-  cp -a "$prev" "$kdir"
-  rm -f "$kdir/.unimem-built"
+  # Without its marker: a copy that still carried it would pass for a finished build (to other
+  # callers, and for good if this one is interrupted) until the copy ends.
+  mkdir -p "$kdir"
+  tar -C "$prev" --exclude=./.unimem-built -cf - . | tar -C "$kdir" -xf - || return 1
   touch "$kdir"
+  # shellcheck disable=SC2045 # our patch names, no spaces; reverted last first
   for p in $(ls -r "$kdir"/.unimem-patches/*.patch 2>/dev/null); do
     patch -d "$kdir" -p1 -R --quiet < "$p" || return 1
   done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for cluster acceptance tests. Sourced by each test, which runs against a cluster
 # started by scripts/test.sh (UNIMEM_RUN points at it).
 set -euo pipefail
