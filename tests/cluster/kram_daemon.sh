@@ -173,9 +173,6 @@ step "malformed words (unimem-mbox kping, opcode 0) are counted and dropped"
 m0=$(counter 1 malformed)
 on 0 "unimem-mbox kping --node 1 --service 2 --no-echo --count 5" | tail -1
 wait_status 1 "malformed $((m0 + 5)),"
-# Node 0's loan lives 20 s unless renewed: on a slow (debug) kernel the steps from here to the
-# next refresh take longer than that.
-refresh
 
 step "a forged node field (node 0 claims to be node 2) is malformed; the loan is untouched"
 m0=$(counter "$A" malformed)
