@@ -40,8 +40,10 @@ newest_seed() {
 seed_from() {
   local prev=$1 p
   log "seeding $kdir from $prev (incremental build)"
-  cp -a "$prev" "$kdir"
-  rm -f "$kdir/.unimem-built"
+  # Without its marker: a copy that still carried it would pass for a finished build (to other
+  # callers, and for good if this one is interrupted) until the copy ends.
+  mkdir -p "$kdir"
+  tar -C "$prev" --exclude=./.unimem-built -cf - . | tar -C "$kdir" -xf - || return 1
   touch "$kdir"
   local patches=("$kdir"/.unimem-patches/*.patch) i
   # Reverted last to first; an unmatched glob leaves its pattern, which does not exist.

@@ -84,7 +84,7 @@ done
 step "status without a daemon is a clear error"
 out=$(on_may_fail 1 "kram-daemon --status 2>&1") && fail "--status succeeded without a daemon"
 echo "$out"
-echo "$out" | grep -q 'not running' || fail "--status: no 'not running' message"
+grep -q 'not running' <<<"$out" || fail "--status: no 'not running' message"
 
 # Everything a daemon can lend: the partition after the mailbox rings (3 MiB).
 ALL=$(( ($(on 1 "cat /sys/class/misc/eusrvmem/partition_size") >> 20) - 3 ))
@@ -92,12 +92,12 @@ ALL=$(( ($(on 1 "cat /sys/class/misc/eusrvmem/partition_size") >> 20) - 3 ))
 
 step "bad --chunks / --lend values are refused with a reason"
 out=$(on_may_fail 1 "kram-daemon --chunks 65537 --log-file - --no-state 2>&1") && fail "--chunks 65537 accepted"
-echo "$out" | grep -q 'at most 65536' || fail "--chunks 65537: $out"
+grep -q 'at most 65536' <<<"$out" || fail "--chunks 65537: $out"
 out=$(on_may_fail 1 "kram-daemon --chunks $((ALL + 1)) --log-file - --no-state 2>&1") && fail "--chunks $((ALL + 1)) accepted"
-echo "$out" | grep -q 'too large' || fail "--chunks $((ALL + 1)): $out"
+grep -q 'too large' <<<"$out" || fail "--chunks $((ALL + 1)): $out"
 for bad in 0% 999G 101% 12Q; do
   out=$(on_may_fail 1 "kram-daemon --lend $bad --log-file - --no-state 2>&1") && fail "--lend $bad accepted"
-  echo "$out" | grep -q 'lend' || fail "--lend $bad: $out"
+  grep -q 'lend' <<<"$out" || fail "--lend $bad: $out"
 done
 echo "refused: --chunks 65537, --chunks $((ALL + 1)), --lend 0% 999G 101% 12Q"
 
@@ -116,7 +116,7 @@ step "a second daemon on node 1 is refused (KBIND: EBUSY)"
 out=$(on_may_fail 1 "kram-daemon --chunks 8 --log-file - --no-state --socket /tmp/kd-second.sock 2>&1") &&
   fail "a second daemon started on node 1"
 echo "$out"
-echo "$out" | grep -q 'already bound' || fail "second daemon: no 'already bound' message"
+grep -q 'already bound' <<<"$out" || fail "second daemon: no 'already bound' message"
 wait_status 1 "^free $CHUNKS, offered 0, lent 0$"
 on 1 "kram-daemon --status --json" | grep -q '"node":1,.*"totals":{"free":64,' || fail "--status --json"
 
@@ -128,7 +128,7 @@ A=$(result "$out" lender); FA=$(result "$out" first)
 B=$((3 - A))
 expect_eq "$FA" 0 "first chunk of the first grant"
 expect_eq "$(result "$out" acked)" yes "ACK of the CONFIRM"
-echo "$out" | grep -q "^ack: from node $A instance 0 first 0 chunks 32 tag 1$" || fail "no ack line"
+grep -q "^ack: from node $A instance 0 first 0 chunks 32 tag 1$" <<<"$out" || fail "no ack line"
 LOANS="$A:0:$FA:32"
 wait_status "$A" "^free 32, offered 0, lent 32$"
 wait_status "$A" "^chunks 0-31 lent to node 0 instance 0 \(lease expires in [0-9.]+s\)$"
@@ -219,7 +219,7 @@ on "$A" "unimem-gas zeroed --node $A --offset $(((3 + FA) << 20)) --len $((32 <<
 on "$A" "grep -E 'lease of chunks 0-31 .* expired' /var/log/kram-daemon.log | tail -1" || fail "no expiry in the log"
 out=$(on 0 "kram-probe renew --node $A --instance 0 --first $FA --chunks 32")
 echo "$out"
-echo "$out" | grep -q '^RESULT renews=1 acks=0 revokes=1$' || fail "a RENEW of the expired loan was not REVOKEd"
+grep -q '^RESULT renews=1 acks=0 revokes=1$' <<<"$out" || fail "a RENEW of the expired loan was not REVOKEd"
 LOANS=
 
 step "kill -9 and restart without the state file: a held range stays lent (lease record), others get other chunks"
@@ -246,9 +246,9 @@ r0=$(counter "$A" revokes); m0=$(counter "$A" malformed)
 before=$(status "$A" | grep -E '^(free|chunks)' | sed 's/ (.*//')
 out=$(on "$B" "kram-probe renew --node $A --instance 2 --first $H --chunks 16")
 echo "$out"
-echo "$out" | grep -q "^revoke: from node $A instance 2 first $H chunks 16$" || fail "no REVOKE for node $B"
+grep -q "^revoke: from node $A instance 2 first $H chunks 16$" <<<"$out" || fail "no REVOKE for node $B"
 out=$(on "$B" "kram-probe renew --node $A --instance 7 --first 50 --chunks 4 --version 2")
-echo "$out" | grep -q '^RESULT renews=1 acks=0 revokes=1$' || fail "RENEW of a range never lent: $out"
+grep -q '^RESULT renews=1 acks=0 revokes=1$' <<<"$out" || fail "RENEW of a range never lent: $out"
 on "$B" "kram-probe send --node $A --kind renew --from 0 --instance 2 --first $H --chunks 16 --tag 5"
 wait_status "$A" "revokes $((r0 + 2)),"
 wait_status "$A" "malformed $((m0 + 1)),"

@@ -73,7 +73,7 @@ i=$(start_named 2 srv "unimem-mbox serve --poll --count 60")
 for mode in --block --poll --epoll; do
   out=$(on 0 "unimem-mbox ping --node 2 --iface $i --count 20 --size 25 $mode")
   echo "$out" | grep -E '^(ok|RESULT)'
-  echo "$out" | grep -q '^ok: 20 echoes intact, all from node 2 ' || fail "ping $mode: no intact echoes"
+  grep -q '^ok: 20 echoes intact, all from node 2 ' <<<"$out" || fail "ping $mode: no intact echoes"
 done
 expect_ok 2 srv
 on 2 "grep -q '^served 60 packets, 0 not echoed' /tmp/mbox-srv.log" || fail "server did not echo 60 packets"
@@ -103,7 +103,7 @@ expect_ok 2 forge
 step "63 interfaces per node for threads (63 is the GSAS service's): the 64th ALLOC is EBUSY; fresh trees, INHERIT (node 1)"
 out=$(on 1 "unimem-mbox alloc-max")
 echo "$out"
-echo "$out" | grep -q '^64th alloc: EBUSY' || fail "64th alloc did not report EBUSY"
+grep -q '^64th alloc: EBUSY' <<<"$out" || fail "64th alloc did not report EBUSY"
 
 step "invalid arguments: EINVAL / ENOENT / EBUSY / EBADF / EACCES (trees, mmap), and EPERM without CAP_SYS_ADMIN (node 1)"
 on 1 "unimem-mbox bad-args"
@@ -114,7 +114,7 @@ hi=$(start_named 0 hold "unimem-mbox hold --until-file /tmp/mbox-drain --seconds
 before=$(on 1 "cat $STATS" | rejected_sum)
 out=$(on 1 "unimem-mbox flood --node 0 --iface $hi --expect 32")
 echo "$out"
-echo "$out" | grep -q '^flood: accepted 32 packets, then EAGAIN' || fail "flood: no EAGAIN after 32 packets"
+grep -q '^flood: accepted 32 packets, then EAGAIN' <<<"$out" || fail "flood: no EAGAIN after 32 packets"
 # Counted while flood's interface was still allocated (its line is in flood's output).
 after=$(echo "$out" | sed -n '/^--- .*stats/,/^--- end of stats/p' | rejected_sum)
 echo "debugfs rejected: $before before, $after during the flood"

@@ -50,7 +50,7 @@ mbox_ping() {
   wait_log "$s" srv '^iface [0-9]+ node '
   iface=$(on "$s" "sed -n 's/^iface \([0-9]*\) node .*/\1/p' /tmp/$BG-srv.log | head -1")
   out=$(on "$c" "unimem-mbox ping --node $s --iface $iface --count 10 --size 25")
-  echo "$out" | grep -q "^ok: 10 echoes intact, all from node $s " ||
+  grep -q "^ok: 10 echoes intact, all from node $s " <<<"$out" ||
     { echo "$out" >&2; fail "mailbox ping node $c -> node $s: no intact echoes"; }
   wait_log "$s" srv '^exit='
   on "$s" "grep -q '^exit=0' /tmp/$BG-srv.log && grep -q '^served 10 packets, 0 not echoed' /tmp/$BG-srv.log" ||

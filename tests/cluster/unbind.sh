@@ -73,7 +73,7 @@ on $B "grep -q '^exit=135' /tmp/$BG-watch.log" ||
   { on_may_fail $B "cat /tmp/$BG-watch.log" >&2; fail "the process with the window mapped did not get SIGBUS"; }
 out=$(on_may_fail $B "unimem-mbox info 2>&1" || true)
 echo "unimem-mbox info: $out"
-echo "$out" | grep -qi 'no such device' || fail "unimem-mbox info did not fail with ENODEV"
+grep -qi 'no such device' <<<"$out" || fail "unimem-mbox info did not fail with ENODEV"
 ! on_may_fail $B "dd if=/dev/kram0 of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null" || fail "a read of /dev/kram0 succeeded without the fabric"
 on $B "echo add $L > /proc/unimem_numa" 2>/dev/null && fail "NUMA accepted an add without the fabric"
 on $B "! grep -q '^range lender $L ' /proc/unimem_numa"
@@ -96,7 +96,7 @@ bg $L srv "unimem-mbox serve --count 5"
 wait_log $L srv '^iface [0-9]+ node '
 iface=$(on $L "sed -n 's/^iface \([0-9]*\) node .*/\1/p' /tmp/$BG-srv.log | head -1")
 out=$(on $B "unimem-mbox ping --node $L --iface $iface --count 5 --size 25")
-echo "$out" | grep -q "^ok: 5 echoes intact" || { echo "$out" >&2; fail "no mailbox after rebinding"; }
+grep -q "^ok: 5 echoes intact" <<<"$out" || { echo "$out" >&2; fail "no mailbox after rebinding"; }
 on $B "insmod $MODS/unimem_kram.ko ninstances=1 size=16"
 on $B "for i in \$(seq 100); do [ -b /dev/kram0 ] && exit 0; sleep 0.2; done; exit 1" || fail "no /dev/kram0 after rebinding"
 on $B "dd if=/dev/urandom of=/tmp/x bs=1M count=4 2>/dev/null && dd if=/tmp/x of=/dev/kram0 bs=1M oflag=direct 2>/dev/null &&
