@@ -74,6 +74,7 @@ for n in $(seq 0 $((NODES - 1))); do
   on "$n" "$STOP_DAEMON"
   marks[$n]=$(dmesg_mark "$n")
   kram_daemon "$n" --chunks 64 --offer-timeout 6
+  daemon_serving "$n"
   on "$n" "insmod $MODS/unimem_gsas.ko $GSAS_ARGS && test -r $SYS/pool_pages"
 done
 

@@ -62,6 +62,7 @@ for n in $(seq 0 $((NODES - 1))); do
   on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
   marks[$n]=$(dmesg_mark "$n")
   kram_daemon "$n" --chunks 64 --offer-timeout 6
+  daemon_serving "$n"
   on "$n" "insmod $MODS/unimem_gsas.ko $GSAS_ARGS && test -c /dev/unimem_gsas"
   gsasd "$n"
 done

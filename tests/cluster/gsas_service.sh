@@ -74,6 +74,7 @@ on 1 "! lsmod | grep -q '^unimem_gsas' && ! test -e $SYS"
 
 step "node $HOME_NODE: the pool comes from its own kram-daemon (instance 14, shown GSAS)"
 kram_daemon "$HOME_NODE" --chunks 64 --offer-timeout 6
+daemon_serving "$HOME_NODE"
 on "$HOME_NODE" "insmod $KO $GSAS_ARGS"
 expect_eq "$(counter pool_pages)" 4096 "pool pages (16 MiB)"
 on "$HOME_NODE" "kram-daemon --status | grep -E 'lent to node $HOME_NODE instance 14 \\(GSAS\\)'"
@@ -264,6 +265,7 @@ done
 step "after rebinding, the service works again"
 on "$HOME_NODE" "kram-daemon --status >/dev/null 2>&1 || true; killall kram-daemon 2>/dev/null; true"
 kram_daemon "$HOME_NODE" --chunks 64 --offer-timeout 6 --no-state
+daemon_serving "$HOME_NODE"
 on "$HOME_NODE" "insmod $KO $GSAS_ARGS"
 out=$(raw 0 --tree $TREE alloc:0:1 write:A:77 read:A free:A)
 expect_resp "$out" 2 OK 77

@@ -79,6 +79,13 @@ kram_daemon() {
   on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; cat /tmp/$BG-daemon.log; exit 1" ||
     fail "kram-daemon did not start on node $n"
 }
+# daemon_serving NODE: waits until NODE's kram-daemon is past its grace period (a daemon that
+# found no usable lease record in its partition, e.g. after the chaos test scribbled over it,
+# defers REQUESTs for a lease time), so that a borrower loading now gets its offer in time.
+daemon_serving() {
+  on "$1" "for i in \$(seq $((150 * ${UNIMEM_TIMEOUT_SCALE:-1}))); do kram-daemon --status | grep -q '^grace:' || exit 0; sleep 0.2; done; kram-daemon --status; exit 1" ||
+    fail "kram-daemon on node $1 is still in its grace period"
+}
 # swap_work NODE WORK_MIB EXCESS_MIB: prints "WORK_MIB EXCESS_MIB" for a verifying workload that
 # must push NODE into swap, EXCESS_MIB being how much of it RAM cannot hold. The tests pass 1.5x
 # the node's RAM (the seed's demonstration, sized for a 96 MiB node), printed back unchanged.
