@@ -52,7 +52,7 @@ cleanup() {
     "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
   done
   for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 60 -- "$STOP_DAEMON" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
 trap cleanup EXIT

@@ -44,7 +44,7 @@ STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev
 cleanup() {
   bg_cleanup
   for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 60 -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
 trap cleanup EXIT

@@ -28,7 +28,7 @@ cleanup() {
   bg_cleanup
   for n in $(seq 0 $((NODES - 1))); do
     rebind "$n" >/dev/null 2>&1 || true
-    "$CLUSTER" exec "$n" --timeout 60 -- "$STOP_DAEMON" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
 trap cleanup EXIT

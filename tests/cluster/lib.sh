@@ -48,7 +48,7 @@ bg_cleanup() {
 # swap off and unimem_kram out on every node, no kram-daemon running.
 kram_cleanup() {
   for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 60 -- "swapoff -a 2>/dev/null; rmmod unimem_kram 2>/dev/null; $STOP_DAEMON" >/dev/null 2>&1 || true
+    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "swapoff -a 2>/dev/null; rmmod unimem_kram 2>/dev/null; $STOP_DAEMON" >/dev/null 2>&1 || true
   done
 }
 # unimem_gsas's insmod arguments: its wait for the daemon's offer scales with the time limits
@@ -59,8 +59,10 @@ GSAS_ARGS="offer_timeout_ms=$(( 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} < 60000 ? 5000
 # stopped once it has taken the pool back, and gone before this returns: otherwise the next
 # test's daemon restores a lease from the record, or a dying daemon still answers --status.
 # shellcheck disable=SC2034 # used by the tests that source this file
+STOP_TIMEOUT=$((60 + 60 * ${UNIMEM_TIMEOUT_SCALE:-1}))
+# shellcheck disable=SC2034 # used by the tests that source this file
 STOP_DAEMON="rmmod unimem_gsas 2>/dev/null
-  for i in \$(seq 50); do kram-daemon --status 2>/dev/null | grep -q ', lent 0\$' && break; sleep 0.2; done
+  for i in \$(seq $((150 * ${UNIMEM_TIMEOUT_SCALE:-1}))); do kram-daemon --status 2>/dev/null | grep -q ', lent 0\$' && break; sleep 0.2; done
   killall kram-daemon 2>/dev/null
   for i in \$(seq 150); do pidof kram-daemon >/dev/null || break; sleep 0.2; done; true"
 # dmesg_mark NODE: the kernel log's current length; dmesg_clean NODE MARK: fails on errors logged since.
