@@ -11,7 +11,7 @@
 # workloads and time limits scaled (tests/cluster/lib.sh), no host tests (nothing kernel in them).
 # After the suite every running node unloads our modules and runs a kmemleak scan; any report in
 # any node's console or scan fails the run (scripts/lib/debug-kernel.sh). Not part of CI: it takes
-# a kernel build (about 25 minutes on 2 cores, cached after) and a slower suite.
+# a kernel build (12 minutes on 2 cores here, cached after) and a suite of about two hours.
 source "$(dirname "$0")/lib/common.sh"
 nodes=4
 export UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
