@@ -7,6 +7,7 @@
 //! `wire.rs` (whose `mailbox` the crate root re-exports).
 
 use crate::{
+    gas::MAX_NODES,
     kmsg_api,
     mailbox::service,
     wire::kram::{to_driver, KramMsg, BORROWER_LEASE_MS, LEASE_MS, SEQ_MOD},
@@ -27,17 +28,29 @@ pub(crate) use log_limit::LogLimit;
 pub(crate) fn try_send(node: u32, msg: KramMsg) -> Result {
     // SAFETY: plain call into unimem_mailbox's exported seam.
     let ret = unsafe { kmsg_api::unimem_mbox_send(node, service::KRAM_DAEMON, msg.encode()) };
+    // A lender that is down makes every renewal fail, once a second: one line when sending to
+    // it starts failing and one when it works again, not a line per message.
+    let failing = FAILING.get(node as usize);
     if ret != 0 {
-        pr_warn!(
-            "message {:#x} to node {} not sent: {}\n",
-            msg.opcode,
-            node,
-            ret
-        );
+        if failing.is_some_and(|f| !f.swap(true, Ordering::Relaxed)) {
+            pr_warn!(
+                "message {:#x} to node {} not sent: {}; not logging further failures to it until one goes through\n",
+                msg.opcode,
+                node,
+                ret
+            );
+        }
         return Err(Error::from_errno(ret));
+    }
+    if failing.is_some_and(|f| f.swap(false, Ordering::Relaxed)) {
+        pr_info!("messages to node {} go through again\n", node);
     }
     Ok(())
 }
+
+/// Nodes that sending to fails (for [`try_send`]'s log lines).
+static FAILING: [AtomicBool; MAX_NODES as usize] =
+    [const { AtomicBool::new(false) }; MAX_NODES as usize];
 
 /// [`try_send`] where the caller has nothing better to do than the log line: the protocol
 /// recovers (the daemon's offer expires, the driver asks again).

@@ -120,9 +120,14 @@ enum Cmd {
         /// Layout [default: v1 when the range fits it].
         #[arg(long, value_parser = clap::value_parser!(u8).range(1..=2))]
         version: Option<u8>,
-        /// Exit 1 unless every RENEW was acknowledged.
+        /// Exit 1 unless every RENEW was acknowledged (waiting up to --ack-wait seconds after
+        /// the last one for the ACKs still missing).
         #[arg(long)]
         expect_ack: bool,
+        /// With --expect-ack: how long to wait for missing ACKs (a slow node, e.g. a debug
+        /// kernel, can take longer than the renewal period to answer).
+        #[arg(long, default_value_t = 5.0)]
+        ack_wait: f64,
     },
     /// Send one driver message (any opcode, any fields) or a raw word to a lender's daemon.
     Send {
@@ -322,6 +327,7 @@ fn run(cli: Cli) -> Result<()> {
             from,
             version,
             expect_ack,
+            ack_wait,
         } => {
             let mb = bind()?;
             let v = layout(version, first, chunks);
@@ -330,6 +336,9 @@ fn run(cli: Cli) -> Result<()> {
                 node,
                 message(to_daemon::RENEW, v, from, instance, first, chunks, 0),
             );
+            if expect_ack {
+                r.ack_wait = secs(ack_wait)?;
+            }
             let end = Instant::now() + secs(seconds)?;
             r.run(&mb, end)?;
             say(format!(
@@ -435,6 +444,8 @@ struct Renewer {
     renews: u64,
     acks: u64,
     revokes: u64,
+    /// How much longer than a period to listen after the last RENEW while ACKs are missing.
+    ack_wait: Duration,
 }
 
 impl Renewer {
@@ -446,6 +457,7 @@ impl Renewer {
             renews: 0,
             acks: 0,
             revokes: 0,
+            ack_wait: Duration::ZERO,
         }
     }
 
@@ -458,7 +470,7 @@ impl Renewer {
     fn run_until(&mut self, mb: &Mailbox, end: Instant, stop_on_revoke: bool) -> Result<()> {
         let period = Duration::from_millis(RENEW_PERIOD_MS);
         let mut next = Instant::now();
-        let listen_until = |now: Instant| now.max(end) + period;
+        let listen_until = |now: Instant| now.max(end) + period + self.ack_wait;
         let mut last_send = None;
         loop {
             let now = Instant::now();
@@ -476,7 +488,8 @@ impl Renewer {
                 next = now + period;
             }
             let stop = last_send.map_or(now, listen_until);
-            if now >= end && now >= stop {
+            let all_acked = !self.ack_wait.is_zero() && self.renews > 0 && self.acks >= self.renews;
+            if now >= end && (now >= stop || all_acked) {
                 return Ok(());
             }
             let wake = if now < end { next.min(stop) } else { stop };
