@@ -5,6 +5,8 @@
 # with transfermode=0, and clear errors for bad parameters.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
+# A failed run leaves no swap, module or daemon to the next test.
+trap kram_cleanup EXIT
 MODS=/opt/unimem/modules
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
