@@ -47,13 +47,15 @@ done
 # allocated).
 ALLOCS=()
 cleanup() {
-  bg_cleanup
+  # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
+  # them: killed first, they would keep the lease in their record for the next test's daemon.
   for a in "${ALLOCS[@]}"; do
     "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
   done
   for n in $(seq 0 $((NODES - 1))); do
     "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_DAEMON" >/dev/null 2>&1 || true
   done
+  bg_cleanup
 }
 trap cleanup EXIT
 

@@ -42,10 +42,12 @@ gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/gsas-fork" "$ROOT/userspace/gsas/ex
 # be unloaded before).
 STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
 cleanup() {
-  bg_cleanup
+  # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
+  # them: killed first, they would keep the lease in their record for the next test's daemon.
   for n in $(seq 0 $((NODES - 1))); do
     "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
   done
+  bg_cleanup
 }
 trap cleanup EXIT
 

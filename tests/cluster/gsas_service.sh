@@ -25,11 +25,13 @@ done
 
 BG=gsas
 cleanup() {
-  bg_cleanup
+  # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
+  # them: killed first, they would keep the lease in their record for the next test's daemon.
   for n in $(seq 0 $((NODES - 1))); do
     rebind "$n" >/dev/null 2>&1 || true
     "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_DAEMON" >/dev/null 2>&1 || true
   done
+  bg_cleanup
 }
 trap cleanup EXIT
 

@@ -62,7 +62,7 @@ GSAS_ARGS="offer_timeout_ms=$(( 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} < 60000 ? 5000
 STOP_TIMEOUT=$((60 + 60 * ${UNIMEM_TIMEOUT_SCALE:-1}))
 # shellcheck disable=SC2034 # used by the tests that source this file
 STOP_DAEMON="for i in \$(seq 50); do lsmod | grep -q '^unimem_gsas ' || break; rmmod unimem_gsas 2>/dev/null && break; sleep 0.2; done
-  for i in \$(seq $((150 * ${UNIMEM_TIMEOUT_SCALE:-1}))); do kram-daemon --status 2>/dev/null | grep -q ', lent 0\$' && break; sleep 0.2; done
+  for i in \$(seq $((150 * ${UNIMEM_TIMEOUT_SCALE:-1}))); do s=\$(kram-daemon --status 2>/dev/null) || break; echo \"\$s\" | grep -q ', lent 0\$' && break; sleep 0.2; done
   killall kram-daemon 2>/dev/null
   for i in \$(seq 150); do pidof kram-daemon >/dev/null || break; sleep 0.2; done; true"
 # dmesg_mark NODE: the kernel log's current length; dmesg_clean NODE MARK: fails on errors logged since.
