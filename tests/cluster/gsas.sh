@@ -75,9 +75,8 @@ for n in $(seq 0 $((NODES - 1))); do
   load_base "$n"
   on "$n" "$STOP_DAEMON"
   marks[$n]=$(dmesg_mark "$n")
-  kram_daemon "$n" --chunks 64 --offer-timeout 6
-  daemon_serving "$n"
-  on "$n" "insmod $MODS/unimem_gsas.ko $GSAS_ARGS && test -r $SYS/pool_pages"
+  gsas_up "$n" "$MODS/unimem_gsas.ko"
+  on "$n" "test -r $SYS/pool_pages"
 done
 
 step "every node's service answers every node (NOP)"

@@ -63,9 +63,8 @@ for n in $(seq 0 $((NODES - 1))); do
   load_base "$n"
   on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
   marks[$n]=$(dmesg_mark "$n")
-  kram_daemon "$n" --chunks 64 --offer-timeout 6
-  daemon_serving "$n"
-  on "$n" "insmod $MODS/unimem_gsas.ko $GSAS_ARGS && test -c /dev/unimem_gsas"
+  gsas_up "$n" "$MODS/unimem_gsas.ko"
+  on "$n" "test -c /dev/unimem_gsas"
   gsasd "$n"
 done
 

@@ -10,7 +10,6 @@
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 KO=$MODS/unimem_gsas.ko
-RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
 SYS=/sys/kernel/unimem_gsas
 HOME_NODE=2
 # A protection tree no node makes (node field 15): SET_TREE'd into the test's processes.
@@ -18,10 +17,7 @@ TREE=0x0f0001
 FAA=${GSAS_FAA_COUNT:-100}
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
-for b in kram-daemon unimem-mbox unimem-gas; do
-  [ -x "$ROOT/target/release/$b" ] || fail "target/release/$b missing: run 'make userspace'"
-  cp "$ROOT/target/release/$b" "$RUN/share/bin/$b"
-done
+share_bins kram-daemon unimem-mbox unimem-gas
 
 BG=gsas
 cleanup() {
@@ -75,9 +71,7 @@ on 1 "dmesg | tail -5 | grep 'no page pool'" || fail "no 'no page pool' message"
 on 1 "! lsmod | grep -q '^unimem_gsas' && ! test -e $SYS"
 
 step "node $HOME_NODE: the pool comes from its own kram-daemon (instance 14, shown GSAS)"
-kram_daemon "$HOME_NODE" --chunks 64 --offer-timeout 6
-daemon_serving "$HOME_NODE"
-on "$HOME_NODE" "insmod $KO $GSAS_ARGS"
+gsas_up "$HOME_NODE" "$KO"
 expect_eq "$(counter pool_pages)" 4096 "pool pages (16 MiB)"
 on "$HOME_NODE" "kram-daemon --status | grep -E 'lent to node $HOME_NODE instance 14 \\(GSAS\\)'"
 on "$HOME_NODE" "kram-daemon --status | grep -q '^free 48, offered 0, lent 16'"

@@ -13,7 +13,6 @@
 source "$(dirname "$0")/lib.sh"
 EUSRVMEM=/opt/unimem/modules/unimem_eusrvmem.ko
 MAILBOX=/opt/unimem/modules/unimem_mailbox.ko
-RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
 CHUNKS=64
 OFFER_TIMEOUT=6
 LEASE=20
@@ -21,12 +20,7 @@ LEASE=20
 RECORD_OFFSET=$(((3 << 20) - (64 << 10)))
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
-# Our binaries into the share, in case the cluster was staged before they were built (the
-# guests see the directory over 9p at once).
-for b in kram-daemon kram-probe unimem-gas; do
-  [ -x "$ROOT/target/release/$b" ] || fail "target/release/$b missing: run 'make userspace'"
-  cp "$ROOT/target/release/$b" "$RUN/share/bin/$b"
-done
+share_bins kram-daemon kram-probe unimem-gas
 
 # Background processes (lib.sh's bg, wait_log): /tmp/kd-NAME.{log,pid} on the node.
 BG=kd

@@ -81,6 +81,22 @@ kram_daemon() {
   on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; cat /tmp/$BG-daemon.log; exit 1" ||
     fail "kram-daemon did not start on node $n"
 }
+# share_bins BIN...: our binaries into the guests' share, in case the cluster was staged before
+# they were built (the guests see the directory over 9p at once).
+share_bins() {
+  local b
+  for b in "$@"; do
+    [ -x "$ROOT/target/release/$b" ] || fail "target/release/$b missing: run 'make userspace'"
+    cp "$ROOT/target/release/$b" "${UNIMEM_RUN:-$ROOT/build/cluster}/share/bin/$b"
+  done
+}
+# gsas_up NODE [KO]: NODE's kram-daemon (64 chunks), past its grace period, and the GSAS service
+# loaded with its pool borrowed from it.
+gsas_up() {
+  kram_daemon "$1" --chunks 64 --offer-timeout 6
+  daemon_serving "$1"
+  on "$1" "insmod ${2:-/opt/unimem/modules/unimem_gsas.ko} $GSAS_ARGS"
+}
 # daemon_serving NODE: waits until NODE's kram-daemon is past its grace period (a daemon that
 # found no usable lease record in its partition, e.g. after the chaos test scribbled over it,
 # defers REQUESTs for a lease time), so that a borrower loading now gets its offer in time.
