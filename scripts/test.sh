@@ -20,8 +20,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -n) nodes=$2; shift 2;;
     --debug-kernel) debug=true; shift;;
+    -h|--help) sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
+    -*) echo "scripts/test.sh: unknown option $1 (--help lists them)" >&2; exit 2;;
     *) break;;
   esac
+done
+for t in "$@"; do
+  [ "$t" != lib ] && [ -f "$(dirname "$0")/../tests/cluster/$t.sh" ] ||
+    { echo "scripts/test.sh: no cluster test '$t' (tests/cluster/*.sh, without .sh)" >&2; exit 2; }
 done
 passed=0 failed=0 failures=()
 # Node 0 is small so the KRAM test's workload can exceed its RAM by half (tests/cluster/kram.sh).

@@ -54,6 +54,7 @@ cycle() {
   wait_disks
   expect_eq "$(on 0 cat /sys/block/kram0/size)" 65536 "sectors of /dev/kram0 (32 MiB)"
   expect_eq "$(on 0 cat /sys/block/kram1/size)" 131072 "sectors of /dev/kram1 (64 MiB)"
+  [ "$(total_lent)" = 96 ] || { on 1 "kram-daemon --status"; on 2 "kram-daemon --status"; } >&2
   expect_eq "$(total_lent)" 96 "chunks lent by nodes 1 and 2"
   on 0 "cat /sys/kernel/debug/unimem_kram/stats"
   on 0 "grep -q '^kram0 32 MiB: 32 MiB lent, ready' /sys/kernel/debug/unimem_kram/stats && grep -q '^  node [12] chunks [0-9]*+32 at 0 MiB: valid' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's valid lease"
