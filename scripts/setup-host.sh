@@ -26,17 +26,21 @@ TOOLS=(
   "stress-ng stress-ng" "flock util-linux" "pgrep procps" "shellcheck shellcheck"
   "systemd-analyze systemd" "logrotate logrotate"
 )
-# depmod and logrotate live in sbin, which a user's PATH may lack.
-have() { PATH=$PATH:/usr/sbin:/sbin command -v "$1" >/dev/null; }
+# Prints "command package" for each command not found (depmod and logrotate live in sbin,
+# which a user's PATH may lack).
+absent_tools() {
+  local t cmd pkg
+  for t in "${TOOLS[@]}"; do
+    read -r cmd pkg <<<"$t"
+    PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null || echo "$cmd $pkg"
+  done
+}
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
 done
-for t in "${TOOLS[@]}"; do
-  read -r cmd pkg <<<"$t"
-  have "$cmd" || missing+=("$pkg")
-done
+while read -r _ pkg; do missing+=("$pkg"); done < <(absent_tools)
 # rustc-web 1.96 comes from bookworm-security; an older one from bookworm main is not enough.
 if ! "$HOST_RUSTC" --version 2>/dev/null | grep -q '^rustc 1\.9[6-9]'; then
   missing+=(rustc-web rust-web-src)
@@ -57,13 +61,9 @@ fi
 "$HOST_RUSTC" --version | grep -q '^rustc 1\.9[6-9]' || die "need rustc-web >= 1.96 at $HOST_RUSTC"
 
 # A cargo or rustfmt of another toolchain earlier on the PATH is used as it is.
-absent=()
-for t in "${TOOLS[@]}"; do
-  read -r cmd pkg <<<"$t"
-  have "$cmd" || absent+=("$cmd (Debian package $pkg)")
-done
-[ -x /usr/bin/clippy-driver ] || absent+=("/usr/bin/clippy-driver (Debian package rust-web-clippy)")
-((${#absent[@]} == 0)) || die "still missing after the install: ${absent[*]}"
+absent=$( { absent_tools; [ -x /usr/bin/clippy-driver ] || echo /usr/bin/clippy-driver rust-web-clippy; } |
+          awk '{printf "%s%s (Debian package %s)", (NR > 1 ? ", " : ""), $1, $2}')
+[ -z "$absent" ] || die "still missing after the install: $absent"
 
 if [ ! -x "$BINDGEN" ] || ! "$BINDGEN" --version | grep -q "$BINDGEN_VERSION"; then
   log "cargo: installing bindgen-cli $BINDGEN_VERSION into the cache (about 2 minutes)"
