@@ -13,7 +13,7 @@ MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if debug_kernel; then m
 MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; debug_modules_src'),$(CURDIR)/kernel)
 KMAKE = $(MAKE) -C $(KDIR) M=$(MODULES_SRC) $(if $(MO_DIR),MO=$(MO_DIR)) $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
-.PHONY: all modules modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install
+.PHONY: all modules modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install uninstall
 
 all: modules userspace
 
@@ -40,6 +40,10 @@ gsas-pc:
 INSTALL_VARS := DESTDIR PREFIX BINDIR SBINDIR LIBDIR INCLUDEDIR DATADIR MANDIR DOCDIR SYSCONFDIR UNITDIR KRELEASE
 install:
 	@$(foreach v,$(INSTALL_VARS),$(if $($(v)),$(v)='$($(v))')) scripts/install.sh
+
+# What `make install` installed with the same settings, from its list (edited /etc files stay).
+uninstall:
+	@$(foreach v,$(INSTALL_VARS),$(if $($(v)),$(v)='$($(v))')) scripts/install.sh --uninstall
 
 check:
 	cargo fmt --all --check

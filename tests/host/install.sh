@@ -2,9 +2,9 @@
 # `make install` as a package build or an operator runs it, on what `make` built (no cluster):
 # the staged tree holds every piece, the units pass `systemd-analyze verify` and are hardened,
 # the modules' dependencies resolve against the kernel's symbols, libgsas links through its
-# pkg-config file, the logrotate file parses; without root and without DESTDIR, and with a
-# piece not built, it refuses and writes nothing. One PASS/FAIL line per check (scripts/test.sh
-# counts them); exits 1 if any failed.
+# pkg-config file, the logrotate file parses, `make uninstall` removes it all; without root and
+# without DESTDIR, and with a piece not built, it refuses and writes nothing. One PASS/FAIL line
+# per check (scripts/test.sh counts them); exits 1 if any failed.
 source "$(dirname "$0")/../../scripts/lib/common.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 failed=0
@@ -94,6 +94,9 @@ check "PREFIX=/usr: units and gsas.pc name /usr" sh -c '
   make -s -C "$1" install DESTDIR="$2" PREFIX=/usr >/dev/null 2>&1 &&
   grep -qx "ExecStart=/usr/sbin/kram-daemon \$KRAM_DAEMON_ARGS" "$2/usr/lib/systemd/system/kram-daemon.service" &&
   grep -qx "prefix=/usr" "$2/usr/lib/pkgconfig/gsas.pc"' sh "$UNIMEM_ROOT" "$tmp/usr"
+
+check "make uninstall removes every file it installed" sh -c '
+  make -s -C "$1" uninstall DESTDIR="$2" PREFIX=/usr >/dev/null 2>&1 && test -z "$(find "$2" -type f)"' sh "$UNIMEM_ROOT" "$tmp/usr"
 
 echo "# edited by the operator" >>"$d/etc/default/kram-daemon"
 check "an edited /etc/default file is kept, the shipped one put beside it" sh -c '
