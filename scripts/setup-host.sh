@@ -24,7 +24,7 @@ TOOLS=(
   "patch patch" "depmod kmod" "modinfo kmod" "python3 python3" "git git" "pkg-config pkg-config"
   "qemu-system-x86_64 qemu-system-x86" "mkfs.ext4 e2fsprogs" "numactl numactl" "fio fio"
   "stress-ng stress-ng" "flock util-linux" "pgrep procps" "shellcheck shellcheck"
-  "systemd-analyze systemd" "logrotate logrotate"
+  "systemd-analyze systemd" "logrotate logrotate" "man man-db" "unshare util-linux" "setpriv util-linux"
 )
 # Prints "command package" for each command not found (depmod and logrotate live in sbin,
 # which a user's PATH may lack).
