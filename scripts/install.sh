@@ -4,7 +4,8 @@
 #   DESTDIR     staging root (empty: this host, as root); depmod then is left to the target
 #   PREFIX      /usr/local; BINDIR, SBINDIR, LIBDIR, INCLUDEDIR, MANDIR, DATADIR, DOCDIR under it
 #   SYSCONFDIR  /etc: default/{kram-daemon,gsasd} (flags of the units), logrotate.d/kram-daemon;
-#               files already there are kept (a new one is put beside them as NAME.dist)
+#               a file already there and edited is kept (the shipped one goes beside it as
+#               NAME.dist)
 #   UNITDIR     PREFIX/lib/systemd/system: kram-daemon.service, gsasd.service
 #   KRELEASE    kernel release the modules are for (default: their vermagic); they go to
 #               /lib/modules/KRELEASE/extra, then depmod
@@ -25,7 +26,7 @@ case ${1:-} in
 esac
 umask 022
 
-DESTDIR=${DESTDIR:-}
+DESTDIR=${DESTDIR:+$(realpath -m "$DESTDIR")}
 PREFIX=${PREFIX:-/usr/local}
 BINDIR=${BINDIR:-$PREFIX/bin} SBINDIR=${SBINDIR:-$PREFIX/sbin} LIBDIR=${LIBDIR:-$PREFIX/lib}
 INCLUDEDIR=${INCLUDEDIR:-$PREFIX/include} DATADIR=${DATADIR:-$PREFIX/share}
@@ -44,6 +45,9 @@ if [ -z "$DESTDIR" ] && [ "$(id -u)" != 0 ]; then
 fi
 
 if "$uninstall"; then
+  if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && systemctl is-active --quiet kram-daemon.service gsasd.service; then
+    die "kram-daemon or gsasd is running: systemctl disable --now kram-daemon.service gsasd.service first"
+  fi
   [ -f "$DESTDIR$manifest" ] || die "nothing to uninstall: no $DESTDIR$manifest (installed with another PREFIX or DATADIR?)"
   krel=$(sed -n 's|^/lib/modules/\([^/]*\)/extra/.*|\1|p' "$DESTDIR$manifest" | head -1)
   n=0
@@ -73,10 +77,10 @@ if [ -z "${KRELEASE:-}" ]; then
   KRELEASE=$(modinfo -F vermagic "$UNIMEM_ROOT/kernel/${MODULES[0]}.ko" | awk '{print $1}')
   [ -n "$KRELEASE" ] || die "no kernel release in the vermagic of kernel/${MODULES[0]}.ko: set KRELEASE"
 fi
-# Man pages and completions, from the binaries themselves (userspace/clidoc).
 # Staged first, then copied: the list of what was installed is the staged tree.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 gen=$tmp/gen root=$tmp/root
+# Man pages and completions, from the binaries themselves (userspace/clidoc).
 for b in "${DAEMONS[@]}" "${TOOLS[@]}"; do
   UNIMEM_CLIDOC=$gen "$built/$b" || die "$b did not write its man page and completions"
 done
