@@ -7,6 +7,7 @@
 #               a file already there and edited is kept (the shipped one goes beside it as
 #               NAME.dist)
 #   UNITDIR     PREFIX/lib/systemd/system: kram-daemon.service, gsasd.service
+#   TMPFILESDIR PREFIX/lib/tmpfiles.d: gsasd.conf (old remoteFork child logs are removed)
 #   KRELEASE    kernel release the modules are for (default: their vermagic); they go to
 #               /lib/modules/KRELEASE/extra, then depmod
 # The files installed are listed in DATADIR/unimem/installed-files, which
@@ -32,6 +33,7 @@ BINDIR=${BINDIR:-$PREFIX/bin} SBINDIR=${SBINDIR:-$PREFIX/sbin} LIBDIR=${LIBDIR:-
 INCLUDEDIR=${INCLUDEDIR:-$PREFIX/include} DATADIR=${DATADIR:-$PREFIX/share}
 MANDIR=${MANDIR:-$DATADIR/man} DOCDIR=${DOCDIR:-$DATADIR/doc/unimem}
 SYSCONFDIR=${SYSCONFDIR:-/etc} UNITDIR=${UNITDIR:-$PREFIX/lib/systemd/system}
+TMPFILESDIR=${TMPFILESDIR:-$PREFIX/lib/tmpfiles.d}
 [ "${PREFIX:0:1}" = / ] || die "PREFIX must be an absolute path, not '$PREFIX'"
 
 DAEMONS=(kram-daemon gsasd)
@@ -107,6 +109,7 @@ for u in "$UNIMEM_ROOT"/dist/systemd/*.service.in; do
     >"$root$UNITDIR/$(basename "$u" .in)"
   chmod 0644 "$root$UNITDIR/$(basename "$u" .in)"
 done
+install -D -m 0644 -t "$root$TMPFILESDIR" "$UNIMEM_ROOT"/dist/tmpfiles/*.conf
 conffile() { # SOURCE PATH: an operator's edited copy at PATH is kept
   if [ -e "$DESTDIR$2" ] && ! cmp -s "$1" "$DESTDIR$2"; then
     install -D -m 0644 "$1" "$root$2.dist"; log "kept $DESTDIR$2 (the shipped one is $2.dist)"

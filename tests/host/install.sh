@@ -28,7 +28,7 @@ krel=$(ls "$d/lib/modules" 2>/dev/null | head -1)
 local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unimem-gsas bin/kram-probe
   bin/unimem-memtest bin/unimem-sl bin/unimem-numatest bin/unimem-numabench
   lib/libgsas.so lib/libgsas.a lib/pkgconfig/gsas.pc include/gsas.h
-  lib/systemd/system/kram-daemon.service lib/systemd/system/gsasd.service
+  lib/systemd/system/kram-daemon.service lib/systemd/system/gsasd.service lib/tmpfiles.d/gsasd.conf
   share/man/man8/kram-daemon.8 share/man/man8/gsasd.8 share/man/man1/unimem-gsas.1
   share/man/man1/unimem-gsas-fork.1 share/bash-completion/completions/kram-daemon
   share/zsh/vendor-completions/_unimem-gas share/fish/vendor_completions.d/unimem-sl.fish
@@ -83,6 +83,8 @@ unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
 # --debug only reads the file (and always talks); a bad file gets "error:" lines.
 check "logrotate file parses" sh -c \
   '! logrotate --debug --state "$1" "$2" 2>&1 | grep -i "error"' sh "$tmp/logrotate.state" "$d/etc/logrotate.d/kram-daemon"
+quiet "tmpfiles.d/gsasd.conf creates /var/log/gsasd" sh -c \
+  'systemd-tmpfiles --root="$1" --create "$2" && test -d "$1/var/log/gsasd"' sh "$tmp/tmpfiles-root" "$d/usr/local/lib/tmpfiles.d/gsasd.conf"
 for p in "$d"/usr/local/share/man/man8/*.8 "$d"/usr/local/share/man/man1/unimem-gsas.1; do
   quiet "man page ${p##*/} renders without warnings" sh -c 'MANWIDTH=80 man --warnings -l "$1" >/dev/null' sh "$p"
 done
