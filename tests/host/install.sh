@@ -116,8 +116,12 @@ mkdir -p "$tmp/half"
 refuses "a piece not built: refused, nothing written" "run make first" "$tmp/half" \
   env CARGO_TARGET_DIR="$tmp/no-target" DESTDIR="$tmp/half" "$UNIMEM_ROOT/scripts/install.sh"
 if [ "$(id -u)" = 0 ]; then
+  # As nobody, from a copy it can read (the checkout may be in root's home).
+  pub=$(mktemp -d); chmod 755 "$pub"; mkdir -p "$pub/scripts/lib"
+  cp "$UNIMEM_ROOT/scripts/install.sh" "$pub/scripts/"; cp "$UNIMEM_ROOT/scripts/lib/common.sh" "$pub/scripts/lib/"
   refuses "not root, no DESTDIR: refused" "run it as root" "$tmp/half" \
-    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$tmp" "$UNIMEM_ROOT/scripts/install.sh"
+    setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/ "$pub/scripts/install.sh"
+  rm -rf "$pub"
 else
   refuses "not root, no DESTDIR: refused" "run it as root" "$tmp/half" "$UNIMEM_ROOT/scripts/install.sh"
 fi
