@@ -4,7 +4,8 @@
 #                                PKG_CONFIG_PATH=<target>/release/pkgconfig pkg-config --cflags --libs gsas
 #                                finds include/gsas.h and <target>/release/libgsas.{so,a}
 #   gsas-pc.sh --install PREFIX  installs libgsas.so, libgsas.a, gsas.h and gsas.pc under PREFIX
-#                                (lib/, include/, lib/pkgconfig/)
+#                                (lib/, include/, lib/pkgconfig/; LIBDIR and INCLUDEDIR override,
+#                                DESTDIR stages the files under it, the .pc naming PREFIX)
 # CARGO_TARGET_DIR is honoured. Prints the path of the .pc file.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +15,7 @@ case $target in /*) ;; *) target=$root/$target ;; esac
 built=$target/release
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
 
-usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
 
 write_pc() { # FILE PREFIX LIBDIR INCLUDEDIR
   mkdir -p "$(dirname "$1")"
@@ -40,11 +41,13 @@ case ${1:-} in
     for f in libgsas.so libgsas.a; do
       [ -f "$built/$f" ] || { echo "gsas-pc.sh: $built/$f missing: run cargo build --release -p gsas" >&2; exit 1; }
     done
-    install -D -m 0755 "$built/libgsas.so" "$prefix/lib/libgsas.so"
-    install -D -m 0644 "$built/libgsas.a" "$prefix/lib/libgsas.a"
-    install -D -m 0644 "$here/include/gsas.h" "$prefix/include/gsas.h"
-    # shellcheck disable=SC2016 # pkg-config variables, expanded by pkg-config
-    write_pc "$prefix/lib/pkgconfig/gsas.pc" "$prefix" '${prefix}/lib' '${prefix}/include'
+    libdir=${LIBDIR:-$prefix/lib} includedir=${INCLUDEDIR:-$prefix/include} root=${DESTDIR:-}
+    install -D -m 0755 "$built/libgsas.so" "$root$libdir/libgsas.so"
+    install -D -m 0644 "$built/libgsas.a" "$root$libdir/libgsas.a"
+    install -D -m 0644 "$here/include/gsas.h" "$root$includedir/gsas.h"
+    # Relative to ${prefix} where they are under it, for pkg-config's --define-prefix.
+    write_pc "$root$libdir/pkgconfig/gsas.pc" "$prefix" "${libdir/#"$prefix"/\${prefix\}}" \
+      "${includedir/#"$prefix"/\${prefix\}}"
     ;;
   "") write_pc "$built/pkgconfig/gsas.pc" "$root" "$built" "$here/include" ;;
   *) usage >&2; exit 2 ;;

@@ -9,7 +9,7 @@ mod json;
 mod throughput;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use gsas::{Gsas, TreeSource};
 use std::time::Duration;
 
@@ -265,6 +265,7 @@ fn width_err(w: Width, what: &str) -> anyhow::Error {
 }
 
 fn main() {
+    unimem_clidoc::generate_if_asked(Cli::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     match run(cli) {
