@@ -23,6 +23,8 @@
 pub mod capi;
 mod error;
 mod handle;
+pub mod json;
+pub mod measure;
 pub mod transport;
 pub mod tree;
 

@@ -5,12 +5,12 @@
 mod bench;
 mod check;
 mod fork;
-mod json;
 mod throughput;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use gsas::{Gsas, TreeSource};
+pub use gsas::measure::parse_u64;
+use gsas::{json, Gsas, TreeSource};
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -230,15 +230,6 @@ impl Ctx {
         }
         Ok(g)
     }
-}
-
-pub fn parse_u64(s: &str) -> std::result::Result<u64, String> {
-    let s = s.trim().replace('_', "");
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("`{s}`: {e} (a number, hex with 0x)"))
 }
 
 fn parse_u32(s: &str) -> std::result::Result<u32, String> {

@@ -10,6 +10,8 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use std::time::{Duration, Instant};
 
+pub use gsas::measure::{median, window_totals, Rng};
+
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TputOp {
     /// Fetch&Add 1 on the variable.
@@ -60,23 +62,6 @@ pub struct Throughput {
     json: bool,
 }
 
-/// xorshift64*: a cheap per-thread generator for picking variables.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let x = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        ((u128::from(x) * u128::from(n)) >> 64) as u64
-    }
-}
-
 /// The addresses of the variables: `vars` per page address, `stride` bytes apart.
 pub fn variables(addrs: &[u64], vars: u64, stride: u64) -> Result<Vec<u64>> {
     if vars == 0 || vars * stride > gsas::PAGE_SIZE {
@@ -89,30 +74,6 @@ pub fn variables(addrs: &[u64], vars: u64, stride: u64) -> Result<Vec<u64>> {
         .iter()
         .flat_map(|&a| (0..vars).map(move |i| a + i * stride))
         .collect())
-}
-
-/// Median of a sample (0 if empty).
-pub fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-/// Per window, the sum over threads of the operations they completed in it.
-pub fn window_totals(per_thread: &[Vec<u64>], reps: usize) -> Vec<u64> {
-    (0..reps)
-        .map(|w| {
-            per_thread
-                .iter()
-                .map(|t| t.get(w).copied().unwrap_or(0))
-                .sum()
-        })
-        .collect()
 }
 
 pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
@@ -264,27 +225,5 @@ mod tests {
         assert!(variables(&[0], 513, 8).is_err());
         assert_eq!(variables(&[0], 128, 32).unwrap().len(), 128);
         assert!(variables(&[0], 129, 32).is_err());
-    }
-
-    #[test]
-    fn rng_covers_the_range_evenly() {
-        let mut r = Rng::new(7);
-        let mut hits = [0u32; 8];
-        for _ in 0..8000 {
-            hits[r.below(8) as usize] += 1;
-        }
-        assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
-        assert_eq!(Rng::new(1).below(1), 0);
-    }
-
-    #[test]
-    fn medians_and_window_totals() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(&[]), 0.0);
-        assert_eq!(
-            window_totals(&[vec![1, 2, 3], vec![10, 20]], 3),
-            [11, 22, 3]
-        );
     }
 }

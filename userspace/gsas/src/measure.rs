@@ -1,0 +1,104 @@
+//! Small pieces the tools share (`unimem-gsas`, `unimem-dht`): numbers on the command line, a
+//! cheap random generator, medians of measurement windows, and a start barrier on a GSAS word.
+
+use crate::{Gsas, Transport};
+use std::time::{Duration, Instant};
+
+/// Parses a number as the tools take it: decimal, or hex with `0x`; `_` separators allowed.
+pub fn parse_u64(s: &str) -> std::result::Result<u64, String> {
+    let s = s.trim().replace('_', "");
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|e| format!("`{s}`: {e} (a number, hex with 0x)"))
+}
+
+/// xorshift64*: a cheap per-thread generator for picking variables.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        let x = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        ((u128::from(x) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// Median of a sample (0 if empty).
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Per window, the sum over threads of the operations they completed in it.
+pub fn window_totals(per_thread: &[Vec<u64>], reps: usize) -> Vec<u64> {
+    (0..reps)
+        .map(|w| {
+            per_thread
+                .iter()
+                .map(|t| t.get(w).copied().unwrap_or(0))
+                .sum()
+        })
+        .collect()
+}
+
+/// Arrives at the barrier word `b` (a Fetch&Add) and waits until `parties` have arrived, or
+/// fails after `limit` with how many had.
+pub fn barrier<T: Transport>(
+    g: &Gsas<T>,
+    b: u64,
+    parties: u64,
+    limit: Duration,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let mut n = g.fetch_add(b, 1)? + 1;
+    while n < parties {
+        if t0.elapsed() > limit {
+            anyhow::bail!("barrier {b:#x}: {n} of {parties} parties after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(1));
+        n = g.read(b)?;
+    }
+    log::info!("barrier {b:#x}: {n} parties after {:?}", t0.elapsed());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rng_covers_the_range_evenly() {
+        let mut r = Rng::new(7);
+        let mut hits = [0u32; 8];
+        for _ in 0..8000 {
+            hits[r.below(8) as usize] += 1;
+        }
+        assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
+        assert_eq!(Rng::new(1).below(1), 0);
+    }
+
+    #[test]
+    fn medians_and_window_totals() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(
+            window_totals(&[vec![1, 2, 3], vec![10, 20]], 3),
+            [11, 22, 3]
+        );
+    }
+}
