@@ -27,12 +27,15 @@ modules-clippy:
 userspace:
 	cargo build --release --workspace
 	@userspace/gsas/gsas-pc.sh >/dev/null
+	@userspace/dht/dht-pc.sh >/dev/null
 
 # pkg-config file of libgsas for the build tree: target/release/pkgconfig/gsas.pc
 # (PKG_CONFIG_PATH=$(CURDIR)/target/release/pkgconfig pkg-config --cflags --libs gsas).
-# Install elsewhere with: userspace/gsas/gsas-pc.sh --install PREFIX
+# Install elsewhere with: userspace/gsas/gsas-pc.sh --install PREFIX. The same for libdht
+# (dht.pc; userspace/dht/dht-pc.sh).
 gsas-pc:
 	userspace/gsas/gsas-pc.sh
+	userspace/dht/dht-pc.sh
 
 check:
 	cargo fmt --all --check
