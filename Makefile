@@ -41,7 +41,7 @@ check:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	rustfmt --edition 2021 --config newline_style=Unix --check kernel/*/*.rs kernel/include/*.rs
-	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh .ci/run
+	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh .ci/run userspace/*.sh userspace/*/*.sh
 
 # The kernel modules in the kernel's own Rust format (its .rustfmt.toml: edition 2021, Unix
 # newlines, default width).

@@ -31,6 +31,7 @@ pub struct Plan {
     /// Percent of puts and of deletes (the rest are gets).
     pub put_pct: u64,
     pub delete_pct: u64,
+    /// Seeds the choices; its low 20 bits also name the run in the keys.
     pub seed: u64,
 }
 
@@ -53,22 +54,29 @@ pub fn writer_id(node: u16, thread: u16) -> u64 {
     u64::from(node) << 6 | u64::from(thread & 63)
 }
 
-pub fn own_key(writer: u64, i: u64) -> u64 {
-    1 << 62 | writer << 32 | i
+// Keys: class in bits 62-63, the run (so that runs on one table do not mix) in bits 42-61, the
+// writer (own) or node (shared) in bits 32-41, the index below.
+fn key(class: u64, run: u64, who: u64, i: u64) -> u64 {
+    class << 62 | (run & 0xf_ffff) << 42 | (who & 0x3ff) << 32 | i & 0xffff_ffff
 }
 
-pub fn shared_key(node: u16, i: u64) -> u64 {
-    2 << 62 | u64::from(node) << 38 | i
+pub fn own_key(run: u64, writer: u64, i: u64) -> u64 {
+    key(1, run, writer, i)
 }
 
-pub fn global_key(i: u64) -> u64 {
-    3 << 62 | i
+pub fn shared_key(run: u64, node: u16, i: u64) -> u64 {
+    key(2, run, u64::from(node), i)
+}
+
+pub fn global_key(run: u64, i: u64) -> u64 {
+    key(3, run, 0, i)
 }
 
 pub fn class(key: u64) -> Class {
+    let who = key >> 32 & 0x3ff;
     match key >> 62 {
-        1 => Class::Own(key >> 32 & 0x3fff_ffff),
-        2 => Class::Shared((key >> 38) as u16),
+        1 => Class::Own(who),
+        2 => Class::Shared(who as u16),
         _ => Class::Global,
     }
 }
@@ -93,9 +101,9 @@ pub fn run<T: Transport>(t: &Dht<T>, p: &Plan) -> Result<Vec<Op>> {
     let mut h = Vec::with_capacity(p.ops as usize);
     for seq in 0..p.ops {
         let key = match rng.below(p.own_keys + p.shared_keys + p.global_keys) {
-            i if i < p.own_keys => own_key(me, i),
-            i if i < p.own_keys + p.shared_keys => shared_key(p.node, i - p.own_keys),
-            i => global_key(i - p.own_keys - p.shared_keys),
+            i if i < p.own_keys => own_key(p.seed, me, i),
+            i if i < p.own_keys + p.shared_keys => shared_key(p.seed, p.node, i - p.own_keys),
+            i => global_key(p.seed, i - p.own_keys - p.shared_keys),
         };
         let dice = rng.below(100);
         h.push(if dice < p.put_pct {
@@ -249,7 +257,7 @@ pub fn final_check<T: Transport>(
     for p in plans {
         let me = writer_id(p.node, p.thread);
         for i in 0..p.own_keys {
-            let k = own_key(me, i);
+            let k = own_key(p.seed, me, i);
             last.entry(k).or_insert_with(|| vec![None]);
         }
     }

@@ -437,7 +437,7 @@ fn the_checker_passes_threads_of_two_processes_on_one_table() {
 fn the_checker_catches_torn_foreign_unput_and_lost_values() {
     let p = plans(1, 1, 0);
     let me = check::writer_id(1, 0);
-    let own = check::own_key(me, 0);
+    let own = check::own_key(5, me, 0);
     let v = check::value(own, me, 1);
     let torn = v ^ 1 << 70;
     let hist = vec![vec![
@@ -451,13 +451,13 @@ fn the_checker_catches_torn_foreign_unput_and_lost_values() {
             got: Some(check::value(own + 1, me, 1)),
         },
         Op::Get {
-            key: check::global_key(0),
-            got: Some(check::value(check::global_key(0), me, 9)),
+            key: check::global_key(5, 0),
+            got: Some(check::value(check::global_key(5, 0), me, 9)),
         },
         Op::Get {
-            key: check::shared_key(1, 0),
+            key: check::shared_key(5, 1, 0),
             got: Some(check::value(
-                check::shared_key(1, 0),
+                check::shared_key(5, 1, 0),
                 check::writer_id(2, 0),
                 1,
             )),
