@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# Helpers of the cluster benchmarks (scripts/bench/gsas.sh, dht.sh), sourced after
+# tests/cluster/lib.sh: JSON fields, arithmetic, medians, the environment CSV and the plot.
+
+# jv KEY JSON: a number or string field of a one-line JSON object.
+jv() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$2"; }
+# calc FORMAT EXPR: awk arithmetic, printed with FORMAT.
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+# stats V...: "median min max" of the values.
+stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'; }
+
+# bench_environment FILE NODES [KEY=VALUE...]: environment.csv of a run (accelerator, vCPUs,
+# nodes, host cores, guest kernel, commit with -dirty if the tree differs, date, and the rest).
+# Sets BENCH_ACCEL, BENCH_KERNEL, BENCH_COMMIT for the summary.
+bench_environment() {
+  local file=$1 nodes=$2 kv
+  shift 2
+  if [ -n "${UNIMEM_ACCEL:-}" ]; then BENCH_ACCEL=$UNIMEM_ACCEL
+  elif [ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then BENCH_ACCEL=kvm
+  else BENCH_ACCEL=tcg; fi
+  BENCH_COMMIT=$(git -C "$UNIMEM_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git -C "$UNIMEM_ROOT" diff --quiet HEAD 2>/dev/null || BENCH_COMMIT="$BENCH_COMMIT-dirty"
+  BENCH_KERNEL=$(on 0 "uname -r")
+  {
+    echo "key,value"
+    echo "accelerator,$BENCH_ACCEL"
+    echo "vcpus_per_node,${UNIMEM_SMP:-1}"
+    echo "nodes,$nodes"
+    echo "host_cores,$(nproc)"
+    echo "kernel,$BENCH_KERNEL"
+    echo "commit,$BENCH_COMMIT"
+    echo "date,$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    for kv in "$@"; do echo "${kv%%=*},${kv#*=}"; done
+  } >"$file"
+}
+
+# bench_plot SCRIPT DIR: runs the plotting SCRIPT on DIR with matplotlib from a venv in the cache
+# (installed with pip on first use); without it, says so (the CSVs are complete anyway).
+bench_plot() {
+  local venv=$UNIMEM_CACHE/bench-venv
+  if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+    log "installing matplotlib into $venv"
+    { python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib; } >&2 ||
+      log "could not install matplotlib: no plot (the CSVs are complete)"
+  fi
+  if "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+    "$venv/bin/python" "$1" "$2" || log "plotting failed (the CSVs are complete)"
+  fi
+}
