@@ -68,7 +68,6 @@ source "$UNIMEM_ROOT/tests/cluster/lib.sh"
 source "$UNIMEM_ROOT/scripts/lib/bench.sh"
 d() { local n=$1; shift; on "$n" "unimem-dht --tree $TREE $*"; }
 g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
-hex() { printf '%#x' "$1"; }
 
 log "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
 for n in $(seq 0 $((NODES - 1))); do
@@ -78,35 +77,13 @@ done
 bench_environment "$OUT/environment.csv" "$NODES" runs="$RUNS" seconds_per_point="$SECONDS_PER_POINT" \
   windows="$WINDOWS" prefilled_keys="$KEYS" put_capacity="$CAPACITY"
 
-# Barrier words (one per point) on a page of node 0; pages for raw READ256 on every node.
-BAR=$(g 0 alloc --node 0 --pages 4)
-bar_next=0
+# Barrier words (one per point, bench_point) on a page of node 0; pages for raw READ256 on
+# every node.
+BENCH_BARRIERS=$(g 0 alloc --node 0)
+points=0
 READ_ARGS="--op read256 --vars 128"
 for n in $(seq 0 $((NODES - 1))); do READ_ARGS="$READ_ARGS --addr $(g 0 alloc --node "$n")"; done
 create() { sed -n 's/.*"root":"\(0x[0-9a-f]*\)".*/\1/p' <<<"$(d 0 create --nodes 0,1,2,3 --capacity "$1" --json)"; }
-
-# point NODES THREADS CMD: CMD (a unimem-dht or unimem-gsas command line taking --threads,
-# --barrier, --parties) on nodes 0..NODES-1, started together; prints "sum min max per-node requests".
-point() {
-  local nn=$1 t=$2 cmd=$3 b n out sum=0 lo=0 hi=0 per="" req=""
-  [ "$bar_next" -lt 2048 ] || die "out of barrier words"
-  b=$(hex $((BAR + 8 * bar_next))); bar_next=$((bar_next + 1))
-  for n in $(seq 0 $((nn - 1))); do
-    bg "$n" pt "$cmd --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --barrier $b --parties $nn --json"
-  done
-  for n in $(seq 0 $((nn - 1))); do
-    wait_log "$n" pt '^exit=' 600
-    out=$(on "$n" "cat /tmp/$BG-pt.log")
-    grep -q '^exit=0$' <<<"$out" || die "node $n: $cmd failed: $out"
-    out=$(grep '^{' <<<"$out")
-    sum=$(calc %.1f "$sum + $(jv ops_per_s "$out")")
-    lo=$(calc %.1f "$lo + $(jv min_ops_per_s "$out")")
-    hi=$(calc %.1f "$hi + $(jv max_ops_per_s "$out")")
-    per="$per${per:+;}$(jv ops_per_s "$out")"
-    req=$(jv gsas_requests_per_op "$out")
-  done
-  echo "$sum $lo $hi $per ${req:-}"
-}
 
 log "prefilling a table with $KEYS keys (4 threads on node 0)"
 GT=$(create "$KEYS")
@@ -128,8 +105,9 @@ for run in $(seq 1 "$RUNS"); do
           *) PT=$(create "$CAPACITY"); [ -n "$PT" ] || die "could not create a table"
              cmd="unimem-dht --tree $TREE bench $PT --workload $w" ;;
         esac
-        read -r sum lo hi per req <<<"$(point "$nn" "$t" "$cmd")"
-        echo "$run,$w,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per,${req:-}" >>"$runs_csv"
+        points=$((points + 1))
+        read -r sum lo hi per req <<<"$(bench_point "$points" "$nn" "$t" "$cmd")"
+        echo "$run,$w,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per,${req#-}" >>"$runs_csv"
         case $w in read256|get) ;; *) d 0 destroy "$PT" >/dev/null ;; esac
       done
     done

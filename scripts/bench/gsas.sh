@@ -62,7 +62,6 @@ source "$UNIMEM_ROOT/scripts/lib/bench.sh"
 # kv KEY LINE: the value of KEY in a "RESULT k=v ..." line.
 kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
-hex() { printf '%#x' "$1"; }
 
 log "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
 for n in $(seq 0 $((NODES - 1))); do
@@ -138,29 +137,9 @@ for i in $(seq 0 $((NODES - 1))); do
 done
 
 # ---- 2. Fetch&Add throughput --------------------------------------------------------------------
-# Barrier words, one per throughput point, on a page of node 0.
-BAR=$(g 0 alloc --node 0 --pages 1)
-bar_next=0
-# tput_point NODES THREADS ARGS: `throughput ARGS` on nodes 0..NODES-1 with THREADS threads each,
-# started together; prints "sum_ops_per_s sum_min sum_max per-node-rates(;-separated)".
-tput_point() {
-  local nn=$1 t=$2 args=$3 b n out sum=0 lo=0 hi=0 per=""
-  b=$(hex $((BAR + 8 * bar_next))); bar_next=$((bar_next + 1))
-  for n in $(seq 0 $((nn - 1))); do
-    bg "$n" tp "unimem-gsas --tree $TREE throughput $args --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --barrier $b --parties $nn --json"
-  done
-  for n in $(seq 0 $((nn - 1))); do
-    wait_log "$n" tp '^exit=' 600
-    out=$(on "$n" "cat /tmp/$BG-tp.log")
-    grep -q '^exit=0$' <<<"$out" || die "node $n: throughput failed: $out"
-    out=$(grep '^{' <<<"$out")
-    sum=$(calc %.1f "$sum + $(jv ops_per_s "$out")")
-    lo=$(calc %.1f "$lo + $(jv min_ops_per_s "$out")")
-    hi=$(calc %.1f "$hi + $(jv max_ops_per_s "$out")")
-    per="$per${per:+;}$(jv ops_per_s "$out")"
-  done
-  echo "$sum $lo $hi $per"
-}
+# Barrier words, one per throughput point, on a page of node 0 (bench_point).
+BENCH_BARRIERS=$(g 0 alloc --node 0 --pages 1)
+points=0
 
 SINGLE=$(g 0 alloc --node "$HOME_NODE" --pages 1)
 PAGES=()
@@ -179,7 +158,8 @@ for mode in single many; do
         args=$many_args vars=$((VARS * NODES)) home=all
       fi
       log "Fetch&Add throughput, $mode variable(s): $nn node(s) x $t thread(s)"
-      read -r sum lo hi per <<<"$(tput_point "$nn" "$t" "$args")"
+      points=$((points + 1))
+      read -r sum lo hi per _ <<<"$(bench_point "$points" "$nn" "$t" "unimem-gsas --tree $TREE throughput $args")"
       if [ $mode = single ]; then T1[$nn,$t]=$sum; else TM[$nn,$t]=$sum; fi
       echo "$mode,$vars,$home,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per" >>"$tput_csv"
     done

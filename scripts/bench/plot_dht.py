@@ -4,7 +4,6 @@
 usage: plot_dht.py DIR   (DIR holds dht_throughput.csv and environment.csv). Needs matplotlib
 (dht.sh installs it in a venv).
 """
-import csv
 import os
 import sys
 
@@ -13,6 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from plotlib import by_nodes, rows  # noqa: E402
+
 TITLES = {
     "read256": "raw READ256 (random blocks on all nodes)",
     "get": "dhtGet, prefilled table (seed Fig. 15)",
@@ -20,11 +21,6 @@ TITLES = {
     "mix80": "80% put / 20% get (Fig. 17)",
     "mix50": "50% put / 50% get (Fig. 18)",
 }
-
-
-def rows(d, name):
-    with open(os.path.join(d, name), newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def main(d):
@@ -38,22 +34,8 @@ def main(d):
     )
     panels = ["get", "put", "mix80", "mix50", "read256"]
     for a, w in zip([ax[0][0], ax[0][1], ax[0][2], ax[1][0], ax[1][1]], panels):
-        pts = [x for x in tput if x["workload"] == w]
-        for nn in sorted({int(x["nodes"]) for x in pts}):
-            xs = sorted((x for x in pts if int(x["nodes"]) == nn),
-                        key=lambda x: int(x["threads_per_node"]))
-            a.errorbar([int(x["threads_per_node"]) for x in xs],
-                       [float(x["ops_per_s"]) for x in xs],
-                       yerr=[[float(x["ops_per_s"]) - float(x["min_ops_per_s"]) for x in xs],
-                             [float(x["max_ops_per_s"]) - float(x["ops_per_s"]) for x in xs]],
-                       fmt="-o", capsize=3, label=f"{nn} node{'s' if nn > 1 else ''}")
+        by_nodes(a, [x for x in tput if x["workload"] == w], "ops/s (all issuing nodes)")
         a.set_title(f"{TITLES[w]}; min/max over runs", fontsize=10)
-        a.set_xlabel("threads per node")
-        a.set_xticks(sorted({int(x["threads_per_node"]) for x in pts}))
-        a.set_ylabel("ops/s (all issuing nodes)")
-        a.set_ylim(bottom=0)
-        a.legend(fontsize=8)
-        a.grid(alpha=0.3)
     a = ax[1][2]
     gets = [x for x in tput if x["workload"] == "get"]
     for nn in sorted({int(x["nodes"]) for x in gets}):

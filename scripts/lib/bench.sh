@@ -47,3 +47,32 @@ bench_plot() {
     "$venv/bin/python" "$1" "$2" || log "plotting failed (the CSVs are complete)"
   fi
 }
+
+# bench_point INDEX NODES THREADS CMD: CMD (a command line that takes --threads, --seconds,
+# --reps, --barrier, --parties and --json, and prints ops_per_s, min_ops_per_s, max_ops_per_s)
+# on nodes 0..NODES-1 with THREADS threads each, for SECONDS_PER_POINT cut into WINDOWS windows,
+# all starting together at barrier word INDEX of the page at BENCH_BARRIERS. Every point needs a
+# word of its own (a word already counted up holds nobody back), so the caller numbers them: a
+# counter kept here would not survive the $(...) the result is read with. Prints "sum min max
+# per-node(;-separated) requests-per-op" (the sums over the nodes; requests: the last node's
+# gsas_requests_per_op, if CMD prints it).
+bench_point() {
+  local i=$1 nn=$2 t=$3 cmd=$4 b n out sum=0 lo=0 hi=0 per="" req=""
+  [ "$i" -lt 512 ] || die "bench_point: barrier word $i is past the page"
+  b=$(printf '%#x' $((BENCH_BARRIERS + 8 * i)))
+  for n in $(seq 0 $((nn - 1))); do
+    bg "$n" pt "$cmd --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --barrier $b --parties $nn --json"
+  done
+  for n in $(seq 0 $((nn - 1))); do
+    wait_log "$n" pt '^exit=' 600
+    out=$(on "$n" "cat /tmp/$BG-pt.log")
+    grep -q '^exit=0$' <<<"$out" || die "node $n: $cmd failed: $out"
+    out=$(grep '^{' <<<"$out")
+    sum=$(calc %.1f "$sum + $(jv ops_per_s "$out")")
+    lo=$(calc %.1f "$lo + $(jv min_ops_per_s "$out")")
+    hi=$(calc %.1f "$hi + $(jv max_ops_per_s "$out")")
+    per="$per${per:+;}$(jv ops_per_s "$out")"
+    req=$(jv gsas_requests_per_op "$out")
+  done
+  echo "$sum $lo $hi $per ${req:--}"
+}

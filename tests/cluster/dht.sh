@@ -12,8 +12,6 @@
 #  - destroy frees every page: the services' allocation counts are back where they started.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
-RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
-SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 # A protection tree no node makes (node field 14, another serial than gsas.sh's).
 TREE=0x0e0011
@@ -23,18 +21,7 @@ BG=dhtt
 
 step "copy unimem-dht, libdht.so and the C examples (gcc + pkg-config dht on the host) to the nodes"
 share_bins unimem-dht unimem-gsas kram-daemon
-[ -f "$ROOT/target/release/libdht.so" ] || fail "target/release/libdht.so missing: run 'make userspace'"
-mkdir -p "$SHARE/lib"
-cp "$ROOT/target/release/libdht.so" "$SHARE/lib/"
-PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/dht/dht-pc.sh")")
-export PKG_CONFIG_PATH
-flags=$(pkg-config --cflags --libs dht) || fail "pkg-config does not find dht"
-echo "pkg-config --cflags --libs dht: $flags"
-for ex in dht_hello dht_threads; do
-  # shellcheck disable=SC2086 # the flags are words
-  gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/${ex//_/-}" "$ROOT/userspace/dht/examples/$ex.c" \
-    $flags -pthread -Wl,-rpath,/opt/unimem/lib || fail "gcc $ex.c"
-done
+c_examples dht "" "$ROOT/userspace/dht/examples" dht_hello dht_threads
 
 # Tables and allocations of tree $TREE to free at the end (the service refuses to unload while
 # pages are allocated).
@@ -48,9 +35,7 @@ cleanup() {
   for a in "${ALLOCS[@]}"; do
     "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
   done
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_DAEMON" >/dev/null 2>&1 || true
-  done
+  stop_all
   bg_cleanup
 }
 trap cleanup EXIT
@@ -63,13 +48,7 @@ drop() { local -n arr=$1; local keep=() x; for x in "${arr[@]}"; do [ "$x" = "$2
 num() { sed -n "s/.*\"$1\":\\([0-9]*\\).*/\\1/p" <<<"$2"; }
 
 step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
-declare -A marks
-for n in $(seq 0 $((NODES - 1))); do
-  load_base "$n"
-  on "$n" "$STOP_DAEMON"
-  marks[$n]=$(dmesg_mark "$n")
-  gsas_up "$n" "$MODS/unimem_gsas.ko"
-done
+gsas_all_up "$MODS/unimem_gsas.ko"
 base=$(allocations)
 echo "allocations per node before: $base"
 

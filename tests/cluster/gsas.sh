@@ -15,8 +15,6 @@
 #  - system calls per operation (bench), reported; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
-RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
-SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 # A protection tree no node makes (node field 14): the test's processes join it with --tree.
 TREE=0x0e0001
@@ -26,22 +24,8 @@ TORN_SECONDS=${GSAS_TORN_SECONDS:-5}
 BG=gsasu
 
 step "copy unimem-gsas, libgsas.so and the C examples (gcc + pkg-config on the host) to the nodes"
-for f in unimem-gsas kram-daemon; do
-  [ -x "$ROOT/target/release/$f" ] || fail "target/release/$f missing: run 'make userspace'"
-  cp "$ROOT/target/release/$f" "$SHARE/bin/"
-done
-[ -f "$ROOT/target/release/libgsas.so" ] || fail "target/release/libgsas.so missing: run 'make userspace'"
-mkdir -p "$SHARE/lib"
-cp "$ROOT/target/release/libgsas.so" "$SHARE/lib/"
-PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/gsas/gsas-pc.sh")")
-export PKG_CONFIG_PATH
-flags=$(pkg-config --cflags --libs gsas) || fail "pkg-config does not find gsas"
-echo "pkg-config --cflags --libs gsas: $flags"
-for ex in hello faa_threads; do
-  # shellcheck disable=SC2086 # the flags are words
-  gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/gsas-${ex//_/-}" "$ROOT/userspace/gsas/examples/$ex.c" \
-    $flags -pthread -Wl,-rpath,/opt/unimem/lib || fail "gcc $ex.c"
-done
+share_bins unimem-gsas kram-daemon
+c_examples gsas gsas- "$ROOT/userspace/gsas/examples" hello faa_threads
 
 # Allocations of tree $TREE to free at the end (the service refuses to unload while pages are
 # allocated).
@@ -52,9 +36,7 @@ cleanup() {
   for a in "${ALLOCS[@]}"; do
     "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
   done
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_DAEMON" >/dev/null 2>&1 || true
-  done
+  stop_all
   bg_cleanup
 }
 trap cleanup EXIT
@@ -70,14 +52,8 @@ hex() { printf '%#x' "$1"; }
 counter() { on "$1" "cat $SYS/$2"; }
 
 step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
-declare -A marks
-for n in $(seq 0 $((NODES - 1))); do
-  load_base "$n"
-  on "$n" "$STOP_DAEMON"
-  marks[$n]=$(dmesg_mark "$n")
-  gsas_up "$n" "$MODS/unimem_gsas.ko"
-  on "$n" "test -r $SYS/pool_pages"
-done
+gsas_all_up "$MODS/unimem_gsas.ko"
+for n in $(seq 0 $((NODES - 1))); do on "$n" "test -r $SYS/pool_pages"; done
 
 step "every node's service answers every node (NOP)"
 for n in $(seq 0 $((NODES - 1))); do

@@ -90,6 +90,45 @@ share_bins() {
     cp "$ROOT/target/release/$b" "${UNIMEM_RUN:-$ROOT/build/cluster}/share/bin/$b"
   done
 }
+# c_examples LIB PREFIX SRCDIR EXAMPLE...: libLIB.so into the guests' /opt/unimem/lib, and each
+# SRCDIR/EXAMPLE.c built on the host with gcc via pkg-config LIB (the guests have no compiler),
+# linked with -rpath /opt/unimem/lib, into the guests' bin as PREFIX + EXAMPLE (_ as -).
+c_examples() {
+  local lib=$1 prefix=$2 src=$3 share=${UNIMEM_RUN:-$ROOT/build/cluster}/share flags ex
+  shift 3
+  [ -f "$ROOT/target/release/lib$lib.so" ] || fail "target/release/lib$lib.so missing: run 'make userspace'"
+  mkdir -p "$share/lib"
+  cp "$ROOT/target/release/lib$lib.so" "$share/lib/"
+  PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/$lib/$lib-pc.sh")")
+  export PKG_CONFIG_PATH
+  flags=$(pkg-config --cflags --libs "$lib") || fail "pkg-config does not find $lib"
+  echo "pkg-config --cflags --libs $lib: $flags"
+  for ex in "$@"; do
+    # shellcheck disable=SC2086 # the flags are words
+    gcc -Wall -Wextra -Werror -O2 -o "$share/bin/$prefix${ex//_/-}" "$src/$ex.c" $flags -pthread \
+      -Wl,-rpath,/opt/unimem/lib || fail "gcc $ex.c"
+  done
+}
+# stop_all [CMD]: CMD (default: $STOP_DAEMON) on every node, errors ignored (the EXIT traps).
+stop_all() {
+  local n
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "${1:-$STOP_DAEMON}" >/dev/null 2>&1 || true
+  done
+}
+# gsas_all_up [KO]: on every node: base modules, no daemon left from before, a mark of the kernel
+# log (marks[NODE], for dmesg_clean), kram-daemon and the GSAS service (gsas_up).
+# shellcheck disable=SC2034 # marks is read by the tests (dmesg_clean)
+gsas_all_up() {
+  declare -gA marks
+  local n
+  for n in $(seq 0 $((NODES - 1))); do
+    load_base "$n"
+    on "$n" "$STOP_DAEMON"
+    marks[$n]=$(dmesg_mark "$n")
+    gsas_up "$n" "${1:-/opt/unimem/modules/unimem_gsas.ko}"
+  done
+}
 # gsas_up NODE [KO]: NODE's kram-daemon (64 chunks), past its grace period, and the GSAS service
 # loaded with its pool borrowed from it.
 gsas_up() {

@@ -55,6 +55,68 @@ pub fn window_totals(per_thread: &[Vec<u64>], reps: usize) -> Vec<u64> {
         .collect()
 }
 
+/// How long a throughput measurement runs, with how many threads, and when it starts.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Timing {
+    /// Threads of this process, each with its own handle (mailbox interface).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Measured time, cut into --reps equal windows (the median is over them).
+    #[arg(long, default_value_t = 2.0)]
+    pub seconds: f64,
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+    /// Start only when PARTIES processes have arrived at the barrier word BARRIER.
+    #[arg(long, value_parser = parse_u64, requires = "parties")]
+    pub barrier: Option<u64>,
+    #[arg(long, default_value_t = 1)]
+    pub parties: u64,
+}
+
+impl Timing {
+    /// Checks the numbers (threads 1..=`max_threads`).
+    pub fn check(&self, max_threads: usize) -> anyhow::Result<()> {
+        if self.threads == 0 || self.threads > max_threads || self.reps == 0 || self.seconds <= 0.0
+        {
+            anyhow::bail!("--threads must be 1-{max_threads}, --reps and --seconds positive");
+        }
+        Ok(())
+    }
+
+    pub fn window(&self) -> Duration {
+        Duration::from_secs_f64(self.seconds / self.reps as f64)
+    }
+
+    /// Runs `one` over and over for `reps` windows: the operations completed in each.
+    pub fn windows<E>(&self, mut one: impl FnMut() -> Result<(), E>) -> Result<Vec<u64>, E> {
+        let window = self.window();
+        let mut counts = Vec::with_capacity(self.reps);
+        for _ in 0..self.reps {
+            let end = Instant::now() + window;
+            let mut n = 0u64;
+            while Instant::now() < end {
+                one()?;
+                n += 1;
+            }
+            counts.push(n);
+        }
+        Ok(counts)
+    }
+
+    /// The rates (ops/s) of the windows, all threads together: (median, min, max).
+    pub fn rates(&self, per_thread: &[Vec<u64>]) -> (f64, f64, f64) {
+        let w = self.window().as_secs_f64();
+        let rates: Vec<f64> = window_totals(per_thread, self.reps)
+            .iter()
+            .map(|&n| n as f64 / w)
+            .collect();
+        let (min, max) = rates
+            .iter()
+            .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        (median(&rates), min, max)
+    }
+}
+
 /// Arrives at the barrier word `b` (a Fetch&Add) and waits until `parties` have arrived, or
 /// fails after `limit` with how many had.
 pub fn barrier<T: Transport>(

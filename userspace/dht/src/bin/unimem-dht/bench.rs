@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use dht::Dht;
 use gsas::json::Obj;
-use gsas::measure::{barrier, median, parse_u64, window_totals, Rng};
+use gsas::measure::{barrier, parse_u64, Rng, Timing};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -31,21 +31,12 @@ pub struct Bench {
     root: u64,
     #[arg(long, value_enum)]
     workload: Workload,
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Measured time, cut into --reps windows (not for fill).
-    #[arg(long, default_value_t = 2.0)]
-    seconds: f64,
-    #[arg(long, default_value_t = 3)]
-    reps: usize,
+    /// Threads, time and start (fill: only the threads).
+    #[command(flatten)]
+    timing: Timing,
     /// Keys of `fill` and `get`.
     #[arg(long, default_value_t = 4096)]
     keys: u64,
-    /// Start when PARTIES processes have arrived at the word BARRIER.
-    #[arg(long, value_parser = parse_u64, requires = "parties")]
-    barrier: Option<u64>,
-    #[arg(long, default_value_t = 1)]
-    parties: u64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     #[arg(long)]
@@ -58,22 +49,23 @@ fn fresh_key(node: u16, thread: usize, n: u64) -> u64 {
 }
 
 pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
-    if b.threads == 0 || b.threads > 62 || b.reps == 0 || b.seconds <= 0.0 || b.keys == 0 {
-        bail!("--threads must be 1-62, --reps, --seconds and --keys positive");
+    let tm = &b.timing;
+    tm.check(62)?;
+    if b.keys == 0 {
+        bail!("--keys must be positive");
     }
     let t0 = ctx.open(b.root)?;
     let node = t0.gsas().node();
     if b.workload == Workload::Fill {
         return fill(ctx, &t0, &b);
     }
-    if let Some(a) = b.barrier {
-        barrier(t0.gsas(), a, b.parties, Duration::from_secs(300))?;
+    if let Some(a) = tm.barrier {
+        barrier(t0.gsas(), a, tm.parties, Duration::from_secs(300))?;
     }
-    let window = Duration::from_secs_f64(b.seconds / b.reps as f64);
     let layout = t0.layout().clone();
     let b = &b;
     let results: Vec<Result<(Vec<u64>, dht::OpStats, gsas::Stats)>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..b.threads)
+        let hs: Vec<_> = (0..tm.threads)
             .map(|i| {
                 let layout = layout.clone();
                 s.spawn(move || -> Result<(Vec<u64>, dht::OpStats, gsas::Stats)> {
@@ -98,16 +90,7 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
                         }
                     };
                     let before = t.gsas().stats();
-                    let mut counts = Vec::with_capacity(b.reps);
-                    for _ in 0..b.reps {
-                        let end = Instant::now() + window;
-                        let mut n = 0u64;
-                        while Instant::now() < end {
-                            one(&mut rng)?;
-                            n += 1;
-                        }
-                        counts.push(n);
-                    }
+                    let counts = tm.windows(|| one(&mut rng))?;
                     Ok((counts, t.stats(), t.gsas().stats().since(&before)))
                 })
             })
@@ -123,12 +106,8 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
         retries += st.retries;
         requests += gs.requests;
     }
-    let w = window.as_secs_f64();
-    let rates: Vec<f64> = window_totals(&per_thread, b.reps)
-        .iter()
-        .map(|&n| n as f64 / w)
-        .collect();
-    let med = median(&rates);
+    let w = tm.window().as_secs_f64();
+    let (med, min, max) = tm.rates(&per_thread);
     let ops: u64 = per_thread.iter().flatten().sum();
     let name = b
         .workload
@@ -142,22 +121,19 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
             Obj::new()
                 .str("workload", &name)
                 .num("node", node)
-                .num("threads", b.threads as u64)
+                .num("threads", tm.threads as u64)
                 .num("ops", ops)
                 .float("window_s", w)
                 .float("ops_per_s", med)
-                .float(
-                    "min_ops_per_s",
-                    rates.iter().copied().fold(f64::MAX, f64::min)
-                )
-                .float("max_ops_per_s", rates.iter().copied().fold(0.0, f64::max))
+                .float("min_ops_per_s", min)
+                .float("max_ops_per_s", max)
                 .float("gsas_requests_per_op", per_op)
                 .num("retries", retries)
         );
     } else {
         println!(
             "bench {name}: node {node}, {} threads: median {med:.0} ops/s over {} windows of {w:.2} s; {per_op:.2} GSAS requests per operation, {retries} retries",
-            b.threads, b.reps
+            tm.threads, tm.reps
         );
     }
     Ok(0)
@@ -168,12 +144,12 @@ fn fill(ctx: &Ctx, t0: &Dht, b: &Bench) -> Result<i32> {
     let start = Instant::now();
     let layout = t0.layout().clone();
     let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..b.threads)
+        let hs: Vec<_> = (0..b.timing.threads)
             .map(|i| {
                 let layout = layout.clone();
                 s.spawn(move || -> Result<()> {
                     let t = Dht::attach(ctx.gsas()?, layout);
-                    for k in (i as u64..b.keys).step_by(b.threads) {
+                    for k in (i as u64..b.keys).step_by(b.timing.threads) {
                         t.put(k, u128::from(k))?;
                     }
                     Ok(())
