@@ -18,7 +18,7 @@
  * same protection tree as its tables.
  *
  * Errors: every call sets the calling thread's dht_errno(): 0 on success, else a positive
- * errno value, and dht_strerror() describes it:
+ * errno value, and dht_strerror() describes it (the same slot as gsas_errno/gsas_strerror):
  *   EINVAL     a bad argument (NULL table, no nodes, capacity 0, the invalid value)
  *   EXFULL     the key's container is full (128 keys share one first-level entry)
  *   EBUSY      an entry stayed locked through every retry (5 s; DHT_BUSY_MS): a writer holds

@@ -7,15 +7,14 @@
 #![allow(non_snake_case)]
 
 use crate::{Dht, Error, Layout, INVALID};
+use gsas::capi::{gsas_errno, gsas_strerror, ok, set_last_error};
 use gsas::Gsas;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::ffi::{c_char, c_int, CString};
+use std::ffi::{c_char, c_int};
 
 thread_local! {
     static TABLES: RefCell<BTreeMap<u64, Dht>> = const { RefCell::new(BTreeMap::new()) };
-    static ERRNO: Cell<c_int> = const { Cell::new(0) };
-    static MESSAGE: RefCell<CString> = RefCell::new(CString::default());
 }
 
 /// What C holds: the layout of a table.
@@ -23,21 +22,13 @@ pub struct DHT {
     layout: Layout,
 }
 
-fn set_error(e: &Error) -> c_int {
-    let errno = e.errno() as c_int;
-    ERRNO.with(|c| c.set(errno));
-    let msg = CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
-    MESSAGE.with(|m| *m.borrow_mut() = msg);
-    errno
-}
-
 fn done<T>(r: crate::Result<T>) -> Result<T, c_int> {
     match r {
         Ok(v) => {
-            ERRNO.with(|c| c.set(0));
+            ok();
             Ok(v)
         }
-        Err(e) => Err(set_error(&e)),
+        Err(e) => Err(set_last_error(e.errno() as c_int, &e)),
     }
 }
 
@@ -191,19 +182,16 @@ pub extern "C" fn dht_thread_exit() {
     TABLES.with(|t| t.borrow_mut().clear());
 }
 
-/// The error of the calling thread's last call: 0 if it succeeded.
+/// The error of the calling thread's last call: 0 if it succeeded (`gsas_errno`).
 #[no_mangle]
 pub extern "C" fn dht_errno() -> c_int {
-    ERRNO.with(|c| c.get())
+    gsas_errno()
 }
 
-/// The last error of this thread in words ("" if the last call succeeded).
+/// The last error of this thread in words ("" if the last call succeeded; `gsas_strerror`).
 #[no_mangle]
 pub extern "C" fn dht_strerror() -> *const c_char {
-    if dht_errno() == 0 {
-        return c"".as_ptr();
-    }
-    MESSAGE.with(|m| m.borrow().as_ptr())
+    gsas_strerror()
 }
 
 #[cfg(test)]

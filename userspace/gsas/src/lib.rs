@@ -21,6 +21,7 @@
 //! The C library (`include/gsas.h`, `libgsas.so`/`libgsas.a`) is [`capi`].
 
 pub mod capi;
+pub mod cli;
 mod error;
 mod handle;
 pub mod json;

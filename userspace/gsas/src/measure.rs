@@ -1,18 +1,8 @@
-//! Small pieces the tools share (`unimem-gsas`, `unimem-dht`): numbers on the command line, a
-//! cheap random generator, medians of measurement windows, and a start barrier on a GSAS word.
+//! Measuring pieces the tools share (`unimem-gsas`, `unimem-dht`): a cheap random generator, medians of measurement windows, and a start barrier on a GSAS word.
 
+use crate::cli::parse_u64;
 use crate::{Gsas, Transport};
 use std::time::{Duration, Instant};
-
-/// Parses a number as the tools take it: decimal, or hex with `0x`; `_` separators allowed.
-pub fn parse_u64(s: &str) -> std::result::Result<u64, String> {
-    let s = s.trim().replace('_', "");
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("`{s}`: {e} (a number, hex with 0x)"))
-}
 
 /// xorshift64*: a cheap per-thread generator for picking variables.
 pub struct Rng(u64);

@@ -7,8 +7,9 @@ use crate::Ctx;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use dht::Dht;
+use gsas::cli::parse_u64;
 use gsas::json::Obj;
-use gsas::measure::{barrier, parse_u64, Rng, Timing};
+use gsas::measure::{barrier, Rng, Timing};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

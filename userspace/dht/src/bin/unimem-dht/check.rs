@@ -6,8 +6,9 @@ use anyhow::{bail, Result};
 use clap::Args;
 use dht::check::{self, Op, Plan};
 use dht::{Dht, Layout};
+use gsas::cli::parse_u64;
 use gsas::json::Obj;
-use gsas::measure::{barrier, parse_u64};
+use gsas::measure::barrier;
 use std::time::{Duration, Instant};
 
 #[derive(Args)]

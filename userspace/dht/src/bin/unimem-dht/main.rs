@@ -8,10 +8,8 @@ mod check;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use dht::Dht;
+use gsas::cli::{parse_u64, HandleArgs};
 use gsas::json::Obj;
-use gsas::measure::parse_u64;
-use gsas::{Gsas, TreeSource};
-use std::time::Duration;
 
 #[derive(Parser)]
 #[command(
@@ -21,13 +19,8 @@ use std::time::Duration;
     after_help = "A table is named by its root address (printed by `create`). Every process has its own protection tree unless --tree joins another (CAP_SYS_ADMIN) or it runs under `unimem-gsas exec`: only processes of the table's tree can use it."
 )]
 struct Cli {
-    /// Join protection tree ID (SET_TREE, needs CAP_SYS_ADMIN) instead of a tree of this
-    /// process's own.
-    #[arg(long, global = true, value_parser = parse_u32)]
-    tree: Option<u32>,
-    /// Timeout per GSAS operation in milliseconds (default 5000, or GSAS_TIMEOUT_MS).
-    #[arg(long, global = true)]
-    timeout_ms: Option<u64>,
+    #[command(flatten)]
+    handle: HandleArgs,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -99,25 +92,13 @@ enum Cmd {
     Bench(bench::Bench),
 }
 
-fn parse_u32(s: &str) -> std::result::Result<u32, String> {
-    let v = parse_u64(s)?;
-    u32::try_from(v).map_err(|_| format!("{v} does not fit 32 bits"))
-}
-
-/// How every handle of this process opens: the tree and the timeout.
+/// How every handle of this process opens (`--tree`, `--timeout-ms`), and tables with them.
 #[derive(Clone, Copy)]
-pub struct Ctx {
-    pub tree: TreeSource,
-    pub timeout: Option<Duration>,
-}
+pub struct Ctx(gsas::cli::Ctx);
 
 impl Ctx {
-    pub fn gsas(&self) -> Result<Gsas> {
-        let g = Gsas::open_in(self.tree).context("opening a GSAS handle")?;
-        if let Some(t) = self.timeout {
-            g.set_timeout(t);
-        }
-        Ok(g)
+    pub fn gsas(&self) -> Result<gsas::Gsas> {
+        self.0.open()
     }
 
     pub fn open(&self, root: u64) -> Result<Dht> {
@@ -142,10 +123,7 @@ fn hex128(v: u128) -> String {
 }
 
 fn run(cli: Cli) -> Result<i32> {
-    let ctx = Ctx {
-        tree: cli.tree.map_or(TreeSource::Process, TreeSource::Id),
-        timeout: cli.timeout_ms.map(Duration::from_millis),
-    };
+    let ctx = Ctx(cli.handle.ctx());
     match cli.cmd {
         Cmd::Create {
             nodes,
