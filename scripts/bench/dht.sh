@@ -181,10 +181,7 @@ for w in "${WORKLOADS[@]}" read256; do
 done
 echo "fill: $(jv ops_per_s "$fill") puts/s (4 threads of node 0, $KEYS keys)"
 echo
-echo "Under TCG every guest instruction is emulated and $NODES one-vCPU VMs share $(nproc) host cores:"
-echo "compare figures of the same run with each other (the ratios), not with the seed's hardware."
+bench_tcg_note "$NODES"
 } | tee "$OUT/summary.txt"
 
-[ "${DHT_BENCH_NO_PLOT:-0}" = 1 ] || bench_plot "$UNIMEM_ROOT/scripts/bench/plot_dht.py" "$OUT"
-echo
-echo "results: $OUT"; find "$OUT" -type f | sort
+bench_results "$UNIMEM_ROOT/scripts/bench/plot_dht.py" "${DHT_BENCH_NO_PLOT:-0}"

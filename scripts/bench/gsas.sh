@@ -279,11 +279,8 @@ for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do
   echo
 done
 echo
-echo "Under TCG every guest instruction is emulated and $NODES one-vCPU VMs share $(nproc) host cores:"
-echo "compare figures of the same run with each other (the ratios), not with the seed's hardware."
+bench_tcg_note "$NODES"
 } | tee "$OUT/summary.txt"
 
 # ---- plot -------------------------------------------------------------------------------------
-[ "${GSAS_BENCH_NO_PLOT:-0}" = 1 ] || bench_plot "$UNIMEM_ROOT/scripts/bench/plot_gsas.py" "$OUT"
-echo
-echo "results: $OUT"; find "$OUT" -type f | sort
+bench_results "$UNIMEM_ROOT/scripts/bench/plot_gsas.py" "${GSAS_BENCH_NO_PLOT:-0}"

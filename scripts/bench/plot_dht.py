@@ -4,15 +4,12 @@
 usage: plot_dht.py DIR   (DIR holds dht_throughput.csv and environment.csv). Needs matplotlib
 (dht.sh installs it in a venv).
 """
-import os
-import sys
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from plotlib import by_nodes, rows  # noqa: E402
+from plotlib import by_nodes, rows, run, save  # noqa: E402
 
 TITLES = {
     "read256": "raw READ256 (random blocks on all nodes)",
@@ -50,13 +47,8 @@ def main(d):
     a.set_ylim(bottom=0)
     a.legend(fontsize=8)
     a.grid(alpha=0.3)
-    fig.tight_layout()
-    out = os.path.join(d, "dht.png")
-    fig.savefig(out, dpi=100)
-    print(f"plot: {out}")
+    save(fig, d, "dht.png")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    run(main, __doc__)

@@ -4,15 +4,12 @@
 usage: plot_gsas.py DIR   (DIR holds latency.csv, faa_throughput.csv, bulk_read.csv,
 read_throughput.csv and environment.csv). Needs matplotlib (gsas.sh installs it in a venv).
 """
-import os
-import sys
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from plotlib import by_nodes, rows  # noqa: E402
+from plotlib import by_nodes, rows, run, save  # noqa: E402
 
 
 def main(d):
@@ -111,13 +108,8 @@ def main(d):
     a.set_title("READ256 and 4 KiB bulk-read throughput (issuer>home, threads)", fontsize=10)
     a.grid(alpha=0.3, axis="y")
 
-    fig.tight_layout()
-    out = os.path.join(d, "gsas.png")
-    fig.savefig(out, dpi=100)
-    print(f"plot: {out}")
+    save(fig, d, "gsas.png")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    run(main, __doc__)

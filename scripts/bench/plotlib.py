@@ -2,6 +2,7 @@
 throughput panel with one line per node count over threads per node."""
 import csv
 import os
+import sys
 
 
 def rows(d, name):
@@ -25,3 +26,18 @@ def by_nodes(a, pts, ylabel="ops/s (all nodes)"):
     a.set_ylim(bottom=0)
     a.legend(fontsize=8)
     a.grid(alpha=0.3)
+
+
+def save(fig, d, name):
+    """Writes the figure as NAME in the run directory D."""
+    fig.tight_layout()
+    out = os.path.join(d, name)
+    fig.savefig(out, dpi=100)
+    print(f"plot: {out}")
+
+
+def run(main, doc):
+    """The scripts' command line: one argument, the run directory."""
+    if len(sys.argv) != 2:
+        sys.exit(doc)
+    main(sys.argv[1])

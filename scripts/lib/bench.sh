@@ -76,3 +76,16 @@ bench_point() {
   done
   echo "$sum $lo $hi $per ${req:--}"
 }
+
+# bench_tcg_note NODES: the summary's last words.
+bench_tcg_note() {
+  echo "Under TCG every guest instruction is emulated and $1 one-vCPU VMs share $(nproc) host cores:"
+  echo "compare figures of the same run with each other (the ratios), not with the seed's hardware."
+}
+
+# bench_results PLOTSCRIPT NO_PLOT: the plot (unless NO_PLOT is 1), then the files of the run.
+bench_results() {
+  [ "$2" = 1 ] || bench_plot "$1" "$OUT"
+  echo
+  echo "results: $OUT"; find "$OUT" -type f | sort
+}

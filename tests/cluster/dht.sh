@@ -141,15 +141,10 @@ step "can fail: the table's own tree is not denied"
 ! on_may_fail 3 "unimem-dht --tree $TREE denied $T $layout --keys 1" >/dev/null || fail "the owner's tree was denied"
 
 step "the C examples (built with gcc via pkg-config dht) on the nodes"
-out=$(on 2 "dht-hello 4")
-echo "$out"
-grep -q '^dht-hello: ok$' <<<"$out" || fail "dht-hello on node 2"
-out=$(on 1 "dht-threads 4 40")
-echo "$out"
-grep -q '4 threads x 40 keys, 0 errors' <<<"$out" || fail "dht-threads on node 1 (its own table)"
-out=$(on 3 "unimem-gsas --tree $TREE exec -- dht-threads 2 20 $T")
-echo "$out"
-grep -q '2 threads x 20 keys, 0 errors' <<<"$out" || fail "dht-threads on node 3 (table $T, opened by its root)"
+expect_out 2 '^dht-hello: ok$' "dht-hello on node 2" "dht-hello 4"
+expect_out 1 '4 threads x 40 keys, 0 errors' "dht-threads on node 1 (its own table)" "dht-threads 4 40"
+expect_out 3 '2 threads x 20 keys, 0 errors' "dht-threads on node 3 (table $T, opened by its root)" \
+  "unimem-gsas --tree $TREE exec -- dht-threads 2 20 $T"
 
 step "destroy frees every page; no kernel warnings"
 out=$(d 3 destroy "$T" --json)

@@ -179,12 +179,8 @@ grep -q '^0x4d$' <<<"$out" || fail "a second process of the tree did not read th
 grep -q 'denied, the page belongs to another protection tree' <<<"$out" || fail "a process outside the tree was not denied"
 
 step "the C examples (built with gcc via pkg-config) on the nodes"
-out=$(on 1 "gsas-hello 3")
-echo "$out"
-grep -q '^hello: ok$' <<<"$out" || fail "hello on node 1 (pages on node 3)"
-out=$(on 2 "gsas-faa-threads 0 4 200")
-echo "$out"
-grep -q 'final 800 (expected 800), 0 old values missing, 0 errors' <<<"$out" || fail "faa_threads on node 2"
+expect_out 1 '^hello: ok$' "hello on node 1 (pages on node 3)" "gsas-hello 3"
+expect_out 2 'final 800 (expected 800), 0 old values missing, 0 errors' "faa_threads on node 2" "gsas-faa-threads 0 4 200"
 
 step "system calls per operation (bench; median of 5 x 200; GSAS_SPINS=2000: poll a tenth as long)"
 for spec in "0 2 faa" "2 2 faa" "3 1 faa" "0 2 nop" "1 3 read256" "3 1 bulk-read" "0 2 faa GSAS_SPINS=2000" "3 1 faa GSAS_SPINS=2000"; do

@@ -21,6 +21,9 @@ on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * 
 # on_may_fail NODE CMD...: run and return its status without failing.
 on_may_fail() { local n=$1; shift; set +e; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * ${UNIMEM_TIMEOUT_SCALE:-1} ))" -- "$@"; local s=$?; set -e; return $s; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect_out NODE PATTERN WHAT CMD: runs CMD on NODE and shows its output; fails with WHAT unless a
+# line matches PATTERN (grep's basic regular expression).
+expect_out() { local out; out=$(on "$1" "$4"); echo "$out"; grep -q "$2" <<<"$out" || fail "$3"; }
 step() { echo "--- $*"; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
 

@@ -61,3 +61,16 @@ impl Ctx {
         Ok(g)
     }
 }
+
+/// A tool's `main`: logging from `RUST_LOG` (warnings by default), then `run`; exits with the
+/// code it returns, or prints its error chain as `NAME: …` and exits 1.
+pub fn main_with(name: &str, run: impl FnOnce() -> anyhow::Result<i32>) -> ! {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match run() {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -107,15 +107,8 @@ impl Ctx {
 }
 
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => std::process::exit(code),
-        Err(e) => {
-            eprintln!("unimem-dht: {e:#}");
-            std::process::exit(1);
-        }
-    }
+    gsas::cli::main_with("unimem-dht", || run(cli))
 }
 
 fn hex128(v: u128) -> String {

@@ -225,15 +225,8 @@ fn width_err(w: Width, what: &str) -> anyhow::Error {
 }
 
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => std::process::exit(code),
-        Err(e) => {
-            eprintln!("unimem-gsas: {e:#}");
-            std::process::exit(1);
-        }
-    }
+    gsas::cli::main_with("unimem-gsas", || run(cli))
 }
 
 fn run(cli: Cli) -> Result<i32> {
