@@ -312,9 +312,10 @@ impl<T: Transport> Dht<T> {
                     }
                     // A miss that read several entries: valid only if no writer changed the
                     // container meanwhile (every change bumps the first-level version).
-                    if probes > 1 && self.read(a)?.word0() != e.word0() {
+                    let now = if probes > 1 { self.read(a)? } else { e };
+                    if now.word0() != e.word0() {
                         self.count(|s| s.retries += 1);
-                        b.again(a, e.lock)?;
+                        b.again(a, now.lock)?;
                         continue;
                     }
                     return Ok(None);
@@ -375,7 +376,10 @@ impl<T: Transport> Dht<T> {
     }
 
     /// Runs `f` with the first-level entry of `key` locked, then releases it: as `f` says, or
-    /// on an error with the version moved on (the entry may have been partly written).
+    /// on an error with the version moved on (the entry may have been partly written). After an
+    /// error the entry is read again first: a write that timed out may still have been applied
+    /// (it may even have published and unlocked the entry), and the read, answered after it,
+    /// shows what is there.
     fn locked<R>(
         &self,
         key: u64,
@@ -390,8 +394,12 @@ impl<T: Transport> Dht<T> {
             }
             Ok((Release::Done, r)) => Ok(r),
             Err(err) => {
-                if let Err(u) = self.g.write(a, e.next_head(e.state)) {
-                    log::error!("dht: entry {a:#x} stays locked: {err}; unlocking: {u}");
+                let unlock = self.read(a).and_then(|cur| match cur.lock == self.me {
+                    true => Ok(self.g.write(a, cur.next_head(cur.state))?),
+                    false => Ok(()),
+                });
+                if let Err(u) = unlock {
+                    log::error!("dht: entry {a:#x} may stay locked: {err}; unlocking: {u}");
                 }
                 Err(err)
             }

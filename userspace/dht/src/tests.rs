@@ -125,6 +125,32 @@ fn colliding_keys_share_a_container_on_the_entry_node_until_it_is_full() {
 }
 
 #[test]
+fn a_put_that_fails_after_locking_unlocks_and_changes_no_pair() {
+    // Node 0 holds the root and its slice and nothing more: no room for a container there.
+    let c = Cluster::with_pages(&[(0, 3), (1, 64)]);
+    let t = Dht::create(c.handle(0, 0, TREE), &[0, 1], 10, 0).unwrap();
+    let k0 = (0..)
+        .find(|&k| gsas::node_of(slot_addr(&t, k)) == 0)
+        .unwrap();
+    let keys = colliding(&t, k0, 2);
+    t.put(keys[0], 1).unwrap();
+    let before = Entry::decode(t.gsas().read256(slot_addr(&t, k0)).unwrap());
+    let e = t.put(keys[1], 2).unwrap_err();
+    assert!(matches!(e, Error::Gsas(gsas::Error::NoMemory(_))), "{e}");
+    let after = Entry::decode(t.gsas().read256(slot_addr(&t, k0)).unwrap());
+    assert!(!after.locked());
+    assert_eq!(
+        (after.state, after.key, after.value),
+        (before.state, before.key, before.value)
+    );
+    assert_eq!(after.version, before.version.wrapping_add(1));
+    assert_eq!(t.get(keys[0]).unwrap(), Some(1));
+    assert_eq!(t.get(keys[1]).unwrap(), None);
+    t.destroy().unwrap();
+    assert_eq!(c.allocations(), 0);
+}
+
+#[test]
 fn deleted_entries_keep_probes_going_and_are_reused() {
     let c = Cluster::new(4, 64);
     let t = table(&c, 100);
