@@ -394,9 +394,11 @@ impl<T: Transport> Dht<T> {
             }
             Ok((Release::Done, r)) => Ok(r),
             Err(err) => {
-                let unlock = self.read(a).and_then(|cur| match cur.lock == self.me {
-                    true => Ok(self.g.write(a, cur.next_head(cur.state))?),
-                    false => Ok(()),
+                let unlock = self.read(a).and_then(|cur| {
+                    if cur.lock == self.me {
+                        self.g.write(a, cur.next_head(cur.state))?;
+                    }
+                    Ok(())
                 });
                 if let Err(u) = unlock {
                     log::error!("dht: entry {a:#x} may stay locked: {err}; unlocking: {u}");
