@@ -130,7 +130,8 @@ impl Layout {
         let mut seen = 0u32;
         for &s in &slices {
             let node = node_of(s);
-            if offset_of(s) % PAGE_SIZE != 0 || offset_of(s) == 0 {
+            if offset_of(s) % PAGE_SIZE != 0 || offset_of(s) == 0 || usize::from(node) >= MAX_NODES
+            {
                 return bad(format!("slice address {s:#x}"));
             }
             if seen & 1 << node != 0 {
@@ -206,6 +207,8 @@ mod tests {
             (4, 100, "100 entries per node"),
             (4, u64::MAX - 127, "entries per node"),
             (8, gsas::addr(0, 0x2001), "slice address"),
+            (8, gsas::addr(40, 0x2000), "slice address"),
+            (9, gsas::addr(0xffff, 0x2000), "slice address"),
             (9, gsas::addr(0, 0x8000), "two slices on node 0"),
         ];
         for &(word, v, msg) in cases {
