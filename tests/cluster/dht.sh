@@ -27,16 +27,11 @@ c_examples dht "" "$ROOT/userspace/dht/examples" dht_hello dht_threads
 # pages are allocated).
 TABLES=() ALLOCS=()
 cleanup() {
-  # Free first, then unload the services and stop the daemons (they take the pools back),
-  # then what bg started: a daemon killed first would keep the lease for the next test.
+  local t
   for t in "${TABLES[@]}"; do
     "$CLUSTER" exec 0 --timeout 60 -- "unimem-dht --tree $TREE destroy $t" >/dev/null 2>&1 || true
   done
-  for a in "${ALLOCS[@]}"; do
-    "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
-  done
-  stop_all
-  bg_cleanup
+  gsas_cleanup "$TREE" "${ALLOCS[@]}"
 }
 trap cleanup EXIT
 

@@ -30,15 +30,7 @@ c_examples gsas gsas- "$ROOT/userspace/gsas/examples" hello faa_threads
 # Allocations of tree $TREE to free at the end (the service refuses to unload while pages are
 # allocated).
 ALLOCS=()
-cleanup() {
-  # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
-  # them: killed first, they would keep the lease in their record for the next test's daemon.
-  for a in "${ALLOCS[@]}"; do
-    "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
-  done
-  stop_all
-  bg_cleanup
-}
+cleanup() { gsas_cleanup "$TREE" "${ALLOCS[@]}"; }
 trap cleanup EXIT
 
 g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }

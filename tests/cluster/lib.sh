@@ -119,6 +119,19 @@ stop_all() {
     "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "${1:-$STOP_DAEMON}" >/dev/null 2>&1 || true
   done
 }
+# gsas_cleanup TREE ADDR...: the end of a GSAS test's EXIT trap: frees TREE's allocations ADDR...
+# (the service refuses to unload while pages are allocated), unloads the services and stops the
+# daemons (stop_all: they take the pools back), then kills what bg started (a daemon killed
+# first would keep the lease in its record for the next test's daemon).
+gsas_cleanup() {
+  local tree=$1 a
+  shift
+  for a in "$@"; do
+    "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $tree free $a" >/dev/null 2>&1 || true
+  done
+  stop_all "$STOP_DAEMON"
+  bg_cleanup
+}
 # gsas_all_up [KO]: on every node: base modules, no daemon left from before, a mark of the kernel
 # log (marks[NODE], for dmesg_clean), kram-daemon and the GSAS service (gsas_up).
 # shellcheck disable=SC2034 # marks is read by the tests (dmesg_clean)
