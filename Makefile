@@ -27,12 +27,15 @@ modules-clippy:
 userspace:
 	cargo build --release --workspace
 	@userspace/gsas/gsas-pc.sh >/dev/null
+	@userspace/dht/dht-pc.sh >/dev/null
 
 # pkg-config file of libgsas for the build tree: target/release/pkgconfig/gsas.pc
 # (PKG_CONFIG_PATH=$(CURDIR)/target/release/pkgconfig pkg-config --cflags --libs gsas).
-# Install elsewhere with: userspace/gsas/gsas-pc.sh --install PREFIX
+# Install elsewhere with: userspace/gsas/gsas-pc.sh --install PREFIX. The same for libdht
+# (dht.pc; userspace/dht/dht-pc.sh).
 gsas-pc:
 	userspace/gsas/gsas-pc.sh
+	userspace/dht/dht-pc.sh
 
 # Onto this host (as root) or staged: make install DESTDIR=/tmp/x PREFIX=/usr. Installs what `make`
 # built and builds nothing (so that `sudo make install` leaves no root-owned build output); what goes
@@ -49,7 +52,7 @@ check:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	rustfmt --edition 2021 --config newline_style=Unix --check kernel/*/*.rs kernel/include/*.rs
-	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh tests/host/*.sh userspace/gsas/gsas-pc.sh .ci/run
+	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh tests/host/*.sh .ci/run userspace/*.sh userspace/*/*.sh
 
 # The kernel modules in the kernel's own Rust format (its .rustfmt.toml: edition 2021, Unix
 # newlines, default width).

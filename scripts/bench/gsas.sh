@@ -57,13 +57,11 @@ TIMEOUT=900
 # shellcheck source=tests/cluster/lib.sh
 source "$UNIMEM_ROOT/tests/cluster/lib.sh"
 
-# jv KEY JSON: a number or string field of a one-line JSON object.
-jv() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$2"; }
+# shellcheck source=scripts/lib/bench.sh
+source "$UNIMEM_ROOT/scripts/lib/bench.sh"
 # kv KEY LINE: the value of KEY in a "RESULT k=v ..." line.
 kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
-hex() { printf '%#x' "$1"; }
 
 log "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
 for n in $(seq 0 $((NODES - 1))); do
@@ -75,27 +73,9 @@ out=$(g 0 info --nodes "$NODES" --json)
 grep -q '"answering":\[0,1,2,3\]' <<<"$out" || die "not every service answers: $out"
 
 # The environment, for every CSV of this run.
-if [ -n "${UNIMEM_ACCEL:-}" ]; then accel=$UNIMEM_ACCEL
-elif [ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then accel=kvm
-else accel=tcg; fi
-commit=$(git -C "$UNIMEM_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$UNIMEM_ROOT" diff --quiet HEAD 2>/dev/null || commit="$commit-dirty"
-krel=$(on 0 "uname -r")
-{
-  echo "key,value"
-  echo "accelerator,$accel"
-  echo "vcpus_per_node,${UNIMEM_SMP:-1}"
-  echo "nodes,$NODES"
-  echo "host_cores,$(nproc)"
-  echo "kernel,$krel"
-  echo "commit,$commit"
-  echo "date,$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "latency_reps,$REPS"
-  echo "latency_ops_per_rep,$OPS"
-  echo "mailbox_pings,$PINGS"
-  echo "throughput_seconds,$SECONDS_PER_POINT"
-  echo "throughput_windows,$WINDOWS"
-} >"$OUT/environment.csv"
+bench_environment "$OUT/environment.csv" "$NODES" latency_reps="$REPS" latency_ops_per_rep="$OPS" \
+  mailbox_pings="$PINGS" throughput_seconds="$SECONDS_PER_POINT" throughput_windows="$WINDOWS"
+accel=$BENCH_ACCEL krel=$BENCH_KERNEL commit=$BENCH_COMMIT
 
 # mbox_rtt SERVER CLIENT: the client's RESULT line of a busy-polled ping-pong (both sides spin
 # on nonblocking RECV, yielding between tries), 25-byte payloads.
@@ -114,8 +94,6 @@ mbox_rtt() {
 # Per pair, REPS interleaved repetitions, each: PINGS polled mailbox round trips, then OPS
 # Fetch&Adds and OPS NOPs (every one timed). Interleaving exposes both to the same host load (the
 # other VMs and whatever else runs on the host's cores); the ratio is taken per repetition.
-# stats V...: "median min max" of the values.
-stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'; }
 reps_csv=$OUT/latency_reps.csv
 echo "issuer,home,rep,faa_median_us,faa_p25_us,faa_p75_us,nop_median_us,nop_p25_us,nop_p75_us,faa_syscalls_per_op,mbox_rtt_median_us,mbox_rtt_min_us,mbox_rtt_p99_us,faa_ratio_to_mbox,nop_ratio_to_mbox" >"$reps_csv"
 lat_csv=$OUT/latency.csv
@@ -159,29 +137,9 @@ for i in $(seq 0 $((NODES - 1))); do
 done
 
 # ---- 2. Fetch&Add throughput --------------------------------------------------------------------
-# Barrier words, one per throughput point, on a page of node 0.
-BAR=$(g 0 alloc --node 0 --pages 1)
-bar_next=0
-# tput_point NODES THREADS ARGS: `throughput ARGS` on nodes 0..NODES-1 with THREADS threads each,
-# started together; prints "sum_ops_per_s sum_min sum_max per-node-rates(;-separated)".
-tput_point() {
-  local nn=$1 t=$2 args=$3 b n out sum=0 lo=0 hi=0 per=""
-  b=$(hex $((BAR + 8 * bar_next))); bar_next=$((bar_next + 1))
-  for n in $(seq 0 $((nn - 1))); do
-    bg "$n" tp "unimem-gsas --tree $TREE throughput $args --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --barrier $b --parties $nn --json"
-  done
-  for n in $(seq 0 $((nn - 1))); do
-    wait_log "$n" tp '^exit=' 600
-    out=$(on "$n" "cat /tmp/$BG-tp.log")
-    grep -q '^exit=0$' <<<"$out" || die "node $n: throughput failed: $out"
-    out=$(grep '^{' <<<"$out")
-    sum=$(calc %.1f "$sum + $(jv ops_per_s "$out")")
-    lo=$(calc %.1f "$lo + $(jv min_ops_per_s "$out")")
-    hi=$(calc %.1f "$hi + $(jv max_ops_per_s "$out")")
-    per="$per${per:+;}$(jv ops_per_s "$out")"
-  done
-  echo "$sum $lo $hi $per"
-}
+# Barrier words, one per throughput point, on a page of node 0 (bench_point).
+BENCH_BARRIERS=$(g 0 alloc --node 0 --pages 1)
+points=0
 
 SINGLE=$(g 0 alloc --node "$HOME_NODE" --pages 1)
 PAGES=()
@@ -200,7 +158,8 @@ for mode in single many; do
         args=$many_args vars=$((VARS * NODES)) home=all
       fi
       log "Fetch&Add throughput, $mode variable(s): $nn node(s) x $t thread(s)"
-      read -r sum lo hi per <<<"$(tput_point "$nn" "$t" "$args")"
+      points=$((points + 1))
+      read -r sum lo hi per _ <<<"$(bench_point "$points" "$nn" "$t" "unimem-gsas --tree $TREE throughput $args")"
       if [ $mode = single ]; then T1[$nn,$t]=$sum; else TM[$nn,$t]=$sum; fi
       echo "$mode,$vars,$home,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per" >>"$tput_csv"
     done
@@ -320,21 +279,8 @@ for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do
   echo
 done
 echo
-echo "Under TCG every guest instruction is emulated and $NODES one-vCPU VMs share $(nproc) host cores:"
-echo "compare figures of the same run with each other (the ratios), not with the seed's hardware."
+bench_tcg_note "$NODES"
 } | tee "$OUT/summary.txt"
 
 # ---- plot -------------------------------------------------------------------------------------
-if [ "${GSAS_BENCH_NO_PLOT:-0}" != 1 ]; then
-  venv=$UNIMEM_CACHE/bench-venv
-  if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    log "installing matplotlib into $venv"
-    { python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib; } >&2 ||
-      log "could not install matplotlib: no plot (the CSVs are complete)"
-  fi
-  if "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    "$venv/bin/python" "$UNIMEM_ROOT/scripts/bench/plot_gsas.py" "$OUT" || log "plotting failed (the CSVs are complete)"
-  fi
-fi
-echo
-echo "results: $OUT"; find "$OUT" -type f | sort
+bench_results "$UNIMEM_ROOT/scripts/bench/plot_gsas.py" "${GSAS_BENCH_NO_PLOT:-0}"

@@ -4,19 +4,12 @@
 usage: plot_gsas.py DIR   (DIR holds latency.csv, faa_throughput.csv, bulk_read.csv,
 read_throughput.csv and environment.csv). Needs matplotlib (gsas.sh installs it in a venv).
 """
-import csv
-import os
-import sys
-
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-
-def rows(d, name):
-    with open(os.path.join(d, name), newline="") as f:
-        return list(csv.DictReader(f))
+from plotlib import by_nodes, rows, run, save  # noqa: E402
 
 
 def main(d):
@@ -56,24 +49,11 @@ def main(d):
     for a, mode, title in ((ax[0][1], "single", "one variable (seed Fig. 11)"),
                            (ax[0][2], "many", "many variables picked at random (seed Fig. 12)")):
         pts = [x for x in tput if x["mode"] == mode]
-        for nn in sorted({int(x["nodes"]) for x in pts}):
-            xs = [x for x in pts if int(x["nodes"]) == nn]
-            xs.sort(key=lambda x: int(x["threads_per_node"]))
-            a.errorbar([int(x["threads_per_node"]) for x in xs],
-                       [float(x["ops_per_s"]) for x in xs],
-                       yerr=[[float(x["ops_per_s"]) - float(x["min_ops_per_s"]) for x in xs],
-                             [float(x["max_ops_per_s"]) - float(x["ops_per_s"]) for x in xs]],
-                       fmt="-o", capsize=3, label=f"{nn} node{'s' if nn > 1 else ''}")
+        by_nodes(a, pts)
         if pts:
             where = f"on node {pts[0]['home']}" if mode == "single" else f"{pts[0]['variables']} variables"
             a.set_title(f"Fetch&Add throughput, {title}\n{where}; median and min/max of the windows",
                         fontsize=10)
-        a.set_xlabel("threads per node")
-        a.set_xticks(sorted({int(x["threads_per_node"]) for x in pts}))
-        a.set_ylabel("ops/s (all nodes)")
-        a.set_ylim(bottom=0)
-        a.legend(fontsize=8)
-        a.grid(alpha=0.3)
 
     # Bulk-read bandwidth over transfer size.
     a = ax[1][0]
@@ -128,13 +108,8 @@ def main(d):
     a.set_title("READ256 and 4 KiB bulk-read throughput (issuer>home, threads)", fontsize=10)
     a.grid(alpha=0.3, axis="y")
 
-    fig.tight_layout()
-    out = os.path.join(d, "gsas.png")
-    fig.savefig(out, dpi=100)
-    print(f"plot: {out}")
+    save(fig, d, "gsas.png")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    main(sys.argv[1])
+    run(main, __doc__)

@@ -15,8 +15,6 @@
 #  - system calls per operation (bench), reported; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
-RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
-SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 # A protection tree no node makes (node field 14): the test's processes join it with --tree.
 TREE=0x0e0001
@@ -26,37 +24,13 @@ TORN_SECONDS=${GSAS_TORN_SECONDS:-5}
 BG=gsasu
 
 step "copy unimem-gsas, libgsas.so and the C examples (gcc + pkg-config on the host) to the nodes"
-for f in unimem-gsas kram-daemon; do
-  [ -x "$ROOT/target/release/$f" ] || fail "target/release/$f missing: run 'make userspace'"
-  cp "$ROOT/target/release/$f" "$SHARE/bin/"
-done
-[ -f "$ROOT/target/release/libgsas.so" ] || fail "target/release/libgsas.so missing: run 'make userspace'"
-mkdir -p "$SHARE/lib"
-cp "$ROOT/target/release/libgsas.so" "$SHARE/lib/"
-PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/gsas/gsas-pc.sh")")
-export PKG_CONFIG_PATH
-flags=$(pkg-config --cflags --libs gsas) || fail "pkg-config does not find gsas"
-echo "pkg-config --cflags --libs gsas: $flags"
-for ex in hello faa_threads; do
-  # shellcheck disable=SC2086 # the flags are words
-  gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/gsas-${ex//_/-}" "$ROOT/userspace/gsas/examples/$ex.c" \
-    $flags -pthread -Wl,-rpath,/opt/unimem/lib || fail "gcc $ex.c"
-done
+share_bins unimem-gsas kram-daemon
+c_examples gsas gsas- "$ROOT/userspace/gsas/examples" hello faa_threads
 
 # Allocations of tree $TREE to free at the end (the service refuses to unload while pages are
 # allocated).
 ALLOCS=()
-cleanup() {
-  # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
-  # them: killed first, they would keep the lease in their record for the next test's daemon.
-  for a in "${ALLOCS[@]}"; do
-    "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $TREE free $a" >/dev/null 2>&1 || true
-  done
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_DAEMON" >/dev/null 2>&1 || true
-  done
-  bg_cleanup
-}
+cleanup() { gsas_cleanup "$TREE" "${ALLOCS[@]}"; }
 trap cleanup EXIT
 
 g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
@@ -70,14 +44,8 @@ hex() { printf '%#x' "$1"; }
 counter() { on "$1" "cat $SYS/$2"; }
 
 step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
-declare -A marks
-for n in $(seq 0 $((NODES - 1))); do
-  load_base "$n"
-  on "$n" "$STOP_DAEMON"
-  marks[$n]=$(dmesg_mark "$n")
-  gsas_up "$n" "$MODS/unimem_gsas.ko"
-  on "$n" "test -r $SYS/pool_pages"
-done
+gsas_all_up "$MODS/unimem_gsas.ko"
+for n in $(seq 0 $((NODES - 1))); do on "$n" "test -r $SYS/pool_pages"; done
 
 step "every node's service answers every node (NOP)"
 for n in $(seq 0 $((NODES - 1))); do
@@ -203,12 +171,8 @@ grep -q '^0x4d$' <<<"$out" || fail "a second process of the tree did not read th
 grep -q 'denied, the page belongs to another protection tree' <<<"$out" || fail "a process outside the tree was not denied"
 
 step "the C examples (built with gcc via pkg-config) on the nodes"
-out=$(on 1 "gsas-hello 3")
-echo "$out"
-grep -q '^hello: ok$' <<<"$out" || fail "hello on node 1 (pages on node 3)"
-out=$(on 2 "gsas-faa-threads 0 4 200")
-echo "$out"
-grep -q 'final 800 (expected 800), 0 old values missing, 0 errors' <<<"$out" || fail "faa_threads on node 2"
+expect_out 1 '^hello: ok$' "hello on node 1 (pages on node 3)" "gsas-hello 3"
+expect_out 2 'final 800 (expected 800), 0 old values missing, 0 errors' "faa_threads on node 2" "gsas-faa-threads 0 4 200"
 
 step "system calls per operation (bench; median of 5 x 200; GSAS_SPINS=2000: poll a tenth as long)"
 for spec in "0 2 faa" "2 2 faa" "3 1 faa" "0 2 nop" "1 3 read256" "3 1 bulk-read" "0 2 faa GSAS_SPINS=2000" "3 1 faa GSAS_SPINS=2000"; do

@@ -44,9 +44,7 @@ STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev
 cleanup() {
   # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
   # them: killed first, they would keep the lease in their record for the next test's daemon.
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
-  done
+  stop_all "$STOP_GSASD; $STOP_DAEMON"
   bg_cleanup
 }
 trap cleanup EXIT

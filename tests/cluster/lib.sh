@@ -21,6 +21,9 @@ on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * 
 # on_may_fail NODE CMD...: run and return its status without failing.
 on_may_fail() { local n=$1; shift; set +e; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * ${UNIMEM_TIMEOUT_SCALE:-1} ))" -- "$@"; local s=$?; set -e; return $s; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# expect_out NODE PATTERN WHAT CMD: runs CMD on NODE and shows its output; fails with WHAT unless a
+# line matches PATTERN (grep's basic regular expression).
+expect_out() { local out; out=$(on "$1" "$4"); echo "$out"; grep -q "$2" <<<"$out" || fail "$3"; }
 step() { echo "--- $*"; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
 
@@ -88,6 +91,58 @@ share_bins() {
   for b in "$@"; do
     [ -x "$ROOT/target/release/$b" ] || fail "target/release/$b missing: run 'make userspace'"
     cp "$ROOT/target/release/$b" "${UNIMEM_RUN:-$ROOT/build/cluster}/share/bin/$b"
+  done
+}
+# c_examples LIB PREFIX SRCDIR EXAMPLE...: libLIB.so into the guests' /opt/unimem/lib, and each
+# SRCDIR/EXAMPLE.c built on the host with gcc via pkg-config LIB (the guests have no compiler),
+# linked with -rpath /opt/unimem/lib, into the guests' bin as PREFIX + EXAMPLE (_ as -).
+c_examples() {
+  local lib=$1 prefix=$2 src=$3 share=${UNIMEM_RUN:-$ROOT/build/cluster}/share flags ex
+  shift 3
+  [ -f "$ROOT/target/release/lib$lib.so" ] || fail "target/release/lib$lib.so missing: run 'make userspace'"
+  mkdir -p "$share/lib"
+  cp "$ROOT/target/release/lib$lib.so" "$share/lib/"
+  PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/$lib/$lib-pc.sh")")
+  export PKG_CONFIG_PATH
+  flags=$(pkg-config --cflags --libs "$lib") || fail "pkg-config does not find $lib"
+  echo "pkg-config --cflags --libs $lib: $flags"
+  for ex in "$@"; do
+    # shellcheck disable=SC2086 # the flags are words
+    gcc -Wall -Wextra -Werror -O2 -o "$share/bin/$prefix${ex//_/-}" "$src/$ex.c" $flags -pthread \
+      -Wl,-rpath,/opt/unimem/lib || fail "gcc $ex.c"
+  done
+}
+# stop_all [CMD]: CMD (default: $STOP_DAEMON) on every node, errors ignored (the EXIT traps).
+stop_all() {
+  local n
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "${1:-$STOP_DAEMON}" >/dev/null 2>&1 || true
+  done
+}
+# gsas_cleanup TREE ADDR...: the end of a GSAS test's EXIT trap: frees TREE's allocations ADDR...
+# (the service refuses to unload while pages are allocated), unloads the services and stops the
+# daemons (stop_all: they take the pools back), then kills what bg started (a daemon killed
+# first would keep the lease in its record for the next test's daemon).
+gsas_cleanup() {
+  local tree=$1 a
+  shift
+  for a in "$@"; do
+    "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $tree free $a" >/dev/null 2>&1 || true
+  done
+  stop_all "$STOP_DAEMON"
+  bg_cleanup
+}
+# gsas_all_up [KO]: on every node: base modules, no daemon left from before, a mark of the kernel
+# log (marks[NODE], for dmesg_clean), kram-daemon and the GSAS service (gsas_up).
+# shellcheck disable=SC2034 # marks is read by the tests (dmesg_clean)
+gsas_all_up() {
+  declare -gA marks
+  local n
+  for n in $(seq 0 $((NODES - 1))); do
+    load_base "$n"
+    on "$n" "$STOP_DAEMON"
+    marks[$n]=$(dmesg_mark "$n")
+    gsas_up "$n" "${1:-/opt/unimem/modules/unimem_gsas.ko}"
   done
 }
 # gsas_up NODE [KO]: NODE's kram-daemon (64 chunks), past its grace period, and the GSAS service

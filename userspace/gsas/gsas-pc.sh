@@ -4,51 +4,8 @@
 #                                PKG_CONFIG_PATH=<target>/release/pkgconfig pkg-config --cflags --libs gsas
 #                                finds include/gsas.h and <target>/release/libgsas.{so,a}
 #   gsas-pc.sh --install PREFIX  installs libgsas.so, libgsas.a, gsas.h and gsas.pc under PREFIX
-#                                (lib/, include/, lib/pkgconfig/; LIBDIR and INCLUDEDIR override,
-#                                DESTDIR stages the files under it, the .pc naming PREFIX)
+#                                (lib/, include/, lib/pkgconfig/)
 # CARGO_TARGET_DIR is honoured. Prints the path of the .pc file.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
-case $target in /*) ;; *) target=$root/$target ;; esac
-built=$target/release
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
-
-usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
-
-write_pc() { # FILE PREFIX LIBDIR INCLUDEDIR
-  mkdir -p "$(dirname "$1")"
-  cat >"$1" <<PC
-prefix=$2
-libdir=$3
-includedir=$4
-
-Name: gsas
-Description: GSAS, the global shared address space of a unimem cluster (AllocSharedPage, READ, WRITE, FetchAndAdd, CAS, SWAP, ...)
-Version: ${version:-0.1.0}
-Cflags: -I\${includedir}
-Libs: -L\${libdir} -lgsas
-Libs.private: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
-PC
-  echo "$1"
-}
-
-case ${1:-} in
-  -h|--help) usage ;;
-  --install)
-    prefix=${2:?--install needs a PREFIX}
-    for f in libgsas.so libgsas.a; do
-      [ -f "$built/$f" ] || { echo "gsas-pc.sh: $built/$f missing: run cargo build --release -p gsas" >&2; exit 1; }
-    done
-    libdir=${LIBDIR:-$prefix/lib} includedir=${INCLUDEDIR:-$prefix/include} root=${DESTDIR:-}
-    install -D -m 0755 "$built/libgsas.so" "$root$libdir/libgsas.so"
-    install -D -m 0644 "$built/libgsas.a" "$root$libdir/libgsas.a"
-    install -D -m 0644 "$here/include/gsas.h" "$root$includedir/gsas.h"
-    # Relative to ${prefix} where they are under it, for pkg-config's --define-prefix.
-    write_pc "$root$libdir/pkgconfig/gsas.pc" "$prefix" "${libdir/#"$prefix"/\${prefix\}}" \
-      "${includedir/#"$prefix"/\${prefix\}}"
-    ;;
-  "") write_pc "$built/pkgconfig/gsas.pc" "$root" "$built" "$here/include" ;;
-  *) usage >&2; exit 2 ;;
-esac
+source "$(dirname "$0")/../pc-lib.sh"
+pc_main gsas "GSAS, the global shared address space of a unimem cluster (AllocSharedPage, READ, WRITE, FetchAndAdd, CAS, SWAP, ...)" \
+  "$(cd "$(dirname "$0")" && pwd)/include/gsas.h" -- "$@"

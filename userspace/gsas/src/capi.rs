@@ -23,14 +23,20 @@ thread_local! {
 }
 
 fn set_error(e: &Error) -> c_int {
-    let errno = e.errno() as c_int;
+    set_last_error(e.errno() as c_int, e)
+}
+
+/// Records the calling thread's error (what `gsas_errno`/`gsas_strerror` report): for C layers
+/// built on this library (libdht). Returns `errno`.
+pub fn set_last_error(errno: c_int, what: &dyn std::fmt::Display) -> c_int {
     ERRNO.with(|c| c.set(errno));
-    let msg = CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
+    let msg = CString::new(what.to_string().replace('\0', " ")).unwrap_or_default();
     MESSAGE.with(|m| *m.borrow_mut() = msg);
     errno
 }
 
-fn ok() {
+/// Records success for the calling thread.
+pub fn ok() {
     ERRNO.with(|c| c.set(0));
 }
 

@@ -21,8 +21,11 @@
 //! The C library (`include/gsas.h`, `libgsas.so`/`libgsas.a`) is [`capi`].
 
 pub mod capi;
+pub mod cli;
 mod error;
 mod handle;
+pub mod json;
+pub mod measure;
 pub mod transport;
 pub mod tree;
 

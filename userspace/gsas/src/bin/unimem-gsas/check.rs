@@ -131,18 +131,7 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
 
 /// Arrives at the barrier word `b` and waits (up to 120 s) until `parties` have.
 pub(crate) fn wait_barrier(ctx: &Ctx, b: u64, parties: u64) -> Result<()> {
-    let g = ctx.open()?;
-    let t0 = Instant::now();
-    let mut n = g.fetch_add(b, 1)? + 1;
-    while n < parties {
-        if t0.elapsed() > Duration::from_secs(120) {
-            anyhow::bail!("barrier {b:#x}: {n} of {parties} parties after 120 s");
-        }
-        std::thread::sleep(Duration::from_millis(1));
-        n = g.read(b)?;
-    }
-    log::info!("barrier {b:#x}: {n} parties after {:?}", t0.elapsed());
-    Ok(())
+    gsas::measure::barrier(&ctx.open()?, b, parties, Duration::from_secs(120))
 }
 
 fn faa_sum(ctx: &Ctx, a: u64, threads: usize, count: u64, twice: bool, json: bool) -> Result<i32> {

@@ -5,13 +5,13 @@
 mod bench;
 mod check;
 mod fork;
-mod json;
 mod throughput;
 
 use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
-use gsas::{Gsas, TreeSource};
-use std::time::Duration;
+use gsas::cli::HandleArgs;
+pub use gsas::cli::{parse_u64, Ctx};
+use gsas::{json, TreeSource};
 
 #[derive(Parser)]
 #[command(
@@ -21,13 +21,8 @@ use std::time::Duration;
     after_help = "Addresses are 64-bit: node in bits 48-63, offset in bits 0-47 (hex with 0x, or decimal). Every process has its own protection tree unless --tree joins another one (needs CAP_SYS_ADMIN) or it runs under `unimem-gsas exec`."
 )]
 struct Cli {
-    /// Join protection tree ID (as printed by `info`/`alloc`; SET_TREE, needs CAP_SYS_ADMIN)
-    /// instead of a tree of this process's own.
-    #[arg(long, global = true, value_parser = parse_u32)]
-    tree: Option<u32>,
-    /// Timeout per operation in milliseconds (default 5000, or GSAS_TIMEOUT_MS).
-    #[arg(long, global = true)]
-    timeout_ms: Option<u64>,
+    #[command(flatten)]
+    handle: HandleArgs,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -211,41 +206,6 @@ enum BitOp {
     Xor,
 }
 
-/// How every handle of this process opens: the tree and the timeout.
-#[derive(Clone, Copy)]
-pub struct Ctx {
-    pub tree: TreeSource,
-    pub timeout: Option<Duration>,
-}
-
-impl Ctx {
-    pub fn open(&self) -> Result<Gsas> {
-        self.open_in(self.tree)
-    }
-
-    pub fn open_in(&self, tree: TreeSource) -> Result<Gsas> {
-        let g = Gsas::open_in(tree).context("opening a GSAS handle")?;
-        if let Some(t) = self.timeout {
-            g.set_timeout(t);
-        }
-        Ok(g)
-    }
-}
-
-pub fn parse_u64(s: &str) -> std::result::Result<u64, String> {
-    let s = s.trim().replace('_', "");
-    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16),
-        None => s.parse(),
-    };
-    r.map_err(|e| format!("`{s}`: {e} (a number, hex with 0x)"))
-}
-
-fn parse_u32(s: &str) -> std::result::Result<u32, String> {
-    let v = parse_u64(s)?;
-    u32::try_from(v).map_err(|_| format!("{v} does not fit 32 bits"))
-}
-
 /// The pattern byte `i` of `bulk-write --seed`.
 pub fn pattern(seed: u64, i: usize) -> u8 {
     let x = (i as u64)
@@ -266,22 +226,12 @@ fn width_err(w: Width, what: &str) -> anyhow::Error {
 
 fn main() {
     unimem_clidoc::generate_if_asked(Cli::command, "1");
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => std::process::exit(code),
-        Err(e) => {
-            eprintln!("unimem-gsas: {e:#}");
-            std::process::exit(1);
-        }
-    }
+    gsas::cli::main_with("unimem-gsas", || run(cli))
 }
 
 fn run(cli: Cli) -> Result<i32> {
-    let ctx = Ctx {
-        tree: cli.tree.map_or(TreeSource::Process, TreeSource::Id),
-        timeout: cli.timeout_ms.map(Duration::from_millis),
-    };
+    let ctx = cli.handle.ctx();
     match cli.cmd {
         Cmd::Info { nodes, json } => info(&ctx, nodes, json),
         Cmd::Alloc { node, pages, json } => {

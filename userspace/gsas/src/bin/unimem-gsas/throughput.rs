@@ -8,7 +8,8 @@ use crate::json::Obj;
 use crate::{parse_u64, Ctx};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use std::time::{Duration, Instant};
+
+pub use gsas::measure::{Rng, Timing};
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TputOp {
@@ -37,44 +38,16 @@ pub struct Throughput {
     /// Bytes per bulk read (any length: split into page pieces).
     #[arg(long, default_value_t = 4096)]
     len: usize,
-    /// Threads of this process, each with its own handle (mailbox interface).
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Measured time, cut into --reps equal windows (the median is over them).
-    #[arg(long, default_value_t = 2.0)]
-    seconds: f64,
-    #[arg(long, default_value_t = 3)]
-    reps: usize,
+    #[command(flatten)]
+    timing: Timing,
     /// Untimed operations per thread first.
     #[arg(long, default_value_t = 20)]
     warmup: u64,
-    /// Start only when PARTIES processes have arrived at the barrier word BARRIER.
-    #[arg(long, value_parser = parse_u64, requires = "parties")]
-    barrier: Option<u64>,
-    #[arg(long, default_value_t = 1)]
-    parties: u64,
     /// RNG seed of the variable choice (each thread derives its own).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     #[arg(long)]
     json: bool,
-}
-
-/// xorshift64*: a cheap per-thread generator for picking variables.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        let x = self.0.wrapping_mul(0x2545_f491_4f6c_dd1d);
-        ((u128::from(x) * u128::from(n)) >> 64) as u64
-    }
 }
 
 /// The addresses of the variables: `vars` per page address, `stride` bytes apart.
@@ -91,34 +64,9 @@ pub fn variables(addrs: &[u64], vars: u64, stride: u64) -> Result<Vec<u64>> {
         .collect())
 }
 
-/// Median of a sample (0 if empty).
-pub fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-/// Per window, the sum over threads of the operations they completed in it.
-pub fn window_totals(per_thread: &[Vec<u64>], reps: usize) -> Vec<u64> {
-    (0..reps)
-        .map(|w| {
-            per_thread
-                .iter()
-                .map(|t| t.get(w).copied().unwrap_or(0))
-                .sum()
-        })
-        .collect()
-}
-
 pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
-    if t.threads == 0 || t.reps == 0 || t.seconds <= 0.0 {
-        bail!("--threads, --reps and --seconds must be positive");
-    }
+    let tm = &t.timing;
+    tm.check(usize::from(u16::MAX))?;
     if t.op == TputOp::BulkRead && t.len == 0 {
         bail!("--len must be at least 1");
     }
@@ -133,14 +81,13 @@ pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
     } else {
         variables(&t.addrs, t.vars, stride)?
     };
-    if let Some(b) = t.barrier {
-        crate::check::wait_barrier(ctx, b, t.parties)?;
+    if let Some(b) = tm.barrier {
+        crate::check::wait_barrier(ctx, b, tm.parties)?;
     }
-    let window = Duration::from_secs_f64(t.seconds / t.reps as f64);
     let vars = &vars;
     let t = &t;
     let results: Vec<Result<(Vec<u64>, gsas::Stats, u16)>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..t.threads)
+        let hs: Vec<_> = (0..tm.threads)
             .map(|i| {
                 s.spawn(move || -> Result<(Vec<u64>, gsas::Stats, u16)> {
                     let g = ctx.open()?;
@@ -159,16 +106,7 @@ pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
                         one(&mut rng)?;
                     }
                     let before = g.stats();
-                    let mut counts = Vec::with_capacity(t.reps);
-                    for _ in 0..t.reps {
-                        let end = Instant::now() + window;
-                        let mut n = 0u64;
-                        while Instant::now() < end {
-                            one(&mut rng)?;
-                            n += 1;
-                        }
-                        counts.push(n);
-                    }
+                    let counts = tm.windows(|| one(&mut rng))?;
                     Ok((counts, g.stats().since(&before), g.node()))
                 })
             })
@@ -189,15 +127,8 @@ pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
         st.yields += s.yields;
         st.sleeps += s.sleeps;
     }
-    let w = window.as_secs_f64();
-    let rates: Vec<f64> = window_totals(&per_thread, t.reps)
-        .iter()
-        .map(|&n| n as f64 / w)
-        .collect();
-    let med = median(&rates);
-    let (min, max) = rates
-        .iter()
-        .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+    let w = tm.window().as_secs_f64();
+    let (med, min, max) = tm.rates(&per_thread);
     let ops: u64 = per_thread.iter().flatten().sum();
     let bytes_per_op = match t.op {
         TputOp::Read256 => 32.0,
@@ -212,10 +143,10 @@ pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
         let mut o = Obj::new()
             .str("op", &name)
             .num("issuer", node.unwrap_or(u16::MAX))
-            .num("threads", t.threads as u64)
+            .num("threads", tm.threads as u64)
             .num("variables", vars.len() as u64)
             .num("ops", ops)
-            .num("reps", t.reps as u64)
+            .num("reps", tm.reps as u64)
             .float("window_s", w)
             .float("ops_per_s", med)
             .float("min_ops_per_s", min)
@@ -228,9 +159,9 @@ pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
     } else {
         println!(
             "throughput {name}: {} threads, {} variables: median {med:.0} ops/s (min {min:.0}, max {max:.0}) over {} windows of {w:.2} s; {:.2} syscalls/op{}",
-            t.threads,
+            tm.threads,
             vars.len(),
-            t.reps,
+            tm.reps,
             st.syscalls_per_request(),
             if bytes_per_op > 0.0 {
                 format!(", {:.2} MB/s", med * bytes_per_op / 1e6)
@@ -264,27 +195,5 @@ mod tests {
         assert!(variables(&[0], 513, 8).is_err());
         assert_eq!(variables(&[0], 128, 32).unwrap().len(), 128);
         assert!(variables(&[0], 129, 32).is_err());
-    }
-
-    #[test]
-    fn rng_covers_the_range_evenly() {
-        let mut r = Rng::new(7);
-        let mut hits = [0u32; 8];
-        for _ in 0..8000 {
-            hits[r.below(8) as usize] += 1;
-        }
-        assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
-        assert_eq!(Rng::new(1).below(1), 0);
-    }
-
-    #[test]
-    fn medians_and_window_totals() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(&[]), 0.0);
-        assert_eq!(
-            window_totals(&[vec![1, 2, 3], vec![10, 20]], 3),
-            [11, 22, 3]
-        );
     }
 }

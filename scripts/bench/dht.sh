@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# DHT benchmark (seed 000 section 2.5.3) on its own 4-node cluster (run directory
+# build/bench-dht, or $BENCH_RUN), every node running kram-daemon and unimem_gsas as
+# tests/cluster/dht.sh sets them up, every process in one protection tree. The seed's four
+# workloads, each over nodes (1-4 issuing, the table always spread over all 4) x threads per
+# node (1-4), in operations per second summed over the nodes:
+#   get    gets of random keys of a table prefilled with DHT_BENCH_KEYS keys (Figure 15)
+#   put    puts of new keys into an empty table (a fresh table per point; Figure 16)
+#   mix80  80% puts of new keys, 20% gets of keys the thread put, from empty (Figure 17)
+#   mix50  50/50 (Figure 18)
+# and, in the same run on the same nodes, raw READ256 throughput (random 32-byte blocks of a page
+# on each of the 4 nodes, as gets spread over the table). The whole sweep runs DHT_BENCH_RUNS
+# times; a point is the median over the runs of its median window. Prints the ratios gets /
+# READ256 (goal >= 0.8) and N nodes / 1 node (scaling efficiency = ops(N) / (N x ops(1))).
+# Writes environment.csv, dht_runs.csv (every run), dht_throughput.csv (medians, efficiency,
+# ratio to READ256), summary.txt and dht.png to build/bench/dht/<UTC timestamp>/.
+#
+#   scripts/bench/dht.sh [--quick]    --quick: nodes 1 2 4, threads 1 4, 1 run of 1.5 s points
+#   env: DHT_BENCH_NODES ("1 2 3 4"), DHT_BENCH_THREADS ("1 2 3 4"), DHT_BENCH_RUNS (3),
+#     DHT_BENCH_SECONDS (3 per point), DHT_BENCH_WINDOWS (3), DHT_BENCH_KEYS (4096 prefilled),
+#     DHT_BENCH_CAPACITY (16384, the put tables), DHT_BENCH_NO_PLOT=1, BENCH_RUN, DHT_BENCH_OUT.
+# About 25 minutes on 2 shared cores in full, 3 with --quick. Needs `make` first.
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+quick=false
+case ${1:-} in
+  --quick) quick=true ;;
+  -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) die "unknown argument $1 (--help)" ;;
+esac
+RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-dht}
+export UNIMEM_RUN=$RUN
+CLUSTER=$UNIMEM_ROOT/scripts/cluster
+NODES=4
+if "$quick"; then
+  read -ra NODE_COUNTS <<<"${DHT_BENCH_NODES:-1 2 4}"
+  read -ra THREADS <<<"${DHT_BENCH_THREADS:-1 4}"
+  RUNS=${DHT_BENCH_RUNS:-1} SECONDS_PER_POINT=${DHT_BENCH_SECONDS:-1.5}
+else
+  read -ra NODE_COUNTS <<<"${DHT_BENCH_NODES:-1 2 3 4}"
+  read -ra THREADS <<<"${DHT_BENCH_THREADS:-1 2 3 4}"
+  RUNS=${DHT_BENCH_RUNS:-3} SECONDS_PER_POINT=${DHT_BENCH_SECONDS:-3}
+fi
+WINDOWS=${DHT_BENCH_WINDOWS:-3}
+KEYS=${DHT_BENCH_KEYS:-4096}
+CAPACITY=${DHT_BENCH_CAPACITY:-16384}
+WORKLOADS=(get put mix80 mix50)
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=${DHT_BENCH_OUT:-$UNIMEM_BUILD/bench/dht/$STAMP}
+# A protection tree no node makes (node field 13, another serial than gsas.sh's).
+TREE=0x0d0011
+
+[ -f "$UNIMEM_ROOT/kernel/gsas/unimem_gsas.ko" ] || die "kernel/gsas/unimem_gsas.ko missing: run 'make' first"
+for b in unimem-dht unimem-gsas; do
+  [ -x "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
+done
+mkdir -p "$OUT"
+log "starting a $NODES-node cluster in $RUN; results in $OUT"
+"$CLUSTER" up -n "$NODES"
+# Only a cluster this script started is stopped (up refuses to start over a running one).
+trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
+BG=dhtb
+TIMEOUT=900
+# shellcheck source=tests/cluster/lib.sh
+source "$UNIMEM_ROOT/tests/cluster/lib.sh"
+# shellcheck source=scripts/lib/bench.sh
+source "$UNIMEM_ROOT/scripts/lib/bench.sh"
+d() { local n=$1; shift; on "$n" "unimem-dht --tree $TREE $*"; }
+g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
+
+log "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
+for n in $(seq 0 $((NODES - 1))); do
+  load_base "$n"
+  gsas_up "$n"
+done
+bench_environment "$OUT/environment.csv" "$NODES" runs="$RUNS" seconds_per_point="$SECONDS_PER_POINT" \
+  windows="$WINDOWS" prefilled_keys="$KEYS" put_capacity="$CAPACITY"
+
+# Barrier words (one per point, bench_point) on a page of node 0; pages for raw READ256 on
+# every node.
+BENCH_BARRIERS=$(g 0 alloc --node 0)
+points=0
+READ_ARGS="--op read256 --vars 128"
+for n in $(seq 0 $((NODES - 1))); do READ_ARGS="$READ_ARGS --addr $(g 0 alloc --node "$n")"; done
+create() { sed -n 's/.*"root":"\(0x[0-9a-f]*\)".*/\1/p' <<<"$(d 0 create --nodes 0,1,2,3 --capacity "$1" --json)"; }
+
+log "prefilling a table with $KEYS keys (4 threads on node 0)"
+GT=$(create "$KEYS")
+[ -n "$GT" ] || die "could not create the get table"
+fill=$(d 0 bench "$GT" --workload fill --keys "$KEYS" --threads 4 --json)
+echo "$fill"
+d 0 stats "$GT"
+
+runs_csv=$OUT/dht_runs.csv
+echo "run,workload,nodes,threads_per_node,threads,ops_per_s,min_ops_per_s,max_ops_per_s,per_node_ops_per_s,gsas_requests_per_op" >"$runs_csv"
+for run in $(seq 1 "$RUNS"); do
+  for nn in "${NODE_COUNTS[@]}"; do
+    for t in "${THREADS[@]}"; do
+      for w in read256 "${WORKLOADS[@]}"; do
+        log "run $run/$RUNS: $w, $nn node(s) x $t thread(s)"
+        case $w in
+          read256) cmd="unimem-gsas --tree $TREE throughput $READ_ARGS" ;;
+          get) cmd="unimem-dht --tree $TREE bench $GT --workload get --keys $KEYS" ;;
+          *) PT=$(create "$CAPACITY"); [ -n "$PT" ] || die "could not create a table"
+             cmd="unimem-dht --tree $TREE bench $PT --workload $w" ;;
+        esac
+        points=$((points + 1))
+        read -r sum lo hi per req <<<"$(bench_point "$points" "$nn" "$t" "$cmd")"
+        echo "$run,$w,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per,${req#-}" >>"$runs_csv"
+        case $w in read256|get) ;; *) d 0 destroy "$PT" >/dev/null ;; esac
+      done
+    done
+  done
+done
+d 0 destroy "$GT" >/dev/null
+
+# ---- medians over the runs, efficiency, ratios -------------------------------------------------
+tput_csv=$OUT/dht_throughput.csv
+echo "workload,nodes,threads_per_node,threads,ops_per_s,min_ops_per_s,max_ops_per_s,efficiency,ratio_to_read256,gsas_requests_per_op" >"$tput_csv"
+declare -A OPS
+for w in read256 "${WORKLOADS[@]}"; do
+  for nn in "${NODE_COUNTS[@]}"; do
+    for t in "${THREADS[@]}"; do
+      mapfile -t v < <(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$2 == w && $3 == n && $4 == t { print $6 }' "$runs_csv")
+      read -r m lo hi <<<"$(stats "${v[@]}")"
+      OPS[$w,$nn,$t]=$m
+    done
+  done
+done
+for w in read256 "${WORKLOADS[@]}"; do
+  for nn in "${NODE_COUNTS[@]}"; do
+    for t in "${THREADS[@]}"; do
+      mapfile -t v < <(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$2 == w && $3 == n && $4 == t { print $6 }' "$runs_csv")
+      read -r m lo hi <<<"$(stats "${v[@]}")"
+      req=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$2 == w && $3 == n && $4 == t { r = $10 } END { print r }' "$runs_csv")
+      one=${OPS[$w,${NODE_COUNTS[0]},$t]}
+      eff=$(calc %.3f "$m / ($nn / ${NODE_COUNTS[0]} * $one)")
+      echo "$w,$nn,$t,$((nn * t)),$m,$lo,$hi,$eff,$(calc %.3f "$m / ${OPS[read256,$nn,$t]}"),$req" >>"$tput_csv"
+    done
+  done
+done
+
+{
+echo
+echo "unimem DHT benchmark: $NODES nodes ($BENCH_ACCEL), ${UNIMEM_SMP:-1} vCPU each, $(nproc) host cores, kernel $BENCH_KERNEL, commit $BENCH_COMMIT"
+echo "ops/s summed over the issuing nodes (the table spread over all $NODES); median over $RUNS run(s) of the median of $WINDOWS windows of $(calc %.2f "$SECONDS_PER_POINT / $WINDOWS") s"
+for w in read256 "${WORKLOADS[@]}"; do
+  echo
+  case $w in
+    read256) echo "raw READ256, random 32-byte blocks of a page on each node" ;;
+    get) echo "dhtGet of a table prefilled with $KEYS keys (seed Figure 15); x READ256 = gets / raw READ256 of the same point" ;;
+    put) echo "dhtPut of new keys from empty (Figure 16)" ;;
+    mix80) echo "80% dhtPut, 20% dhtGet from empty (Figure 17)" ;;
+    mix50) echo "50% dhtPut, 50% dhtGet from empty (Figure 18)" ;;
+  esac
+  printf '%-14s' "threads/node"; for t in "${THREADS[@]}"; do printf ' %10s' "$t"; done
+  printf '  | efficiency vs %s node(s)' "${NODE_COUNTS[0]}"; [ "$w" = get ] && printf '  | x READ256'; echo
+  for nn in "${NODE_COUNTS[@]}"; do
+    printf '%-14s' "$nn node(s)"
+    for t in "${THREADS[@]}"; do printf ' %10.0f' "${OPS[$w,$nn,$t]}"; done
+    printf '  |'
+    for t in "${THREADS[@]}"; do printf ' %5.2f' "$(calc %.3f "${OPS[$w,$nn,$t]} / ($nn / ${NODE_COUNTS[0]} * ${OPS[$w,${NODE_COUNTS[0]},$t]})")"; done
+    if [ "$w" = get ]; then
+      printf '  |'
+      for t in "${THREADS[@]}"; do printf ' %5.2f' "$(calc %.3f "${OPS[get,$nn,$t]} / ${OPS[read256,$nn,$t]}")"; done
+    fi
+    echo
+  done
+done
+echo
+ratios=() scal=()
+last=${NODE_COUNTS[-1]} first=${NODE_COUNTS[0]}
+for nn in "${NODE_COUNTS[@]}"; do for t in "${THREADS[@]}"; do ratios+=("$(calc %.3f "${OPS[get,$nn,$t]} / ${OPS[read256,$nn,$t]}")"); done; done
+read -r rm rlo rhi <<<"$(stats "${ratios[@]}")"
+echo "gets / raw READ256: median $rm over the points (min $rlo, max $rhi); goal >= 0.8"
+for w in "${WORKLOADS[@]}" read256; do
+  scal=()
+  for t in "${THREADS[@]}"; do scal+=("$(calc %.2f "${OPS[$w,$last,$t]} / ${OPS[$w,$first,$t]}")"); done
+  echo "$w: $last node(s) / $first node(s) per threads per node (${THREADS[*]}): ${scal[*]} (linear: $(calc %.2f "$last / $first"))"
+done
+echo "fill: $(jv ops_per_s "$fill") puts/s (4 threads of node 0, $KEYS keys)"
+echo
+bench_tcg_note "$NODES"
+} | tee "$OUT/summary.txt"
+
+bench_results "$UNIMEM_ROOT/scripts/bench/plot_dht.py" "${DHT_BENCH_NO_PLOT:-0}"

@@ -1,0 +1,91 @@
+# shellcheck shell=bash
+# Helpers of the cluster benchmarks (scripts/bench/gsas.sh, dht.sh), sourced after
+# tests/cluster/lib.sh: JSON fields, arithmetic, medians, the environment CSV and the plot.
+
+# jv KEY JSON: a number or string field of a one-line JSON object.
+jv() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$2"; }
+# calc FORMAT EXPR: awk arithmetic, printed with FORMAT.
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }
+# stats V...: "median min max" of the values.
+stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'; }
+
+# bench_environment FILE NODES [KEY=VALUE...]: environment.csv of a run (accelerator, vCPUs,
+# nodes, host cores, guest kernel, commit with -dirty if the tree differs, date, and the rest).
+# Sets BENCH_ACCEL, BENCH_KERNEL, BENCH_COMMIT for the summary.
+bench_environment() {
+  local file=$1 nodes=$2 kv
+  shift 2
+  if [ -n "${UNIMEM_ACCEL:-}" ]; then BENCH_ACCEL=$UNIMEM_ACCEL
+  elif [ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then BENCH_ACCEL=kvm
+  else BENCH_ACCEL=tcg; fi
+  BENCH_COMMIT=$(git -C "$UNIMEM_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git -C "$UNIMEM_ROOT" diff --quiet HEAD 2>/dev/null || BENCH_COMMIT="$BENCH_COMMIT-dirty"
+  BENCH_KERNEL=$(on 0 "uname -r")
+  {
+    echo "key,value"
+    echo "accelerator,$BENCH_ACCEL"
+    echo "vcpus_per_node,${UNIMEM_SMP:-1}"
+    echo "nodes,$nodes"
+    echo "host_cores,$(nproc)"
+    echo "kernel,$BENCH_KERNEL"
+    echo "commit,$BENCH_COMMIT"
+    echo "date,$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    for kv in "$@"; do echo "${kv%%=*},${kv#*=}"; done
+  } >"$file"
+}
+
+# bench_plot SCRIPT DIR: runs the plotting SCRIPT on DIR with matplotlib from a venv in the cache
+# (installed with pip on first use); without it, says so (the CSVs are complete anyway).
+bench_plot() {
+  local venv=$UNIMEM_CACHE/bench-venv
+  if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+    log "installing matplotlib into $venv"
+    { python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib; } >&2 ||
+      log "could not install matplotlib: no plot (the CSVs are complete)"
+  fi
+  if "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+    "$venv/bin/python" "$1" "$2" || log "plotting failed (the CSVs are complete)"
+  fi
+}
+
+# bench_point INDEX NODES THREADS CMD: CMD (a command line that takes --threads, --seconds,
+# --reps, --barrier, --parties and --json, and prints ops_per_s, min_ops_per_s, max_ops_per_s)
+# on nodes 0..NODES-1 with THREADS threads each, for SECONDS_PER_POINT cut into WINDOWS windows,
+# all starting together at barrier word INDEX of the page at BENCH_BARRIERS. Every point needs a
+# word of its own (a word already counted up holds nobody back), so the caller numbers them: a
+# counter kept here would not survive the $(...) the result is read with. Prints "sum min max
+# per-node(;-separated) requests-per-op" (the sums over the nodes; requests: the last node's
+# gsas_requests_per_op, if CMD prints it).
+bench_point() {
+  local i=$1 nn=$2 t=$3 cmd=$4 b n out sum=0 lo=0 hi=0 per="" req=""
+  [ "$i" -lt 512 ] || die "bench_point: barrier word $i is past the page"
+  b=$(printf '%#x' $((BENCH_BARRIERS + 8 * i)))
+  for n in $(seq 0 $((nn - 1))); do
+    bg "$n" pt "$cmd --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --barrier $b --parties $nn --json"
+  done
+  for n in $(seq 0 $((nn - 1))); do
+    wait_log "$n" pt '^exit=' 600
+    out=$(on "$n" "cat /tmp/$BG-pt.log")
+    grep -q '^exit=0$' <<<"$out" || die "node $n: $cmd failed: $out"
+    out=$(grep '^{' <<<"$out")
+    sum=$(calc %.1f "$sum + $(jv ops_per_s "$out")")
+    lo=$(calc %.1f "$lo + $(jv min_ops_per_s "$out")")
+    hi=$(calc %.1f "$hi + $(jv max_ops_per_s "$out")")
+    per="$per${per:+;}$(jv ops_per_s "$out")"
+    req=$(jv gsas_requests_per_op "$out")
+  done
+  echo "$sum $lo $hi $per ${req:--}"
+}
+
+# bench_tcg_note NODES: the summary's last words.
+bench_tcg_note() {
+  echo "Under TCG every guest instruction is emulated and $1 one-vCPU VMs share $(nproc) host cores:"
+  echo "compare figures of the same run with each other (the ratios), not with the seed's hardware."
+}
+
+# bench_results PLOTSCRIPT NO_PLOT: the plot (unless NO_PLOT is 1), then the files of the run.
+bench_results() {
+  [ "$2" = 1 ] || bench_plot "$1" "$OUT"
+  echo
+  echo "results: $OUT"; find "$OUT" -type f | sort
+}

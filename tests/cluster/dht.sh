@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# The DHT on GSAS (userspace/dht: unimem-dht and libdht), 4 nodes, every node running its
+# atomic service (unimem_gsas.ko, its pool from its own kram-daemon):
+#  - a table over nodes 0-3: put, get, replace, delete from different nodes, each result
+#    checked; the invalid value and bad roots refused with clear errors;
+#  - a create that cannot finish (a node without room) leaves no allocation behind;
+#  - the concurrency checker: 4 nodes x 4 threads put, get and delete on one table at once; every
+#    get returned a value put for that key, never a torn one, and no update is lost; the checker
+#    itself fails when values are torn on purpose;
+#  - a process of another protection tree is denied every operation; the table is unchanged;
+#  - the C examples (gcc via pkg-config dht on the host) on the nodes;
+#  - destroy frees every page: the services' allocation counts are back where they started.
+source "$(dirname "$0")/lib.sh"
+MODS=/opt/unimem/modules
+SYS=/sys/kernel/unimem_gsas
+# A protection tree no node makes (node field 14, another serial than gsas.sh's).
+TREE=0x0e0011
+CHECK_OPS=${DHT_CHECK_OPS:-300}
+[ "$NODES" -ge 4 ] || fail "needs 4 nodes"
+BG=dhtt
+
+step "copy unimem-dht, libdht.so and the C examples (gcc + pkg-config dht on the host) to the nodes"
+share_bins unimem-dht unimem-gsas kram-daemon
+c_examples dht "" "$ROOT/userspace/dht/examples" dht_hello dht_threads
+
+# Tables and allocations of tree $TREE to free at the end (the service refuses to unload while
+# pages are allocated).
+TABLES=() ALLOCS=()
+cleanup() {
+  local t
+  for t in "${TABLES[@]}"; do
+    "$CLUSTER" exec 0 --timeout 60 -- "unimem-dht --tree $TREE destroy $t" >/dev/null 2>&1 || true
+  done
+  gsas_cleanup "$TREE" "${ALLOCS[@]}"
+}
+trap cleanup EXIT
+
+d() { local n=$1; shift; on "$n" "unimem-dht --tree $TREE $*"; }
+g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
+allocations() { local n s=""; for n in $(seq 0 $((NODES - 1))); do s+="$(on "$n" "cat $SYS/allocations") "; done; echo "$s"; }
+# drop DIR VALUE: removes VALUE from the array named DIR (it was freed by the test itself).
+drop() { local -n arr=$1; local keep=() x; for x in "${arr[@]}"; do [ "$x" = "$2" ] || keep+=("$x"); done; arr=("${keep[@]}"); }
+num() { sed -n "s/.*\"$1\":\\([0-9]*\\).*/\\1/p" <<<"$2"; }
+
+step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
+gsas_all_up "$MODS/unimem_gsas.ko"
+base=$(allocations)
+echo "allocations per node before: $base"
+
+step "a table over nodes 0-3 (made on node 1); operations from every node"
+out=$(d 1 create --nodes 0,1,2,3 --capacity 64 --json)
+echo "node 1: $out"
+T=$(sed -n 's/.*"root":"\(0x[0-9a-f]*\)".*/\1/p' <<<"$out")
+[ -n "$T" ] || fail "create printed no root"
+TABLES+=("$T")
+expect_eq "$(d 3 get "$T" 42)" invalid "a key never put (node 3)"
+d 0 put "$T" 42 0x1111 --high 0x2222
+expect_eq "$(d 3 get "$T" 42)" "0x1111 0x2222" "put from 0, get from 3"
+d 2 put "$T" 42 0x3333 --high 0x4444
+expect_eq "$(d 1 get "$T" 42)" "0x3333 0x4444" "replaced from 2, read from 1"
+for k in $(seq 100 139); do d $((k % 4)) put "$T" "$k" "$((k * 7))" >/dev/null; done
+for k in 100 117 139; do expect_eq "$(d $(((k + 1) % 4)) get "$T" "$k")" "$(printf '%#x 0x0' $((k * 7)))" "key $k read from another node"; done
+expect_eq "$(d 3 delete "$T" 117)" deleted "delete from 3"
+expect_eq "$(d 0 delete "$T" 117)" absent "delete again from 0"
+expect_eq "$(d 0 get "$T" 117)" invalid "get after delete"
+out=$(d 2 stats "$T" --json)
+echo "node 2: $out"
+expect_eq "$(num keys "$out")" 40 "keys in the table (41 put, 1 deleted)"
+expect_eq "$(num locked "$out")" 0 "locked entries"
+expect_eq "$(num malformed "$out")" 0 "malformed entries"
+
+step "bad input: each a clear error, nothing made or changed"
+out=$(on_may_fail 1 "unimem-dht --tree $TREE put $T 5 0xffffffffffffffff --high 0xffffffffffffffff 2>&1") && fail "the invalid value was stored"
+echo "$out"; grep -q "invalid value" <<<"$out" || fail "no clear error for the invalid value"
+expect_eq "$(d 1 get "$T" 5)" invalid "nothing stored by the refused put"
+P=$(g 0 alloc --node 2); ALLOCS+=("$P")
+out=$(on_may_fail 0 "unimem-dht --tree $TREE get $P 1 2>&1") && fail "a page that is no table opened"
+echo "$out"; grep -q "no table here" <<<"$out" || fail "no clear error for a page that is no table"
+out=$(on_may_fail 0 "unimem-dht --tree $TREE get $(printf '%#x' $((T + 8))) 1 2>&1") && fail "a root inside a page opened"
+echo "$out"; grep -q "not a table root" <<<"$out" || fail "no clear error for an unaligned root"
+for bad in "--nodes 0,0 --capacity 10" "--nodes 0,1 --capacity 0" "--nodes 0,1 --capacity 100000000"; do
+  out=$(on_may_fail 2 "unimem-dht --tree $TREE create $bad 2>&1") && fail "create $bad succeeded"
+  echo "create $bad: $out"
+done
+# Node 3 without room for its slice: the pages already taken on 0-2 are freed again.
+pool3=$(on 3 "cat $SYS/pool_pages") used3=$(on 3 "cat $SYS/used_pages")
+F=$(g 0 alloc --node 3 --pages $((pool3 - used3 - 4))); ALLOCS+=("$F")
+before=$(allocations)
+out=$(on_may_fail 1 "unimem-dht --tree $TREE create --nodes 0,1,2,3 --capacity 20000 2>&1") && fail "create without room on node 3 succeeded"
+echo "$out"; grep -q "not enough free GSAS pages" <<<"$out" || fail "no clear error for a node without room"
+expect_eq "$(allocations)" "$before" "allocations per node after the failed create"
+g 0 free "$F"; drop ALLOCS "$F"
+g 0 free "$P"; drop ALLOCS "$P"
+
+step "the concurrency checker: 4 nodes x 4 threads x $CHECK_OPS operations on table $T at once"
+B=$(g 0 alloc --node 0); ALLOCS+=("$B")
+for n in $(seq 0 3); do
+  bg "$n" check "unimem-dht --tree $TREE check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --json"
+done
+ops=0 foreign=0 found=0
+for n in $(seq 0 3); do
+  TIMEOUT=600 wait_log "$n" check '^exit=' 600
+  out=$(on "$n" "cat /tmp/$BG-check.log")
+  echo "node $n: $out"
+  grep -q '^exit=0$' <<<"$out" || fail "node $n: the checker found violations or failed"
+  expect_eq "$(num violations "$out")" 0 "node $n: violations"
+  expect_eq "$(num torn "$out")" 0 "node $n: torn values"
+  ops=$((ops + $(num puts "$out") + $(num gets "$out") + $(num deletes "$out")))
+  foreign=$((foreign + $(num foreign "$out")))
+  found=$((found + $(num gets_found "$out")))
+done
+expect_eq "$ops" $((16 * CHECK_OPS)) "operations checked"
+[ "$found" -gt 0 ] || fail "no get found a value"
+[ "$foreign" -gt 0 ] || fail "no get saw another node's value: the processes did not share keys"
+echo "$ops operations, $found gets found a value ($foreign written on another node): no violation"
+out=$(d 2 stats "$T" --json)
+echo "node 2: $out"
+expect_eq "$(num locked "$out")" 0 "locked entries after the check"
+expect_eq "$(num malformed "$out")" 0 "malformed entries after the check"
+[ "$(num containers "$out")" -gt 0 ] || fail "hundreds of keys in 512 first-level entries made no container"
+
+step "can fail: the checker reports values torn on purpose"
+out=$(on_may_fail 2 "unimem-dht --tree $TREE check $T --threads 2 --ops 50 --inject-torn 5 --seed 9 --json 2>&1") && fail "the checker passed torn values"
+echo "$out" | tail -3
+[ "$(num torn "$(tail -1 <<<"$out")")" -gt 0 ] || fail "the checker counted no torn value"
+
+step "another tree (fresh, node 3) is denied every operation; the table is unchanged"
+layout=$(d 2 stats "$T" | sed -n 's/^layout: //p')
+before=$(d 0 get "$T" 42)
+den0=$(on 0 "cat $SYS/denied")
+out=$(on 3 "unimem-dht denied $T $layout") || { echo "$out"; fail "another tree was not denied"; }
+tail -1 <<<"$out"
+[ "$(( $(on 0 "cat $SYS/denied") - den0 ))" -gt 0 ] || fail "node 0 counted no denial"
+expect_eq "$(d 1 get "$T" 42)" "$before" "key 42 after the other tree's attempts"
+step "can fail: the table's own tree is not denied"
+! on_may_fail 3 "unimem-dht --tree $TREE denied $T $layout --keys 1" >/dev/null || fail "the owner's tree was denied"
+
+step "the C examples (built with gcc via pkg-config dht) on the nodes"
+expect_out 2 '^dht-hello: ok$' "dht-hello on node 2" "dht-hello 4"
+expect_out 1 '4 threads x 40 keys, 0 errors' "dht-threads on node 1 (its own table)" "dht-threads 4 40"
+expect_out 3 '2 threads x 20 keys, 0 errors' "dht-threads on node 3 (table $T, opened by its root)" \
+  "unimem-gsas --tree $TREE exec -- dht-threads 2 20 $T"
+
+step "destroy frees every page; no kernel warnings"
+out=$(d 3 destroy "$T" --json)
+echo "node 3: $out"
+drop TABLES "$T"
+expect_eq "$(num free_errors "$out")" 0 "frees that failed"
+out=$(on_may_fail 0 "unimem-dht --tree $TREE get $T 42 2>&1") && fail "a destroyed table opened"
+g 0 free "$B"; drop ALLOCS "$B"
+expect_eq "$(allocations)" "$base" "allocations per node after destroy"
+for n in $(seq 0 $((NODES - 1))); do
+  dmesg_clean "$n" "${marks[$n]}" || fail "node $n logged a kernel warning"
+done
+echo "dht: all checks passed"

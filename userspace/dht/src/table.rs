@@ -1,0 +1,630 @@
+//! [`Dht`]: a table handle of one thread (it owns a GSAS handle), and the operations.
+//!
+//! Writers of a first-level entry take its lock (a CAS of word 0) and hold it while they change
+//! the entry or its container; every change they make visible is one WRITE or WRITE128, so a
+//! reader's READ256 sees an entry before or after it, never half of it. Readers retry while an
+//! entry is locked (the seed's protocol), up to [`Config`]'s bounds. See `docs/DHT.md`.
+
+use crate::entry::{holder_id, holder_of, state, Entry, CONTAINER_ENTRIES, ENTRY_BYTES};
+use crate::error::{Error, Result};
+use crate::hash::{h1, h2, mix};
+use crate::layout::{Layout, DESTROYED, HEADER_WORDS, LIVE, MAX_NODES, STATE_WORD};
+use gsas::{node_of, offset_of, Device, Gsas, Transport, PAGE_SIZE};
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+/// The value [`Dht::get`] reports as "no value" in the C API (`DHT_INVALID`): never stored.
+pub const INVALID: u128 = u128::MAX;
+
+/// How long an operation waits for a locked entry before it fails with [`Error::Busy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    pub busy_tries: u32,
+    pub busy_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            busy_tries: 1_000_000,
+            busy_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Config {
+    /// The default, with the timeout from `DHT_BUSY_MS` if set.
+    pub fn from_env() -> Self {
+        let mut c = Config::default();
+        if let Some(ms) = std::env::var("DHT_BUSY_MS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            c.busy_timeout = Duration::from_millis(ms.max(1));
+        }
+        c
+    }
+}
+
+/// What a handle has done.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpStats {
+    pub gets: u64,
+    pub puts: u64,
+    pub deletes: u64,
+    /// Reads repeated because an entry was locked or changed under a get.
+    pub retries: u64,
+    /// Container entries read beyond the first of a probe.
+    pub probes: u64,
+    /// Containers this handle allocated.
+    pub containers: u64,
+}
+
+/// What [`Dht::destroy`] freed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Destroyed {
+    pub containers: u64,
+    /// Entries whose contents were not this library's (not followed).
+    pub malformed: u64,
+    /// Frees that failed (logged).
+    pub free_errors: u64,
+}
+
+/// The contents of a table, counted by [`Dht::scan`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scan {
+    pub entries: u64,
+    pub direct: u64,
+    pub indirect: u64,
+    pub in_containers: u64,
+    pub deleted: u64,
+    pub locked: u64,
+    /// Entries with a state, lock or pointer this library never writes (counted, skipped).
+    pub malformed: u64,
+}
+
+impl Scan {
+    pub fn keys(&self) -> u64 {
+        self.direct + self.in_containers
+    }
+}
+
+/// The waiting of one operation for a locked entry: a few immediate retries, then yields,
+/// then growing sleeps; [`Error::Busy`] past the tries or the time of [`Config`].
+struct Backoff {
+    cfg: Config,
+    tries: u32,
+    t0: Instant,
+}
+
+impl Backoff {
+    fn new(cfg: Config) -> Self {
+        Backoff {
+            cfg,
+            tries: 0,
+            t0: Instant::now(),
+        }
+    }
+
+    fn again(&mut self, addr: u64, lock: u16) -> Result<()> {
+        self.tries += 1;
+        let after = self.t0.elapsed();
+        if self.tries >= self.cfg.busy_tries || after >= self.cfg.busy_timeout {
+            let (node, iface) = holder_of(lock);
+            return Err(Error::Busy {
+                addr,
+                node,
+                iface,
+                tries: self.tries,
+                after,
+            });
+        }
+        match self.tries {
+            0..=8 => {}
+            9..=64 => std::thread::yield_now(),
+            n => std::thread::sleep(Duration::from_micros(10 << (n - 64).min(7))),
+        }
+        Ok(())
+    }
+}
+
+/// How a locked first-level entry is released: by writing word 0, or already (the last write
+/// published word 0 and the key together).
+enum Release {
+    Head(u64),
+    Done,
+}
+
+/// A handle on a table for one thread (not `Sync`, like the GSAS handle inside).
+pub struct Dht<T: Transport = Device> {
+    g: Gsas<T>,
+    l: Layout,
+    cfg: Config,
+    me: u16,
+    st: Cell<OpStats>,
+}
+
+impl<T: Transport> Dht<T> {
+    /// dhtCreate: a table for about `capacity` keys whose first level is spread over `nodes`
+    /// (contiguous slices, in this order), its root page on `root_node`. Everything allocated
+    /// is freed again if a step fails.
+    pub fn create(g: Gsas<T>, nodes: &[u16], capacity: u64, root_node: u16) -> Result<Self> {
+        let per_node = Layout::per_node_for(capacity, nodes.len())?;
+        let mut seen = 0u32;
+        for &n in nodes {
+            if usize::from(n) >= MAX_NODES || seen & 1 << n != 0 {
+                return Err(Error::Argument(format!(
+                    "nodes {nodes:?}: each node once, ids 0-{}",
+                    MAX_NODES - 1
+                )));
+            }
+            seen |= 1 << n;
+        }
+        let seed = {
+            use std::hash::BuildHasher;
+            std::collections::hash_map::RandomState::new().hash_one(root_node)
+        };
+        let mut l = Layout {
+            root: 0,
+            per_node,
+            seed1: mix(seed),
+            seed2: mix(seed ^ 0x5555),
+            capacity,
+            slices: Vec::new(),
+        };
+        let mut made = Vec::new();
+        let r = (|| -> Result<()> {
+            l.root = g.alloc_shared_page(root_node, 1)?;
+            made.push(l.root);
+            for &n in nodes {
+                let s = g.alloc_shared_page(n, per_node / CONTAINER_ENTRIES)?;
+                made.push(s);
+                l.slices.push(s);
+            }
+            g.bulk_write(l.root, &l.encode())?;
+            Ok(())
+        })();
+        if let Err(e) = r {
+            for a in made.into_iter().rev() {
+                if let Err(f) = g.free(a) {
+                    log::warn!("dht: create failed ({e}); freeing {a:#x}: {f}");
+                }
+            }
+            return Err(e);
+        }
+        log::info!(
+            "dht: table {:#x}: {} entries per node on nodes {nodes:?}",
+            l.root,
+            per_node
+        );
+        Ok(Self::attach(g, l))
+    }
+
+    /// Opens the table whose root page is at `root` (made by any process of this tree).
+    pub fn open(g: Gsas<T>, root: u64) -> Result<Self> {
+        if offset_of(root) % PAGE_SIZE != 0 {
+            return Err(Error::Argument(format!(
+                "{root:#x} is not a table root (roots are page addresses)"
+            )));
+        }
+        let mut b = vec![0u8; HEADER_WORDS * 8];
+        g.bulk_read(root, &mut b)?;
+        let l = Layout::decode(root, &b)?;
+        Ok(Self::attach(g, l))
+    }
+
+    /// A handle on a table whose layout is known (another thread's [`layout`](Self::layout)).
+    pub fn attach(g: Gsas<T>, l: Layout) -> Self {
+        let me = holder_id(g.node(), g.iface());
+        Dht {
+            g,
+            l,
+            cfg: Config::from_env(),
+            me,
+            st: Cell::new(OpStats::default()),
+        }
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.l
+    }
+
+    /// The table's root address (what [`open`](Self::open) takes).
+    pub fn root(&self) -> u64 {
+        self.l.root
+    }
+
+    pub fn gsas(&self) -> &Gsas<T> {
+        &self.g
+    }
+
+    pub fn stats(&self) -> OpStats {
+        self.st.get()
+    }
+
+    pub fn set_config(&mut self, cfg: Config) {
+        self.cfg = cfg;
+    }
+
+    fn count(&self, f: impl FnOnce(&mut OpStats)) {
+        let mut s = self.st.get();
+        f(&mut s);
+        self.st.set(s);
+    }
+
+    fn slot(&self, key: u64) -> u64 {
+        self.l.entry_addr(h1(self.l.seed1, key, self.l.size()))
+    }
+
+    fn read(&self, addr: u64) -> Result<Entry> {
+        Ok(Entry::decode(self.g.read256(addr)?))
+    }
+
+    /// Publishes word 0 and the key (or pointer) together.
+    fn publish(&self, addr: u64, head: u64, key: u64) -> Result<()> {
+        Ok(self
+            .g
+            .write128(addr, u128::from(head) | u128::from(key) << 64)?)
+    }
+
+    /// The container an indirect entry at `at` points to, if it is one this library could have
+    /// made: a page on the entry's node, not page 0.
+    fn container(&self, at: u64, ptr: u64) -> Result<u64> {
+        if node_of(ptr) != node_of(at) || offset_of(ptr) % PAGE_SIZE != 0 || offset_of(ptr) == 0 {
+            return Err(Error::Corrupt(format!(
+                "entry at {at:#x} points to {ptr:#x}, not a container page on node {}",
+                node_of(at)
+            )));
+        }
+        Ok(ptr)
+    }
+
+    fn corrupt_state(at: u64, e: &Entry) -> Error {
+        Error::Corrupt(format!(
+            "entry at {at:#x} has state {} (lock {}, version {})",
+            e.state, e.lock, e.version
+        ))
+    }
+
+    // ---- dhtGet ----
+
+    /// dhtGet: the value of `key`, or `None`.
+    pub fn get(&self, key: u64) -> Result<Option<u128>> {
+        self.count(|s| s.gets += 1);
+        let a = self.slot(key);
+        let mut b = Backoff::new(self.cfg);
+        loop {
+            let e = self.read(a)?;
+            if e.locked() {
+                self.count(|s| s.retries += 1);
+                b.again(a, e.lock)?;
+                continue;
+            }
+            match e.state {
+                state::EMPTY => return Ok(None),
+                state::PAIR => return Ok((e.key == key).then_some(e.value)),
+                state::INDIRECT => {
+                    let c = self.container(a, e.key)?;
+                    let (found, probes) = self.find(c, key, &mut b)?;
+                    if let Some((_, ce)) = found {
+                        return Ok(Some(ce.value));
+                    }
+                    // A miss that read several entries: valid only if no writer changed the
+                    // container meanwhile (every change bumps the first-level version).
+                    let now = if probes > 1 { self.read(a)? } else { e };
+                    if now.word0() != e.word0() {
+                        self.count(|s| s.retries += 1);
+                        b.again(a, now.lock)?;
+                        continue;
+                    }
+                    return Ok(None);
+                }
+                _ => return Err(Self::corrupt_state(a, &e)),
+            }
+        }
+    }
+
+    /// Probes container `c` for `key` from h2(key): the entry holding it, and how many entries
+    /// were read. Stops at an empty entry or after all 128.
+    fn find(&self, c: u64, key: u64, b: &mut Backoff) -> Result<(Option<(u64, Entry)>, u64)> {
+        let start = h2(self.l.seed2, key, CONTAINER_ENTRIES);
+        for i in 0..CONTAINER_ENTRIES {
+            let ca = c + (start + i) % CONTAINER_ENTRIES * ENTRY_BYTES;
+            if i > 0 {
+                self.count(|s| s.probes += 1);
+            }
+            let ce = loop {
+                let ce = self.read(ca)?;
+                if !ce.locked() {
+                    break ce;
+                }
+                self.count(|s| s.retries += 1);
+                b.again(ca, ce.lock)?;
+            };
+            match ce.state {
+                state::EMPTY => return Ok((None, i + 1)),
+                state::PAIR if ce.key == key => return Ok((Some((ca, ce)), i + 1)),
+                state::PAIR | state::DELETED => {}
+                _ => return Err(Self::corrupt_state(ca, &ce)),
+            }
+        }
+        Ok((None, CONTAINER_ENTRIES))
+    }
+
+    // ---- writers ----
+
+    /// Takes the lock of the first-level entry at `a`: the entry as it was (unlocked).
+    fn lock(&self, a: u64) -> Result<Entry> {
+        let mut b = Backoff::new(self.cfg);
+        loop {
+            let e = self.read(a)?;
+            if e.locked() {
+                b.again(a, e.lock)?;
+                continue;
+            }
+            if !matches!(e.state, state::EMPTY | state::PAIR | state::INDIRECT) {
+                return Err(Self::corrupt_state(a, &e));
+            }
+            let want = Entry::head(e.state, self.me, e.version);
+            let old = self.g.cas(a, e.word0(), want)?;
+            if old == e.word0() {
+                return Ok(e);
+            }
+            b.again(a, Entry::decode([old, 0, 0, 0]).lock)?;
+        }
+    }
+
+    /// Runs `f` with the first-level entry of `key` locked, then releases it: as `f` says, or
+    /// on an error with the version moved on (the entry may have been partly written). After an
+    /// error the entry is read again first: a write that timed out may still have been applied
+    /// (it may even have published and unlocked the entry), and the read, answered after it,
+    /// shows what is there.
+    fn locked<R>(
+        &self,
+        key: u64,
+        f: impl FnOnce(u64, &Entry) -> Result<(Release, R)>,
+    ) -> Result<R> {
+        let a = self.slot(key);
+        let e = self.lock(a)?;
+        match f(a, &e) {
+            Ok((Release::Head(h), r)) => {
+                self.g.write(a, h)?;
+                Ok(r)
+            }
+            Ok((Release::Done, r)) => Ok(r),
+            Err(err) => {
+                let unlock = self.read(a).and_then(|cur| {
+                    if cur.lock == self.me {
+                        self.g.write(a, cur.next_head(cur.state))?;
+                    }
+                    Ok(())
+                });
+                if let Err(u) = unlock {
+                    log::error!("dht: entry {a:#x} may stay locked: {err}; unlocking: {u}");
+                }
+                Err(err)
+            }
+        }
+    }
+
+    /// dhtPut: inserts `key` with `value`, or replaces its value.
+    pub fn put(&self, key: u64, value: u128) -> Result<()> {
+        if value == INVALID {
+            return Err(Error::InvalidValue);
+        }
+        self.count(|s| s.puts += 1);
+        self.locked(key, |a, e| match e.state {
+            state::EMPTY => {
+                self.g.write128(a + 16, value)?;
+                self.publish(a, e.next_head(state::PAIR), key)?;
+                Ok((Release::Done, ()))
+            }
+            state::PAIR if e.key == key => {
+                self.g.write128(a + 16, value)?;
+                Ok((Release::Head(e.next_head(state::PAIR)), ()))
+            }
+            state::PAIR => {
+                let c = self.split(a, e, key, value)?;
+                self.publish(a, e.next_head(state::INDIRECT), c)?;
+                Ok((Release::Done, ()))
+            }
+            _ => {
+                let c = self.container(a, e.key)?;
+                self.put_in(c, key, value)?;
+                Ok((Release::Head(e.next_head(state::INDIRECT)), ()))
+            }
+        })
+    }
+
+    /// A container for a direct entry's pair and a new one, on the entry's node, filled before
+    /// the entry points to it. Freed again if filling fails.
+    fn split(&self, a: u64, e: &Entry, key: u64, value: u128) -> Result<u64> {
+        let c = self.g.alloc_shared_page(node_of(a), 1)?;
+        self.count(|s| s.containers += 1);
+        let r = self
+            .put_in(c, e.key, e.value)
+            .and_then(|()| self.put_in(c, key, value));
+        if let Err(err) = r {
+            if let Err(f) = self.g.free(c) {
+                log::warn!("dht: freeing container {c:#x} after {err}: {f}");
+            }
+            return Err(err);
+        }
+        Ok(c)
+    }
+
+    /// Puts into container `c` (its first-level entry locked by this handle): replaces the
+    /// key's value, or takes the first deleted or empty entry of its probe sequence.
+    fn put_in(&self, c: u64, key: u64, value: u128) -> Result<()> {
+        let start = h2(self.l.seed2, key, CONTAINER_ENTRIES);
+        let mut free = None;
+        for i in 0..CONTAINER_ENTRIES {
+            let ca = c + (start + i) % CONTAINER_ENTRIES * ENTRY_BYTES;
+            let ce = self.read(ca)?;
+            if ce.locked() {
+                return Err(Self::corrupt_state(ca, &ce));
+            }
+            match ce.state {
+                state::PAIR if ce.key == key => {
+                    self.g.write128(ca + 16, value)?;
+                    return Ok(self.g.write(ca, ce.next_head(state::PAIR))?);
+                }
+                state::PAIR => {}
+                state::DELETED => {
+                    free.get_or_insert((ca, ce));
+                }
+                state::EMPTY => {
+                    free.get_or_insert((ca, ce));
+                    break;
+                }
+                _ => return Err(Self::corrupt_state(ca, &ce)),
+            }
+        }
+        let Some((ca, ce)) = free else {
+            return Err(Error::Full {
+                key,
+                container: c,
+                entries: CONTAINER_ENTRIES,
+            });
+        };
+        self.g.write128(ca + 16, value)?;
+        self.publish(ca, ce.next_head(state::PAIR), key)
+    }
+
+    /// dhtDelete: removes `key`; whether it was there.
+    pub fn delete(&self, key: u64) -> Result<bool> {
+        self.count(|s| s.deletes += 1);
+        let mut b = Backoff::new(self.cfg);
+        self.locked(key, |a, e| match e.state {
+            state::PAIR if e.key == key => Ok((Release::Head(e.next_head(state::EMPTY)), true)),
+            state::EMPTY | state::PAIR => Ok((Release::Head(e.word0()), false)),
+            _ => {
+                let c = self.container(a, e.key)?;
+                match self.find(c, key, &mut b)?.0 {
+                    Some((ca, ce)) => {
+                        self.g.write(ca, ce.next_head(state::DELETED))?;
+                        Ok((Release::Head(e.next_head(state::INDIRECT)), true))
+                    }
+                    None => Ok((Release::Head(e.word0()), false)),
+                }
+            }
+        })
+    }
+
+    // ---- the whole table ----
+
+    /// Reads every first-level entry (a bulk read per page of each slice): calls `f` with each
+    /// entry's address.
+    fn each_entry(&self, mut f: impl FnMut(u64, Entry)) -> Result<()> {
+        let mut page = vec![0u8; PAGE_SIZE as usize];
+        for &s in &self.l.slices {
+            for p in 0..self.l.slice_pages() {
+                let pa = s + p * PAGE_SIZE;
+                self.g.bulk_read(pa, &mut page)?;
+                for (i, e) in entries(&page).enumerate() {
+                    f(pa + i as u64 * ENTRY_BYTES, e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The containers the first level points to: each checked (a page of the entry's node,
+    /// none of the table's own pages, each once); the rest counted as malformed.
+    fn containers(&self) -> Result<(Vec<u64>, u64)> {
+        let own: BTreeSet<u64> = std::iter::once(self.l.root)
+            .chain(
+                self.l
+                    .slices
+                    .iter()
+                    .flat_map(|&s| (0..self.l.slice_pages()).map(move |p| s + p * PAGE_SIZE)),
+            )
+            .collect();
+        let mut found = BTreeSet::new();
+        let mut malformed = 0;
+        self.each_entry(|a, e| {
+            if e.state == state::INDIRECT {
+                match self.container(a, e.key) {
+                    Ok(c) if !own.contains(&c) && found.insert(c) => {}
+                    _ => malformed += 1,
+                }
+            }
+        })?;
+        Ok((found.into_iter().collect(), malformed))
+    }
+
+    /// Counts what the table holds (a consistent picture only while nobody writes).
+    pub fn scan(&self) -> Result<Scan> {
+        let mut s = Scan::default();
+        self.each_entry(|_, e| {
+            s.entries += 1;
+            s.locked += u64::from(e.locked());
+            match e.state {
+                state::EMPTY => {}
+                state::PAIR => s.direct += 1,
+                state::INDIRECT => s.indirect += 1,
+                _ => s.malformed += 1,
+            }
+        })?;
+        let (cs, bad) = self.containers()?;
+        s.malformed += bad;
+        let mut page = vec![0u8; PAGE_SIZE as usize];
+        for c in cs {
+            self.g.bulk_read(c, &mut page)?;
+            for e in entries(&page) {
+                s.locked += u64::from(e.locked());
+                match e.state {
+                    state::EMPTY => {}
+                    state::PAIR => s.in_containers += 1,
+                    state::DELETED => s.deleted += 1,
+                    _ => s.malformed += 1,
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// dhtDestroy: marks the table destroyed (so no process opens it again; only one destroy
+    /// wins), then frees its containers, slices and root. Use it when nobody else uses the
+    /// table: their operations fail once the pages are gone.
+    pub fn destroy(self) -> Result<Destroyed> {
+        let st = self.l.root + STATE_WORD * 8;
+        let old = self.g.cas(st, LIVE, DESTROYED)?;
+        if old != LIVE {
+            return Err(Error::Corrupt(format!(
+                "table root {:#x}: state {old} (destroyed already?)",
+                self.l.root
+            )));
+        }
+        let (cs, malformed) = self.containers()?;
+        let mut d = Destroyed {
+            malformed,
+            ..Default::default()
+        };
+        let all = cs
+            .iter()
+            .copied()
+            .chain(self.l.slices.iter().copied())
+            .chain(std::iter::once(self.l.root));
+        for a in all {
+            if let Err(e) = self.g.free(a) {
+                log::warn!("dht: destroy {:#x}: freeing {a:#x}: {e}", self.l.root);
+                d.free_errors += 1;
+            }
+        }
+        d.containers = cs.len() as u64;
+        Ok(d)
+    }
+}
+
+/// The entries of a page read in bulk.
+fn entries(page: &[u8]) -> impl Iterator<Item = Entry> + '_ {
+    page.chunks_exact(ENTRY_BYTES as usize).map(|c| {
+        let mut w = [0u64; 4];
+        for (i, x) in c.chunks_exact(8).enumerate() {
+            w[i] = u64::from_le_bytes(x.try_into().expect("8 bytes"));
+        }
+        Entry::decode(w)
+    })
+}

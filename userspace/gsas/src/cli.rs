@@ -1,0 +1,76 @@
+//! What the command-line tools over GSAS share (`unimem-gsas`, `unimem-dht`): numbers as they
+//! take them, and the options that say how their handles open (`--tree`, `--timeout-ms`).
+
+use crate::{Gsas, TreeSource};
+use anyhow::Context;
+use std::time::Duration;
+
+/// Parses a number as the tools take it: decimal, or hex with `0x`; `_` separators allowed.
+pub fn parse_u64(s: &str) -> std::result::Result<u64, String> {
+    let s = s.trim().replace('_', "");
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|e| format!("`{s}`: {e} (a number, hex with 0x)"))
+}
+
+pub fn parse_u32(s: &str) -> std::result::Result<u32, String> {
+    let v = parse_u64(s)?;
+    u32::try_from(v).map_err(|_| format!("{v} does not fit 32 bits"))
+}
+
+/// The global options of a tool: which tree its handles join, their timeout.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct HandleArgs {
+    /// Join protection tree ID (as printed by `info`/`alloc`; SET_TREE, needs CAP_SYS_ADMIN)
+    /// instead of a tree of this process's own.
+    #[arg(long, global = true, value_parser = parse_u32)]
+    pub tree: Option<u32>,
+    /// Timeout per operation in milliseconds (default 5000, or GSAS_TIMEOUT_MS).
+    #[arg(long, global = true)]
+    pub timeout_ms: Option<u64>,
+}
+
+impl HandleArgs {
+    pub fn ctx(&self) -> Ctx {
+        Ctx {
+            tree: self.tree.map_or(TreeSource::Process, TreeSource::Id),
+            timeout: self.timeout_ms.map(Duration::from_millis),
+        }
+    }
+}
+
+/// How every handle of a tool opens: the tree and the timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx {
+    pub tree: TreeSource,
+    pub timeout: Option<Duration>,
+}
+
+impl Ctx {
+    pub fn open(&self) -> anyhow::Result<Gsas> {
+        self.open_in(self.tree)
+    }
+
+    pub fn open_in(&self, tree: TreeSource) -> anyhow::Result<Gsas> {
+        let g = Gsas::open_in(tree).context("opening a GSAS handle")?;
+        if let Some(t) = self.timeout {
+            g.set_timeout(t);
+        }
+        Ok(g)
+    }
+}
+
+/// A tool's `main`: logging from `RUST_LOG` (warnings by default), then `run`; exits with the
+/// code it returns, or prints its error chain as `NAME: …` and exits 1.
+pub fn main_with(name: &str, run: impl FnOnce() -> anyhow::Result<i32>) -> ! {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    match run() {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
