@@ -1,0 +1,27 @@
+/* Program errors must end the job with a clear message, not hang:
+ *   errors pe    PE 0 puts to PE n (out of range)
+ *   errors sym   PE 0 puts to the address of a local (stack) variable
+ * The other PEs wait in a barrier that never completes: oshrun must stop them. */
+#include <shmem.h>
+#include <string.h>
+#include "check.h"
+
+static int x;
+
+int main(int argc, char **argv) {
+  shmem_init();
+  int local = 0;
+  CHECK(argc == 2, "usage: errors pe|sym");
+  if (shmem_my_pe() == 0) {
+    if (strcmp(argv[1], "pe") == 0)
+      shmem_int_p(&x, 1, shmem_n_pes());
+    else
+      shmem_int_p(&local, 1, 1);
+    printf("not reached\n");
+    return 0;
+  }
+  shmem_barrier_all();
+  printf("not reached either\n");
+  shmem_finalize();
+  return 0;
+}
