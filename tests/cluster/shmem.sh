@@ -7,7 +7,9 @@
 #  - a standard OpenSHMEM program (spec_example.c), compiled with oshcc unchanged;
 #  - can fail: a PE out of range and a non-symmetric address end the job with a clear
 #    message and a non-zero status, within seconds; SIGINT and SIGTERM to oshrun stop every
-#    PE; bad oshrun arguments are refused;
+#    PE; so does a PE that exits without shmem_finalize while others wait for it; oshrun killed
+#    with SIGKILL: its agents stop the PEs and free their pages and the job's; bad oshrun
+#    arguments are refused;
 #  - afterwards no PE runs on any node and no GSAS page is allocated; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
 RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
@@ -100,6 +102,13 @@ for mode in pe sym; do
   nothing_left "after errors $mode"
 done
 
+step "a PE that exits without shmem_finalize while the others wait for it: they are stopped"
+out=$(on_may_fail 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors exit 2>&1; echo status=\$?") || true
+echo "$out"
+grep -q '^status=1$' <<<"$out" || fail "errors exit: status"
+grep -q 'oshrun: PE 0 exited without shmem_finalize .* stopping them' <<<"$out" || fail "errors exit: unclear message"
+nothing_left "after errors exit"
+
 step "SIGINT and SIGTERM to oshrun stop every PE"
 for sig in INT:130 TERM:143; do
   code=${sig#*:} sig=${sig%:*}
@@ -111,6 +120,17 @@ for sig in INT:130 TERM:143; do
   on 0 "cat /tmp/$BG-oshrun-$sig.log"
   nothing_left "after SIG$sig"
 done
+
+step "oshrun killed (SIGKILL): the agents stop their PEs and free everything"
+bg 0 oshrun-KILL "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors hang"
+on 0 "for i in \$(seq 300); do [ \$(grep -c waiting /tmp/$BG-oshrun-KILL.log) = 6 ] && exit 0; sleep 0.2; done; exit 1" ||
+  fail "the waiting PEs did not all start"
+on 0 "kill -KILL \$(cat /tmp/$BG-oshrun-KILL.pid)"
+for n in $(seq 0 $((NODES - 1))); do
+  on "$n" "for i in \$(seq 200); do ! pidof oshrun $PROGS >/dev/null && [ \$(cat $SYS/used_pages) = 0 ] && exit 0; sleep 0.2; done; exit 1" ||
+    fail "node $n: PEs or GSAS pages left 40 s after oshrun was killed"
+done
+nothing_left "after oshrun was killed"
 
 step "bad arguments are refused"
 for args in "/opt/unimem/bin/setup" "-np 2 --nodes 0,7 /opt/unimem/bin/setup" "-np 0 /opt/unimem/bin/setup" "-np 2 /opt/unimem/bin/nonexistent"; do

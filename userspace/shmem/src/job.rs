@@ -25,6 +25,9 @@ pub mod hdr {
     pub const HEARTBEAT: u64 = 24;
     /// PEs that have published their slot.
     pub const READY: u64 = 32;
+    /// Agents done (their PE exited and its leftovers are freed): the last one frees the
+    /// descriptor if oshrun is gone.
+    pub const DONE: u64 = 40;
 }
 
 /// Bytes of the header; slots follow.
@@ -45,6 +48,8 @@ pub mod slot {
     pub const OUT_HEAD: u64 = 48;
     pub const OUT_TAIL: u64 = 56;
     pub const OUT_CLOSED: u64 = 64;
+    /// 1 once the PE called shmem_finalize.
+    pub const FINALIZED: u64 = 72;
 }
 
 /// Pages of the descriptor of a job of `npes` PEs: header and slots, then one ring per PE.
@@ -141,6 +146,19 @@ impl Layout {
             .filter_map(|&w| g.read(self.slot(pe, w)).ok())
             .filter(|&a| a != 0 && a % PAGE_SIZE == 0)
             .collect()
+    }
+
+    /// Clears PE `pe`'s record of allocations (they were freed).
+    pub fn forget(&self, g: &impl Remote, pe: usize) {
+        for w in [slot::STATIC_ADDR, slot::HEAP_ADDR, slot::SYNC_ADDR] {
+            let _ = g.write(self.slot(pe, w), 0);
+        }
+    }
+
+    /// Whether PE `pe` called shmem_init (published its slot) and not shmem_finalize.
+    pub fn unfinalized(&self, g: &impl Remote, pe: usize) -> bool {
+        let read = |w| g.read(self.slot(pe, w)).unwrap_or(0);
+        read(slot::NODE) != 0 && read(slot::FINALIZED) == 0
     }
 
     /// Publishes `s` as PE `pe`'s slot (the node word last: it marks the slot complete).

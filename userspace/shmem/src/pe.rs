@@ -415,6 +415,7 @@ pub fn finalize() {
         window::unmap(j.heap_va, j.heap_len as usize);
         window::unmap(j.sync_va, PAGE_SIZE as usize);
         let s = j.peers[j.me].slot;
+        let _ = g.write(j.layout.slot(j.me, job::slot::FINALIZED), 1);
         let _ = record_slot(g, &j.layout, j.me, &Slot::default());
         for a in [s.static_addr, s.heap_addr, s.sync_addr] {
             if a != 0 {

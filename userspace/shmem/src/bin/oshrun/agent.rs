@@ -48,8 +48,8 @@ pub fn run(desc: u64, pe: usize, command: &[String]) -> Result<i32> {
         Err(e) => {
             let msg = format!("cannot start {}: {e}\n", command[0]);
             let _ = ring.push(&g, &mut 0, msg.as_bytes());
-            let _ = ring.close(&g);
             layout.abort(&g);
+            finish(&g, &layout, pe, false);
             return Ok(127);
         }
     };
@@ -107,9 +107,33 @@ pub fn run(desc: u64, pe: usize, command: &[String]) -> Result<i32> {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    let _ = ring.close(&g);
+    finish(&g, &layout, pe, beat.1.elapsed() > HEARTBEAT_LOST);
     let s = status.expect("the loop ends when the child has exited");
     Ok(s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(127)))
+}
+
+/// After the PE: frees what it left allocated (it died before shmem_finalize), closes its
+/// ring, and counts this agent done; the last agent of a job whose oshrun is gone frees the
+/// descriptor.
+fn finish(g: &Gsas, layout: &Layout, pe: usize, oshrun_gone: bool) {
+    for a in layout.recorded(g, pe) {
+        match g.free(a) {
+            Ok(()) => log::info!("PE {pe}: freed {a:#x} it left allocated"),
+            Err(e) => log::warn!("PE {pe}: freeing {a:#x}: {e}"),
+        }
+    }
+    layout.forget(g, pe);
+    let _ = Ring::of(layout, pe).close(g);
+    let done = g.fetch_add(layout.word(job::hdr::DONE), 1).map(|d| d + 1);
+    if oshrun_gone && done.is_ok_and(|d| d == layout.npes as u64) {
+        match g.free(layout.base) {
+            Ok(()) => log::warn!(
+                "oshrun is gone: freed the job descriptor {:#x}",
+                layout.base
+            ),
+            Err(e) => log::warn!("freeing the job descriptor: {e}"),
+        }
+    }
 }
 
 fn signal(child: &Child, sig: Signal) {

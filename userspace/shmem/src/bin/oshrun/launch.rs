@@ -17,6 +17,9 @@ extern "C" fn on_signal(sig: i32) {
 
 /// How long the PEs get to stop after the job was aborted, before oshrun gives up on them.
 const STOP_GRACE: Duration = Duration::from_secs(60);
+/// How long the other PEs may go on after a PE exited without shmem_finalize (they may be
+/// waiting for it in a barrier forever) before oshrun stops them.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
 
 /// Parses `0,2-3` into node ids (each below `count`, no repeats).
 pub fn parse_nodes(s: &str, count: u32) -> Result<Vec<u16>> {
@@ -169,6 +172,7 @@ pub fn run(np: usize, nodes: Option<&str>, command: &[String]) -> Result<i32> {
 fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<Option<i32>> {
     let mut aborted_at: Option<Instant> = None;
     let mut failures: Vec<i32> = Vec::new();
+    let mut unfinalized: Option<(usize, Instant)> = None;
     let mut beat = 0u64;
     let mut last_beat = Instant::now() - Duration::from_secs(1);
     let mut last_wait = Instant::now();
@@ -203,6 +207,9 @@ fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<Option<i32>> {
                     Ok(Some(s)) => {
                         drain(g, i, p);
                         p.status = Some(s);
+                        if s.0 == 0 && unfinalized.is_none() && layout.unfinalized(g, i) {
+                            unfinalized = Some((i, Instant::now()));
+                        }
                         if s.0 != 0 {
                             eprintln!("oshrun: PE {i} (node {}): {s}", p.node);
                             failures.push(s.shell());
@@ -225,6 +232,17 @@ fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<Option<i32>> {
         }
         if pes.iter().all(|p| p.child.is_none() || p.status.is_some()) {
             break;
+        }
+        if let Some((pe, t)) = unfinalized.filter(|_| aborted_at.is_none()) {
+            if t.elapsed() > EXIT_GRACE {
+                eprintln!(
+                    "oshrun: PE {pe} exited without shmem_finalize {} s ago and other PEs still run (waiting for it?): stopping them",
+                    EXIT_GRACE.as_secs()
+                );
+                failures.push(1);
+                layout.abort(g);
+                aborted_at = Some(Instant::now());
+            }
         }
         if aborted_at.is_some_and(|t| t.elapsed() > STOP_GRACE) {
             bail!(
