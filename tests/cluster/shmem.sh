@@ -4,7 +4,8 @@
 #    node 0 as 6 PEs on nodes 1-3 (2 per node), each checking its own results: setup and
 #    the symmetric heap, static data, RMA, atomics, locks and point-to-point sync,
 #    collectives; the collectives again as 8 PEs on all 4 nodes;
-#  - a standard OpenSHMEM program (spec_example.c), compiled with oshcc unchanged;
+#  - standard OpenSHMEM programs compiled with oshcc unchanged: spec_example.c (written as the
+#    specification's examples, 1.3 calls included) and ring11.c (1.4, C11 generic interfaces);
 #  - can fail: a PE out of range and a non-symmetric address end the job with a clear
 #    message and a non-zero status, within seconds; SIGINT and SIGTERM to oshrun stop every
 #    PE; so does a PE that exits without shmem_finalize while others wait for it; oshrun killed
@@ -16,7 +17,7 @@ RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
 SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
-PROGS="setup rma amo sync coll errors spec_example"
+PROGS="setup rma amo sync coll errors spec_example ring11"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=shm
 
@@ -26,7 +27,7 @@ mkdir -p "$SHARE/lib"
 cp "$ROOT/target/release/libshmem.so" "$SHARE/lib/"
 "$ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
 for p in $PROGS; do
-  OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -Wall -Wextra -Werror -O2 \
+  OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -Wall -Wextra -Werror -O2 \
     -o "$SHARE/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c"
 done
 
@@ -86,6 +87,11 @@ out=$(on 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/spec_example") || { echo "$
 echo "$out"
 grep -q '^PE 0: PASS: 0 errors over 6 PEs$' <<<"$out" || fail "spec_example: no PASS"
 expect_eq "$(grep -c '^PE [0-9]: Hello from PE [0-9] of 6$' <<<"$out")" 6 "spec_example: hello lines"
+
+step "a 1.4-style program (C11 generic interfaces, symmetric heap), unchanged"
+out=$(on 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/ring11") || { echo "$out"; fail "ring11"; }
+echo "$out"
+grep -q '^PE 0: ring11: PASS (6 PEs)$' <<<"$out" || fail "ring11: no PASS"
 
 step "can fail: a PE out of range, a non-symmetric address: clear message, job stopped"
 for mode in pe sym; do

@@ -465,6 +465,74 @@ _SHMEM_REDUCE_INT(longlong, long long)
 _SHMEM_REDUCE_ARITH(float, float, _SHMEM_T_float)
 _SHMEM_REDUCE_ARITH(double, double, _SHMEM_T_double)
 
+/* ---- C11 generic interfaces (shmem_put, shmem_atomic_fetch_add, shmem_wait_until, ...) ---- */
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
+
+#define _SHMEM_G_RMA(x, OP)                                                                     \
+  _Generic(*(x), float: shmem_float_##OP, double: shmem_double_##OP,                            \
+           long double: shmem_longdouble_##OP, char: shmem_char_##OP,                          \
+           signed char: shmem_schar_##OP, short: shmem_short_##OP, int: shmem_int_##OP,         \
+           long: shmem_long_##OP, long long: shmem_longlong_##OP,                               \
+           unsigned char: shmem_uchar_##OP, unsigned short: shmem_ushort_##OP,                  \
+           unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,                      \
+           unsigned long long: shmem_ulonglong_##OP)
+#define shmem_put(dest, source, nelems, pe) _SHMEM_G_RMA(dest, put)(dest, source, nelems, pe)
+#define shmem_get(dest, source, nelems, pe) _SHMEM_G_RMA(dest, get)(dest, source, nelems, pe)
+#define shmem_put_nbi(dest, source, nelems, pe)                                                \
+  _SHMEM_G_RMA(dest, put_nbi)(dest, source, nelems, pe)
+#define shmem_get_nbi(dest, source, nelems, pe)                                                \
+  _SHMEM_G_RMA(dest, get_nbi)(dest, source, nelems, pe)
+#define shmem_p(dest, value, pe) _SHMEM_G_RMA(dest, p)(dest, value, pe)
+#define shmem_g(source, pe) _SHMEM_G_RMA(source, g)(source, pe)
+#define shmem_iput(dest, source, dst, sst, nelems, pe)                                         \
+  _SHMEM_G_RMA(dest, iput)(dest, source, dst, sst, nelems, pe)
+#define shmem_iget(dest, source, dst, sst, nelems, pe)                                         \
+  _SHMEM_G_RMA(dest, iget)(dest, source, dst, sst, nelems, pe)
+
+#define _SHMEM_G_AMO(x, OP)                                                                     \
+  _Generic(*(x), int: shmem_int_atomic_##OP, long: shmem_long_atomic_##OP,                      \
+           long long: shmem_longlong_atomic_##OP, unsigned int: shmem_uint_atomic_##OP,         \
+           unsigned long: shmem_ulong_atomic_##OP,                                              \
+           unsigned long long: shmem_ulonglong_atomic_##OP)
+#define _SHMEM_G_AMO_EXT(x, OP)                                                                 \
+  _Generic(*(x), int: shmem_int_atomic_##OP, long: shmem_long_atomic_##OP,                      \
+           long long: shmem_longlong_atomic_##OP, unsigned int: shmem_uint_atomic_##OP,         \
+           unsigned long: shmem_ulong_atomic_##OP,                                              \
+           unsigned long long: shmem_ulonglong_atomic_##OP, float: shmem_float_atomic_##OP,     \
+           double: shmem_double_atomic_##OP)
+#define _SHMEM_G_AMO_BIT(x, OP)                                                                 \
+  _Generic(*(x), int: shmem_int32_atomic_##OP, long: shmem_int64_atomic_##OP,                   \
+           unsigned int: shmem_uint_atomic_##OP, unsigned long: shmem_ulong_atomic_##OP,        \
+           unsigned long long: shmem_ulonglong_atomic_##OP)
+#define shmem_atomic_fetch(source, pe) _SHMEM_G_AMO_EXT(source, fetch)(source, pe)
+#define shmem_atomic_set(dest, value, pe) _SHMEM_G_AMO_EXT(dest, set)(dest, value, pe)
+#define shmem_atomic_swap(dest, value, pe) _SHMEM_G_AMO_EXT(dest, swap)(dest, value, pe)
+#define shmem_atomic_compare_swap(dest, cond, value, pe)                                       \
+  _SHMEM_G_AMO(dest, compare_swap)(dest, cond, value, pe)
+#define shmem_atomic_fetch_inc(dest, pe) _SHMEM_G_AMO(dest, fetch_inc)(dest, pe)
+#define shmem_atomic_inc(dest, pe) _SHMEM_G_AMO(dest, inc)(dest, pe)
+#define shmem_atomic_fetch_add(dest, value, pe) _SHMEM_G_AMO(dest, fetch_add)(dest, value, pe)
+#define shmem_atomic_add(dest, value, pe) _SHMEM_G_AMO(dest, add)(dest, value, pe)
+#define shmem_atomic_fetch_and(dest, value, pe)                                                \
+  _SHMEM_G_AMO_BIT(dest, fetch_and)(dest, value, pe)
+#define shmem_atomic_fetch_or(dest, value, pe) _SHMEM_G_AMO_BIT(dest, fetch_or)(dest, value, pe)
+#define shmem_atomic_fetch_xor(dest, value, pe)                                                \
+  _SHMEM_G_AMO_BIT(dest, fetch_xor)(dest, value, pe)
+#define shmem_atomic_and(dest, value, pe) _SHMEM_G_AMO_BIT(dest, and)(dest, value, pe)
+#define shmem_atomic_or(dest, value, pe) _SHMEM_G_AMO_BIT(dest, or)(dest, value, pe)
+#define shmem_atomic_xor(dest, value, pe) _SHMEM_G_AMO_BIT(dest, xor)(dest, value, pe)
+
+#define _SHMEM_G_WAIT(x, OP)                                                                    \
+  _Generic(*(x), short: shmem_short_##OP, int: shmem_int_##OP, long: shmem_long_##OP,           \
+           long long: shmem_longlong_##OP, unsigned short: shmem_ushort_##OP,                   \
+           unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,                     \
+           unsigned long long: shmem_ulonglong_##OP)
+#define shmem_wait_until(ivar, cmp, value) _SHMEM_G_WAIT(ivar, wait_until)(ivar, cmp, value)
+#define shmem_test(ivar, cmp, value) _SHMEM_G_WAIT(ivar, test)(ivar, cmp, value)
+
+#endif /* C11 */
+
 /* ---- Deprecated (1.3 and before) ---- */
 
 static inline void start_pes(int npes) {
