@@ -89,32 +89,44 @@ pub fn barrier_all() {
 }
 
 /// An active set (start, log2 stride, size) checked against the job, with this PE's index.
+#[derive(Debug)]
 pub struct Set {
     pub pes: Vec<usize>,
     pub me: usize,
 }
 
 pub fn active_set(j: &Job, routine: &str, start: i32, log_stride: i32, size: i32) -> Set {
-    let bad = |why: String| -> ! {
+    members(j.npes, j.me, start, log_stride, size).unwrap_or_else(|why| {
         die(&format!(
             "{routine}: bad active set (PE_start {start}, logPE_stride {log_stride}, PE_size {size}): {why}"
         ))
-    };
+    })
+}
+
+/// The active set's PEs in a job of `npes`, with `me`'s index; why not, if it is not one.
+pub fn members(
+    npes: usize,
+    me: usize,
+    start: i32,
+    log_stride: i32,
+    size: i32,
+) -> Result<Set, String> {
     if start < 0 || size < 1 || !(0..31).contains(&log_stride) {
-        bad("PE_start must be >= 0, PE_size >= 1, logPE_stride 0..30".into());
+        return Err("PE_start must be >= 0, PE_size >= 1, logPE_stride 0..30".into());
     }
-    let stride = 1usize << log_stride;
+    let stride = 1u64 << log_stride;
+    let last = start as u64 + (size as u64 - 1) * stride;
+    if last >= npes as u64 {
+        return Err(format!("it reaches PE {last}, this job has {npes} PEs"));
+    }
     let pes: Vec<usize> = (0..size as usize)
-        .map(|i| start as usize + i * stride)
+        .map(|i| start as usize + i * stride as usize)
         .collect();
-    if let Some(&last) = pes.last().filter(|&&l| l >= j.npes) {
-        bad(format!("it reaches PE {last}, this job has {} PEs", j.npes));
-    }
     let me = pes
         .iter()
-        .position(|&p| p == j.me)
-        .unwrap_or_else(|| bad(format!("PE {} is not in it", j.me)));
-    Set { pes, me }
+        .position(|&p| p == me)
+        .ok_or(format!("PE {me} is not in it"))?;
+    Ok(Set { pes, me })
 }
 
 /// pSync's region and offset, checked.
@@ -275,4 +287,25 @@ pub fn alltoall(j: &Job, routine: &str, c: &Coll, s: &Strided, set: &Set) {
         }
     }
     set_barrier(j, routine, set, p);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::members;
+
+    #[test]
+    fn active_sets() {
+        let s = members(8, 4, 0, 1, 4).unwrap();
+        assert_eq!(s.pes, [0, 2, 4, 6]);
+        assert_eq!(s.me, 2);
+        assert_eq!(members(8, 3, 1, 1, 4).unwrap().pes, [1, 3, 5, 7]);
+        assert!(members(8, 3, 0, 1, 4)
+            .unwrap_err()
+            .contains("PE 3 is not in it"));
+        assert!(members(8, 0, 0, 1, 5).unwrap_err().contains("reaches PE 8"));
+        assert!(members(8, 0, -1, 0, 2).is_err());
+        assert!(members(8, 0, 0, 31, 2).is_err());
+        assert!(members(8, 0, 0, 0, 0).is_err());
+        assert!(members(4, 0, 0, 30, i32::MAX).is_err());
+    }
 }

@@ -219,3 +219,79 @@ impl Slot {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::tests::Fake;
+
+    #[test]
+    fn publish_and_read_back() {
+        let g = Fake::default();
+        let base = gsas::addr(0, 0x20000);
+        let l = Layout { base, npes: 3 };
+        l.init(&g).unwrap();
+        assert_eq!(Layout::open(&g, base).unwrap(), l);
+        assert_eq!(l.read_slot(&g, 1).unwrap(), None);
+        let s = Slot {
+            node: 2,
+            static_addr: gsas::addr(2, 0x1000),
+            static_len: 0x2000,
+            heap_addr: gsas::addr(2, 0x10000),
+            heap_len: 0x100000,
+            sync_addr: gsas::addr(2, 0x5000),
+        };
+        l.publish(&g, 1, &s).unwrap();
+        assert_eq!(l.read_slot(&g, 1).unwrap(), Some(s));
+        assert_eq!(l.recorded(&g, 1).len(), 3);
+        assert!(l.unfinalized(&g, 1));
+        l.forget(&g, 1);
+        assert!(l.recorded(&g, 1).is_empty());
+        assert!(!l.aborted(&g));
+        l.abort(&g);
+        assert!(l.aborted(&g));
+        assert!(l.ring(2) + RING_BYTES <= base + pages(3) * PAGE_SIZE);
+        assert!(l.slot(2, SLOT_BYTES) <= l.ring(0));
+    }
+
+    #[test]
+    fn untrusted_values_are_refused() {
+        let g = Fake::default();
+        let base = gsas::addr(0, 0x20000);
+        assert!(Layout::open(&g, base)
+            .unwrap_err()
+            .contains("not a job descriptor"));
+        g.write(base + hdr::MAGIC, MAGIC).unwrap();
+        g.write(base + hdr::NPES, MAX_PES as u64 + 1).unwrap();
+        assert!(Layout::open(&g, base).unwrap_err().contains("bad PE count"));
+        let l = Layout { base, npes: 2 };
+        let bad = [
+            // heap on another node than the slot says
+            Slot {
+                node: 1,
+                heap_addr: gsas::addr(2, 0),
+                heap_len: 4096,
+                ..Slot::default()
+            },
+            // unaligned sync page
+            Slot {
+                node: 1,
+                sync_addr: gsas::addr(1, 8),
+                ..Slot::default()
+            },
+            // a range past the end of the node's addresses
+            Slot {
+                node: 1,
+                heap_addr: gsas::addr(1, 0),
+                heap_len: u64::MAX,
+                ..Slot::default()
+            },
+        ];
+        for s in bad {
+            l.publish(&g, 0, &s).unwrap();
+            assert!(l.read_slot(&g, 0).is_err(), "{s:?}");
+        }
+        g.write(l.slot(0, slot::NODE), 99).unwrap();
+        assert!(l.read_slot(&g, 0).unwrap_err().contains("out of range"));
+    }
+}

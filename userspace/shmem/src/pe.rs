@@ -427,3 +427,19 @@ pub fn finalize() {
     });
     *JOB.lock().unwrap_or_else(|p| p.into_inner()) = None;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("2M"), Some(2 << 20));
+        assert_eq!(parse_size(" 16k "), Some(16 << 10));
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("M"), None);
+        assert_eq!(parse_size("-1"), None);
+        assert_eq!(parse_size("99999999999G"), None);
+    }
+}

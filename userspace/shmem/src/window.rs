@@ -135,3 +135,21 @@ unsafe extern "C" fn first_object(
     }
     1
 }
+
+#[cfg(test)]
+mod tests {
+    use super::data_segment;
+
+    static mut IN_BSS: [u8; 100] = [0; 100];
+    static mut IN_DATA: u64 = 7;
+
+    #[test]
+    fn the_data_segment_holds_the_programs_globals() {
+        let (start, end) = data_segment().expect("a test binary has data");
+        assert_eq!(start % 4096, 0);
+        assert_eq!(end % 4096, 0);
+        for a in [&raw const IN_BSS as usize, &raw const IN_DATA as usize] {
+            assert!(a >= start && a < end, "{a:#x} not in {start:#x}..{end:#x}");
+        }
+    }
+}
