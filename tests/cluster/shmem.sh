@@ -108,6 +108,18 @@ for mode in pe sym; do
   nothing_left "after errors $mode"
 done
 
+step "SHMEM_SYMMETRIC_SIZE reaches the PEs; a heap larger than the pool is a clear error"
+out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=256K oshrun -np 2 --nodes 2 /opt/unimem/bin/errors sym 2>&1") || true
+echo "$out"
+grep -q 'not in the symmetric heap (0x[0-9a-f]*+0x40000)' <<<"$out" || fail "the PEs' heap is not 256K"
+out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=1G oshrun -np 2 --nodes 2 /opt/unimem/bin/setup 2>&1; echo status=\$?") || true
+echo "$out"
+grep -q '^status=1$' <<<"$out" || fail "a 1 GiB heap: status"
+grep -q 'shmem_init: allocating 1073741824 bytes of symmetric heap on node 2' <<<"$out" || fail "a 1 GiB heap: unclear message"
+out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=lots oshrun -np 2 /opt/unimem/bin/setup 2>&1") && fail "SHMEM_SYMMETRIC_SIZE=lots accepted"
+grep -q 'SHMEM_SYMMETRIC_SIZE="lots" is not a size' <<<"$out" || fail "a bad SHMEM_SYMMETRIC_SIZE: unclear message"
+nothing_left "after the heap sizes"
+
 step "a PE that exits without shmem_finalize while the others wait for it: they are stopped"
 out=$(on_may_fail 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors exit 2>&1; echo status=\$?") || true
 echo "$out"

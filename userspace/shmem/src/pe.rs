@@ -86,8 +86,17 @@ pub fn with_gsas<R>(f: impl FnOnce(&Gsas) -> R) -> R {
 /// Reports a program or system error, marks the job aborted (oshrun then stops every PE) and
 /// exits with status 1.
 pub fn die(msg: &str) -> ! {
-    let who = try_job().map_or(String::new(), |j| format!(" PE {}:", j.me));
+    let who = match (try_job(), std::env::var(PE_ENV)) {
+        (Some(j), _) => format!(" PE {}:", j.me),
+        (None, Ok(pe)) => format!(" PE {}:", pe.trim()),
+        (None, Err(_)) => String::new(),
+    };
     eprintln!("shmem:{who} {msg}");
+    // The agent stops every PE with SIGTERM once the job is aborted: this one must still exit
+    // with its own status, which tells oshrun whose failure it was.
+    let mut term = nix::sys::signal::SigSet::empty();
+    term.add(nix::sys::signal::SIGTERM);
+    let _ = term.thread_block();
     if let Some(j) = try_job() {
         // Inside with_gsas the thread's handle is borrowed: a second one then.
         let done = HANDLE.with(|h| match h.try_borrow() {

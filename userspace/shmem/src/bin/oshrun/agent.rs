@@ -21,7 +21,7 @@ const HEARTBEAT_LOST: Duration = Duration::from_secs(15);
 /// How long a stopped PE gets between SIGTERM and SIGKILL.
 const TERM_GRACE: Duration = Duration::from_secs(2);
 
-pub fn run(desc: u64, pe: usize, command: &[String]) -> Result<i32> {
+pub fn run(desc: u64, pe: usize, env: &[String], command: &[String]) -> Result<i32> {
     let g = Gsas::open().context("opening GSAS in the job's tree")?;
     let layout = Layout::open(&g, desc).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(pe < layout.npes, "PE {pe} of a job of {}", layout.npes);
@@ -35,6 +35,11 @@ pub fn run(desc: u64, pe: usize, command: &[String]) -> Result<i32> {
     let mut rd = std::fs::File::from(rd);
     let wr2 = wr.try_clone()?;
     let mut cmd = Command::new(&command[0]);
+    for e in env {
+        if let Some((k, v)) = e.split_once('=') {
+            cmd.env(k, v);
+        }
+    }
     cmd.args(&command[1..])
         .env(JOB_ENV, format!("{desc:x}"))
         .env(PE_ENV, pe.to_string())
@@ -112,17 +117,20 @@ pub fn run(desc: u64, pe: usize, command: &[String]) -> Result<i32> {
     Ok(s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(127)))
 }
 
-/// After the PE: frees what it left allocated (it died before shmem_finalize), closes its
-/// ring, and counts this agent done; the last agent of a job whose oshrun is gone frees the
-/// descriptor.
+/// After the PE: closes its ring and counts this agent done. If oshrun is gone, frees what
+/// the PE left allocated (it died before shmem_finalize), and the last agent frees the
+/// descriptor. Otherwise oshrun frees leftovers once every PE has exited: other PEs may
+/// still be reaching this one's pages until then.
 fn finish(g: &Gsas, layout: &Layout, pe: usize, oshrun_gone: bool) {
-    for a in layout.recorded(g, pe) {
-        match g.free(a) {
-            Ok(()) => log::info!("PE {pe}: freed {a:#x} it left allocated"),
-            Err(e) => log::warn!("PE {pe}: freeing {a:#x}: {e}"),
+    if oshrun_gone {
+        for a in layout.recorded(g, pe) {
+            match g.free(a) {
+                Ok(()) => log::info!("PE {pe}: freed {a:#x} it left allocated"),
+                Err(e) => log::warn!("PE {pe}: freeing {a:#x}: {e}"),
+            }
         }
+        layout.forget(g, pe);
     }
-    layout.forget(g, pe);
     let _ = Ring::of(layout, pe).close(g);
     let done = g.fetch_add(layout.word(job::hdr::DONE), 1).map(|d| d + 1);
     if oshrun_gone && done.is_ok_and(|d| d == layout.npes as u64) {

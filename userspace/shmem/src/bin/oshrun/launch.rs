@@ -60,6 +60,22 @@ pub fn place(np: usize, nodes: &[u16]) -> Vec<u16> {
         .collect()
 }
 
+/// oshrun's SHMEM_* variables (but the job's own), as NAME=VALUE for the agents:
+/// remoteFork carries no environment. SHMEM_SYMMETRIC_SIZE is checked here.
+fn shmem_env() -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (k, v) in std::env::vars() {
+        if !k.starts_with("SHMEM_") || k == shmem::pe::JOB_ENV || k == shmem::pe::PE_ENV {
+            continue;
+        }
+        if k == shmem::pe::HEAP_ENV && shmem::pe::parse_size(&v).is_none_or(|n| n == 0) {
+            bail!("{k}={v:?} is not a size (bytes, or with K, M or G)");
+        }
+        out.push(format!("{k}={v}"));
+    }
+    Ok(out)
+}
+
 struct Pe {
     node: u16,
     child: Option<ChildId>,
@@ -87,6 +103,7 @@ pub fn run(np: usize, nodes: Option<&str>, command: &[String]) -> Result<i32> {
         );
     }
     let prog = prog.to_string_lossy().into_owned();
+    let env = shmem_env()?;
     let me = std::env::current_exe().context("oshrun's own path")?;
     let me = me.to_string_lossy().into_owned();
     let g = Gsas::open().context("opening GSAS (are unimem_mailbox and unimem_gsas loaded?)")?;
@@ -122,9 +139,11 @@ pub fn run(np: usize, nodes: Option<&str>, command: &[String]) -> Result<i32> {
                 format!("{base:x}"),
                 "--pe".into(),
                 i.to_string(),
-                "--".into(),
-                prog.clone(),
             ];
+            for e in &env {
+                args.extend(["--env".to_string(), e.clone()]);
+            }
+            args.extend(["--".to_string(), prog.clone()]);
             args.extend(command[1..].iter().cloned());
             match g.remote_fork(p.node, &me, &args) {
                 Ok(c) => p.child = Some(c),

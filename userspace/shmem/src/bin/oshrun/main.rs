@@ -20,7 +20,8 @@ use clap::Parser;
         printed here, line by line, as 'PE <n>: <line>'. The exit status is the worst of the \
         PEs' (128 + signal for a PE killed by a signal). If a PE fails, or oshrun gets SIGINT \
         or SIGTERM, the other PEs are stopped.\n\n\
-        Environment passed to the PEs: SHMEM_SYMMETRIC_SIZE (heap per PE, default 1M). \
+        oshrun passes its SHMEM_* environment variables to the PEs, e.g. SHMEM_SYMMETRIC_SIZE \
+        (the symmetric heap per PE: bytes, or with K, M or G; default 1M). \
         The program's path must be the same on every node (e.g. under /opt/unimem)."
 )]
 struct Cli {
@@ -38,6 +39,9 @@ struct Cli {
     job: Option<u64>,
     #[arg(long, hide = true)]
     pe: Option<usize>,
+    /// Environment for the PE (NAME=VALUE), set by oshrun from its own SHMEM_* variables.
+    #[arg(long = "env", hide = true, value_name = "NAME=VALUE")]
+    env: Vec<String>,
     /// The program and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     command: Vec<String>,
@@ -54,7 +58,7 @@ fn main() {
     let cli = Cli::parse_from(args);
     let r: Result<i32> = if cli.pe_agent {
         match (cli.job, cli.pe) {
-            (Some(job), Some(pe)) => agent::run(job, pe, &cli.command),
+            (Some(job), Some(pe)) => agent::run(job, pe, &cli.env, &cli.command),
             _ => Err(anyhow::anyhow!("--pe-agent needs --job and --pe")),
         }
     } else {
