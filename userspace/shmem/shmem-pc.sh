@@ -8,29 +8,13 @@
 # CARGO_TARGET_DIR is honoured. Prints the path of the .pc file.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
-case $target in /*) ;; *) target=$root/$target ;; esac
-built=$target/release
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
+# shellcheck source=../../scripts/lib/pc.sh
+source "$here/../../scripts/lib/pc.sh"
 
 usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
 
-write_pc() { # FILE PREFIX LIBDIR INCLUDEDIR
-  mkdir -p "$(dirname "$1")"
-  cat >"$1" <<PC
-prefix=$2
-libdir=$3
-includedir=$4
-
-Name: shmem
-Description: OpenSHMEM 1.4 over GSAS for unimem clusters (run programs with oshrun)
-Version: ${version:-0.1.0}
-Cflags: -I\${includedir}
-Libs: -L\${libdir} -lshmem
-PC
-  echo "$1"
-}
+NAME=shmem
+DESC="OpenSHMEM 1.4 over GSAS for unimem clusters (run programs with oshrun)"
 
 case ${1:-} in
   -h|--help) usage ;;
@@ -44,8 +28,9 @@ case ${1:-} in
     install -D -m 0755 "$here/oshcc" "$prefix/bin/oshcc"
     install -D -m 0644 "$here/include/shmem.h" "$prefix/include/shmem.h"
     # shellcheck disable=SC2016 # pkg-config variables, expanded by pkg-config
-    write_pc "$prefix/lib/pkgconfig/shmem.pc" "$prefix" '${prefix}/lib' '${prefix}/include'
+    write_pc "$prefix/lib/pkgconfig/shmem.pc" "$prefix" '${prefix}/lib' '${prefix}/include' \
+      "$NAME" "$DESC" -lshmem
     ;;
-  "") write_pc "$built/pkgconfig/shmem.pc" "$root" "$built" "$here/include" ;;
+  "") write_pc "$built/pkgconfig/shmem.pc" "$root" "$built" "$here/include" "$NAME" "$DESC" -lshmem ;;
   *) usage >&2; exit 2 ;;
 esac

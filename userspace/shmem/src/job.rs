@@ -161,8 +161,9 @@ impl Layout {
         read(slot::NODE) != 0 && read(slot::FINALIZED) == 0
     }
 
-    /// Publishes `s` as PE `pe`'s slot (the node word last: it marks the slot complete).
-    pub fn publish(&self, g: &impl Remote, pe: usize, s: &Slot) -> gsas::Result<()> {
+    /// Records `s`'s regions in PE `pe`'s slot without publishing it (its node word): what
+    /// it allocated, so that it is freed if the PE dies.
+    pub fn record(&self, g: &impl Remote, pe: usize, s: &Slot) -> gsas::Result<()> {
         let words = [
             s.static_addr,
             s.static_len,
@@ -174,7 +175,12 @@ impl Layout {
         for (i, w) in words.iter().enumerate() {
             b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
         }
-        g.bulk_write(self.slot(pe, slot::STATIC_ADDR), &b)?;
+        g.bulk_write(self.slot(pe, slot::STATIC_ADDR), &b)
+    }
+
+    /// Publishes `s` as PE `pe`'s slot (the node word last: it marks the slot complete).
+    pub fn publish(&self, g: &impl Remote, pe: usize, s: &Slot) -> gsas::Result<()> {
+        self.record(g, pe, s)?;
         g.write(self.slot(pe, slot::NODE), u64::from(s.node) + 1)
     }
 }

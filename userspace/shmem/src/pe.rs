@@ -350,19 +350,8 @@ fn init_inner() -> Result<Job, String> {
 }
 
 fn record_slot(g: &Gsas, layout: &Layout, me: usize, s: &Slot) -> Result<(), String> {
-    // Without the node word: the slot is not published yet, only its allocations recorded.
-    let mut b = [0u8; 40];
-    let words = [
-        s.static_addr,
-        s.static_len,
-        s.heap_addr,
-        s.heap_len,
-        s.sync_addr,
-    ];
-    for (i, w) in words.iter().enumerate() {
-        b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
-    }
-    g.bulk_write(layout.slot(me, job::slot::STATIC_ADDR), &b)
+    layout
+        .record(g, me, s)
         .map_err(|e| format!("recording PE {me}'s allocations: {e}"))
 }
 

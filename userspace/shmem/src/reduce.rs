@@ -70,8 +70,8 @@ trait Elem: Copy {
     fn apply(op: Op, a: Self, b: Self) -> Self;
 }
 
-macro_rules! int_elem {
-    ($($t:ty),*) => {$(
+macro_rules! elem {
+    ($t:ty, |$op:ident, $a:ident, $b:ident| $apply:expr) => {
         impl Elem for $t {
             const N: usize = std::mem::size_of::<$t>();
             fn load(b: &[u8]) -> Self {
@@ -80,42 +80,37 @@ macro_rules! int_elem {
             fn store(self, b: &mut [u8]) {
                 b.copy_from_slice(&self.to_le_bytes());
             }
-            fn apply(op: Op, a: Self, b: Self) -> Self {
-                match op {
-                    Op::And => a & b,
-                    Op::Or => a | b,
-                    Op::Xor => a ^ b,
-                    Op::Min => a.min(b),
-                    Op::Max => a.max(b),
-                    Op::Sum => a.wrapping_add(b),
-                    Op::Prod => a.wrapping_mul(b),
-                }
+            fn apply($op: Op, $a: Self, $b: Self) -> Self {
+                $apply
             }
         }
+    };
+}
+
+macro_rules! int_elem {
+    ($($t:ty),*) => {$(
+        elem!($t, |op, a, b| match op {
+            Op::And => a & b,
+            Op::Or => a | b,
+            Op::Xor => a ^ b,
+            Op::Min => a.min(b),
+            Op::Max => a.max(b),
+            Op::Sum => a.wrapping_add(b),
+            Op::Prod => a.wrapping_mul(b),
+        });
     )*};
 }
 
+// Bitwise operations on floats are refused before (`valid`): a is kept.
 macro_rules! float_elem {
     ($($t:ty),*) => {$(
-        impl Elem for $t {
-            const N: usize = std::mem::size_of::<$t>();
-            fn load(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b.try_into().expect("element bytes"))
-            }
-            fn store(self, b: &mut [u8]) {
-                b.copy_from_slice(&self.to_le_bytes());
-            }
-            // Bitwise operations on floats are refused before (`valid`): a is kept.
-            fn apply(op: Op, a: Self, b: Self) -> Self {
-                match op {
-                    Op::Min => a.min(b),
-                    Op::Max => a.max(b),
-                    Op::Sum => a + b,
-                    Op::Prod => a * b,
-                    Op::And | Op::Or | Op::Xor => a,
-                }
-            }
-        }
+        elem!($t, |op, a, b| match op {
+            Op::Min => a.min(b),
+            Op::Max => a.max(b),
+            Op::Sum => a + b,
+            Op::Prod => a * b,
+            Op::And | Op::Or | Op::Xor => a,
+        });
     )*};
 }
 
