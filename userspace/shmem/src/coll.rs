@@ -26,16 +26,27 @@ const PS_LEN: u64 = 16;
 /// Longs of pSync the collectives use (shmem.h's *_SYNC_SIZE are at least this).
 pub const PSYNC_LONGS: usize = 3;
 
+thread_local! {
+    /// When this thread last looked at the job's abort flag while waiting.
+    static ABORT_CHECKED: std::cell::Cell<Option<Instant>> = const { std::cell::Cell::new(None) };
+}
+
 /// Waits until `cond` holds, yielding the CPU between looks (the node's service needs it to
-/// answer anyone), and leaves the job if it was aborted meanwhile.
+/// answer anyone), and leaves the job if it was aborted meanwhile (looked at once a second of
+/// waiting, across calls: `unimem_shmem_poll` waits one look per call).
 pub fn spin_until(j: &Job, mut cond: impl FnMut() -> bool) {
-    let mut last = Instant::now();
-    let mut n = 0u32;
     while !cond() {
         let _ = nix::sched::sched_yield();
-        n = n.wrapping_add(1);
-        if n % 64 == 0 && last.elapsed() > Duration::from_secs(1) {
-            last = Instant::now();
+        let now = Instant::now();
+        let last = ABORT_CHECKED.with(|c| match c.get() {
+            Some(t) => t,
+            None => {
+                c.set(Some(now));
+                now
+            }
+        });
+        if now.duration_since(last) > Duration::from_secs(1) {
+            ABORT_CHECKED.with(|c| c.set(Some(now)));
             if with_gsas(|g| j.layout.aborted(g)) {
                 eprintln!("shmem: PE {}: the job was aborted", j.me);
                 std::process::exit(1);
