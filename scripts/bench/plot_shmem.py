@@ -17,7 +17,10 @@ def main(out: Path) -> None:
     for op, style in (("put", "-o"), ("get", "-s")):
         r = [x for x in rows if x["op"] == op]
         sizes = [int(x["size"]) for x in r]
-        for cfg, colour in (("one_node", "tab:blue"), ("cross_node", "tab:red")):
+        for cfg, colour in (("one_node", "tab:blue"), ("cross_node", "tab:red"),
+                            ("openmpi_one_node", "tab:green")):
+            if not all(x[f"{cfg}_us"] for x in r):
+                continue
             ax[0].plot(sizes, [float(x[f"{cfg}_us"]) for x in r], style, color=colour,
                        label=f"{op}, {cfg.replace('_', ' ')}")
             ax[1].plot(sizes, [float(x[f"{cfg}_mb_per_s"]) for x in r], style, color=colour,
@@ -31,10 +34,14 @@ def main(out: Path) -> None:
         a.legend(fontsize=8)
     small = [x for x in rows if x["op"] in ("fetch_add", "compare_swap", "add", "barrier_all")]
     xs = range(len(small))
-    ax[2].bar([i - 0.2 for i in xs], [float(x["one_node_us"]) for x in small], 0.4,
-              label="one node")
-    ax[2].bar([i + 0.2 for i in xs], [float(x["cross_node_us"]) for x in small], 0.4,
-              label="across nodes")
+    bars = [("one_node", "one node"), ("cross_node", "across nodes"),
+            ("openmpi_one_node", "Open MPI, one node")]
+    bars = [b for b in bars if all(x[f"{b[0]}_us"] for x in small)]
+    width = 0.8 / len(bars)
+    for j, (cfg, label) in enumerate(bars):
+        ax[2].bar([i + (j - (len(bars) - 1) / 2) * width for i in xs],
+                  [float(x[f"{cfg}_us"]) for x in small], width, label=label)
+    ax[2].set_yscale("log")
     ax[2].set_xticks(list(xs), [x["op"] for x in small])
     ax[2].set_ylabel("µs (median)")
     ax[2].set_title("atomics (2 PEs) and barrier_all")
