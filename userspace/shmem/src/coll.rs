@@ -60,8 +60,21 @@ fn load(va: usize) -> u64 {
     unsafe { (va as *const u64).read_volatile() }
 }
 
+/// Writes a barrier word of PE `pe`: a plain store where it is mapped here (this node's
+/// memory: no atomic is needed, nobody else writes the word meanwhile), through the home
+/// service otherwise.
+fn store(j: &Job, routine: &str, pe: usize, region: Region, off: u64, v: u64) {
+    match j.va(pe, region, off) {
+        // SAFETY: a word of a mapped symmetric region.
+        Some(va) => unsafe { (va as *mut u64).write_volatile(v) },
+        None => with_gsas(|g| must(routine, g.write(j.addr(pe, region, off), v))),
+    }
+}
+
 /// The barrier over `set` (PE numbers, leader first) on words `arrive`, `release` of
-/// `region`, at the same offsets on every PE.
+/// `region`, at the same offsets on every PE. The arrival counter takes Fetch&Adds from
+/// several PEs at once, so it goes through the service; the leader resets it only when every
+/// other PE has arrived and none can add to it before being released.
 fn barrier_on(j: &Job, routine: &str, set: &[usize], region: Region, arrive: u64, release: u64) {
     fence(Ordering::SeqCst);
     let leader = set[0];
@@ -70,17 +83,16 @@ fn barrier_on(j: &Job, routine: &str, set: &[usize], region: Region, arrive: u64
             let va = j.va(j.me, region, arrive).expect("own region mapped");
             let others = set.len() as u64 - 1;
             spin_until(j, || load(va) >= others);
-            with_gsas(|g| {
-                must(routine, g.write(j.addr(j.me, region, arrive), 0));
-                for &pe in &set[1..] {
-                    must(routine, g.write(j.addr(pe, region, release), 1));
-                }
-            });
+            store(j, routine, j.me, region, arrive, 0);
+            fence(Ordering::SeqCst);
+            for &pe in &set[1..] {
+                store(j, routine, pe, region, release, 1);
+            }
         } else {
             with_gsas(|g| must(routine, g.fetch_add(j.addr(leader, region, arrive), 1)));
             let va = j.va(j.me, region, release).expect("own region mapped");
             spin_until(j, || load(va) != 0);
-            with_gsas(|g| must(routine, g.write(j.addr(j.me, region, release), 0)));
+            store(j, routine, j.me, region, release, 0);
         }
     }
     fence(Ordering::SeqCst);
