@@ -23,6 +23,8 @@
 # the cache directory, installed on first use with pip; without it the CSVs are still written.
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=scripts/bench/plot.sh
+source "$(dirname "$0")/plot.sh"
 RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-gsas}
 export UNIMEM_RUN=$RUN
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
@@ -326,15 +328,7 @@ echo "compare figures of the same run with each other (the ratios), not with the
 
 # ---- plot -------------------------------------------------------------------------------------
 if [ "${GSAS_BENCH_NO_PLOT:-0}" != 1 ]; then
-  venv=$UNIMEM_CACHE/bench-venv
-  if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    log "installing matplotlib into $venv"
-    { python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib; } >&2 ||
-      log "could not install matplotlib: no plot (the CSVs are complete)"
-  fi
-  if "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    "$venv/bin/python" "$UNIMEM_ROOT/scripts/bench/plot_gsas.py" "$OUT" || log "plotting failed (the CSVs are complete)"
-  fi
+  bench_plot "$UNIMEM_ROOT/scripts/bench/plot_gsas.py" "$OUT"
 fi
 echo
 echo "results: $OUT"; find "$OUT" -type f | sort

@@ -24,6 +24,8 @@
 # Needs `make` (modules and user-space tools) first.
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=scripts/bench/plot.sh
+source "$(dirname "$0")/plot.sh"
 RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-shmem}
 export UNIMEM_RUN=$RUN
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
@@ -151,14 +153,6 @@ rm -f "$OUT/summary.tmp"
 column -s, -t <"$OUT/summary.csv" | tee "$OUT/summary.txt"
 
 if [ "${SHMEM_BENCH_NO_PLOT:-0}" != 1 ]; then
-  venv=$UNIMEM_CACHE/bench-venv
-  if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    log "installing matplotlib into $venv"
-    { python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib; } >&2 ||
-      log "could not install matplotlib: no plot (the CSVs are complete)"
-  fi
-  if "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    "$venv/bin/python" "$UNIMEM_ROOT/scripts/bench/plot_shmem.py" "$OUT" || log "plotting failed (the CSVs are complete)"
-  fi
+  bench_plot "$UNIMEM_ROOT/scripts/bench/plot_shmem.py" "$OUT"
 fi
 log "results in $OUT"
