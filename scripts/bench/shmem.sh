@@ -51,7 +51,6 @@ BG=shmb
 TIMEOUT=900
 # shellcheck source=tests/cluster/lib.sh
 source "$UNIMEM_ROOT/tests/cluster/lib.sh"
-STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
 # Only a cluster this script started is stopped (up refuses to start over a running one).
 cleanup() {
   for n in $(seq 0 $((NODES - 1))); do
@@ -87,8 +86,7 @@ log "every node: base modules, kram-daemon, unimem_gsas, gsasd"
 for n in $(seq 0 $((NODES - 1))); do
   load_base "$n"
   gsas_up "$n"
-  bg "$n" gsasd "gsasd --log-dir /tmp/gsasd"
-  wait_log "$n" gsasd 'serving remoteFork' 20
+  gsasd_up "$n"
 done
 if [ "$ompi" != none ]; then
   # Files node 1 does not have yet (its own libc and the like stay), into its snapshot root.

@@ -31,7 +31,6 @@ for p in $PROGS; do
     -o "$SHARE/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c"
 done
 
-STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
 # Guest shell code: no oshrun, agent or PE left (oshrun frees what its PEs left allocated).
 STOP_JOBS="killall -TERM oshrun 2>/dev/null; for i in \$(seq 100); do pidof oshrun $PROGS >/dev/null || break; sleep 0.1; done; killall -KILL $PROGS 2>/dev/null; true"
 cleanup() {
@@ -52,8 +51,7 @@ for n in $(seq 0 $((NODES - 1))); do
   on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
   marks[$n]=$(dmesg_mark "$n")
   gsas_up "$n"
-  bg "$n" gsasd "gsasd --log-dir $LOGS"
-  wait_log "$n" gsasd 'serving remoteFork' 20
+  gsasd_up "$n" "$LOGS"
 done
 
 # nothing_left: no PE or oshrun runs anywhere, and no GSAS page is allocated.
