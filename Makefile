@@ -28,6 +28,7 @@ userspace:
 	cargo build --release --workspace
 	@userspace/gsas/gsas-pc.sh >/dev/null
 	@userspace/dht/dht-pc.sh >/dev/null
+	@userspace/shmem/shmem-pc.sh >/dev/null
 
 # pkg-config file of libgsas for the build tree: target/release/pkgconfig/gsas.pc
 # (PKG_CONFIG_PATH=$(CURDIR)/target/release/pkgconfig pkg-config --cflags --libs gsas).
@@ -52,7 +53,7 @@ check:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	rustfmt --edition 2021 --config newline_style=Unix --check kernel/*/*.rs kernel/include/*.rs
-	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh tests/host/*.sh .ci/run userspace/*.sh userspace/*/*.sh
+	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh tests/host/*.sh .ci/run userspace/*.sh userspace/*/*.sh userspace/shmem/oshcc
 
 # The kernel modules in the kernel's own Rust format (its .rustfmt.toml: edition 2021, Unix
 # newlines, default width).

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Helpers of the cluster benchmarks (scripts/bench/gsas.sh, dht.sh), sourced after
-# tests/cluster/lib.sh: JSON fields, arithmetic, medians, the environment CSV and the plot.
+# Helpers of the cluster benchmarks (scripts/bench/gsas.sh, dht.sh, shmem.sh), sourced after
+# tests/cluster/lib.sh (shmem.sh: bench_plot only): JSON fields, arithmetic, medians, the environment CSV and the plot.
 
 # jv KEY JSON: a number or string field of a one-line JSON object.
 jv() { sed -n "s/.*\"$1\":\"\{0,1\}\([^,\"}]*\).*/\1/p" <<<"$2"; }

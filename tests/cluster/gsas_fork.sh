@@ -38,9 +38,6 @@ flags=$(pkg-config --cflags --libs gsas) || fail "pkg-config does not find gsas"
 gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/gsas-fork" "$ROOT/userspace/gsas/examples/fork.c" \
   $flags -Wl,-rpath,/opt/unimem/lib || fail "gcc fork.c"
 
-# Guest shell code: gsasd stopped and gone (it holds /dev/unimem_gsas, so unimem_gsas cannot
-# be unloaded before).
-STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
 cleanup() {
   # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
   # them: killed first, they would keep the lease in their record for the next test's daemon.
@@ -50,10 +47,7 @@ cleanup() {
 trap cleanup EXIT
 
 # gsasd NODE: (re)start NODE's remoteFork daemon and wait until the service has it.
-gsasd() {
-  bg "$1" gsasd "gsasd --log-dir $LOGS"
-  wait_log "$1" gsasd 'serving remoteFork' 20
-}
+gsasd() { gsasd_up "$1" "$LOGS"; }
 
 step "every node: base modules, kram-daemon, unimem_gsas, gsasd"
 declare -A marks

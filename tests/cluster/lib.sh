@@ -171,3 +171,13 @@ swap_work() {
   avail=$(on "$1" "awk '/^MemAvailable/ {print int(\$2 / 1024)}' /proc/meminfo")
   echo "$((avail + UNIMEM_SWAP_EXCESS_MIB)) $UNIMEM_SWAP_EXCESS_MIB"
 }
+# Guest shell code: gsasd (the remoteFork daemon) stopped and gone (it holds /dev/unimem_gsas,
+# so unimem_gsas cannot be unloaded before).
+# shellcheck disable=SC2034 # used by the tests that source this file
+STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
+# gsasd_up NODE [LOG_DIR]: (re)start NODE's gsasd in the background (bg name "gsasd"; children's
+# logs in LOG_DIR, default /tmp/gsasd) and wait until the service has it.
+gsasd_up() {
+  bg "$1" gsasd "gsasd --log-dir ${2:-/tmp/gsasd}"
+  wait_log "$1" gsasd 'serving remoteFork' 20
+}

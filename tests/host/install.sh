@@ -28,6 +28,8 @@ krel=$(ls "$d/lib/modules" 2>/dev/null | head -1)
 local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unimem-gsas bin/kram-probe
   bin/unimem-memtest bin/unimem-sl bin/unimem-numatest bin/unimem-numabench
   lib/libgsas.so lib/libgsas.a lib/pkgconfig/gsas.pc include/gsas.h
+  bin/unimem-dht lib/libdht.so lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
+  bin/oshrun bin/oshcc lib/libshmem.so lib/pkgconfig/shmem.pc include/shmem.h share/man/man1/oshrun.1
   lib/systemd/system/kram-daemon.service lib/systemd/system/gsasd.service lib/tmpfiles.d/gsasd.conf
   share/man/man8/kram-daemon.8 share/man/man8/gsasd.8 share/man/man1/unimem-gsas.1
   share/man/man1/unimem-gsas-fork.1 share/bash-completion/completions/kram-daemon

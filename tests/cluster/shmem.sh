@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# OpenSHMEM over GSAS (issue 12), 4 nodes, each running unimem_gsas and gsasd:
+#  - the C test programs of tests/shmem (built on the host with oshcc) run with oshrun from
+#    node 0 as 6 PEs on nodes 1-3 (2 per node), each checking its own results: setup and
+#    the symmetric heap, static data, RMA, atomics, locks and point-to-point sync,
+#    collectives; the collectives again as 8 PEs on all 4 nodes;
+#  - standard OpenSHMEM programs compiled with oshcc unchanged: spec_example.c (written as the
+#    specification's examples, 1.3 calls included) and ring11.c (1.4, C11 generic interfaces);
+#  - can fail: a PE out of range and a non-symmetric address end the job with a clear
+#    message and a non-zero status, within seconds; SIGINT and SIGTERM to oshrun stop every
+#    PE; so does a PE that exits without shmem_finalize while others wait for it; oshrun killed
+#    with SIGKILL: its agents stop the PEs and free their pages and the job's; bad oshrun
+#    arguments are refused;
+#  - afterwards no PE runs on any node and no GSAS page is allocated; no kernel warnings.
+source "$(dirname "$0")/lib.sh"
+RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
+SHARE=$RUN/share
+SYS=/sys/kernel/unimem_gsas
+LOGS=/tmp/gsasd
+PROGS="setup rma amo sync coll errors spec_example ring11"
+[ "$NODES" -ge 4 ] || fail "needs 4 nodes"
+BG=shm
+
+step "copy oshrun, libshmem.so and the GSAS tools; build the test programs with oshcc"
+share_bins oshrun gsasd kram-daemon unimem-gsas
+mkdir -p "$SHARE/lib"
+cp "$ROOT/target/release/libshmem.so" "$SHARE/lib/"
+"$ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
+for p in $PROGS; do
+  OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -Wall -Wextra -Werror -O2 \
+    -o "$SHARE/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c"
+done
+
+# Guest shell code: no oshrun, agent or PE left (oshrun frees what its PEs left allocated).
+STOP_JOBS="killall -TERM oshrun 2>/dev/null; for i in \$(seq 100); do pidof oshrun $PROGS >/dev/null || break; sleep 0.1; done; killall -KILL $PROGS 2>/dev/null; true"
+cleanup() {
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout 30 -- "$STOP_JOBS" >/dev/null 2>&1 || true
+  done
+  for n in $(seq 0 $((NODES - 1))); do
+    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
+  done
+  bg_cleanup
+}
+trap cleanup EXIT
+
+step "every node: base modules, kram-daemon, unimem_gsas, gsasd"
+declare -A marks
+for n in $(seq 0 $((NODES - 1))); do
+  load_base "$n"
+  on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
+  marks[$n]=$(dmesg_mark "$n")
+  gsas_up "$n"
+  gsasd_up "$n" "$LOGS"
+done
+
+# nothing_left: no PE or oshrun runs anywhere, and no GSAS page is allocated.
+nothing_left() {
+  local n
+  for n in $(seq 0 $((NODES - 1))); do
+    on "$n" "! pidof oshrun $PROGS" >/dev/null || fail "node $n: $1: a PE or oshrun is still running"
+    expect_eq "$(on "$n" "cat $SYS/used_pages")" 0 "node $n: $1: GSAS pages still allocated"
+  done
+}
+
+# run_ok NAME NP NODES: oshrun on node 0; every PE must print "NAME ok" and the status be 0.
+run_ok() {
+  local out
+  out=$(on_may_fail 0 "oshrun -np $2 --nodes $3 /opt/unimem/bin/$1 2>&1; echo status=\$?") || true
+  echo "$out"
+  grep -q '^status=0$' <<<"$out" || fail "$1 as $2 PEs on nodes $3"
+  expect_eq "$(grep -c "^PE [0-9]*: $1 ok" <<<"$out")" "$2" "$1: PEs that passed"
+}
+
+for p in setup rma amo sync coll; do
+  step "$p: 6 PEs on nodes 1-3"
+  run_ok "$p" 6 1-3
+done
+step "coll: 8 PEs on all 4 nodes (with oshrun's node)"
+run_ok coll 8 0-3
+nothing_left "after the test programs"
+
+step "a standard OpenSHMEM program compiled with oshcc, unchanged"
+out=$(on 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/spec_example") || { echo "$out"; fail "spec_example"; }
+echo "$out"
+grep -q '^PE 0: PASS: 0 errors over 6 PEs$' <<<"$out" || fail "spec_example: no PASS"
+expect_eq "$(grep -c '^PE [0-9]: Hello from PE [0-9] of 6$' <<<"$out")" 6 "spec_example: hello lines"
+
+step "a 1.4-style program (C11 generic interfaces, symmetric heap), unchanged"
+out=$(on 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/ring11") || { echo "$out"; fail "ring11"; }
+echo "$out"
+grep -q '^PE 0: ring11: PASS (6 PEs)$' <<<"$out" || fail "ring11: no PASS"
+
+step "can fail: a PE out of range, a non-symmetric address: clear message, job stopped"
+for mode in pe sym; do
+  start=$SECONDS
+  out=$(on_may_fail 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors $mode 2>&1; echo status=\$?") || true
+  echo "$out"
+  grep -q '^status=1$' <<<"$out" || fail "errors $mode: status"
+  case $mode in
+    pe) grep -q 'shmem: PE 0: shmem_int_p: PE 6 out of range: this job has 6 PEs (0..5)' <<<"$out" ;;
+    sym) grep -q 'shmem: PE 0: shmem_int_p: dest 0x[0-9a-f]* (+4 bytes) is not symmetric' <<<"$out" ;;
+  esac || fail "errors $mode: unclear message"
+  ! grep -q 'not reached' <<<"$out" || fail "errors $mode: a PE got past the error"
+  [ $((SECONDS - start)) -lt 60 ] || fail "errors $mode took $((SECONDS - start)) s"
+  nothing_left "after errors $mode"
+done
+
+step "SHMEM_SYMMETRIC_SIZE reaches the PEs; a heap larger than the pool is a clear error"
+out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=256K oshrun -np 2 --nodes 2 /opt/unimem/bin/errors sym 2>&1") || true
+echo "$out"
+grep -q 'not in the symmetric heap (0x[0-9a-f]*+0x40000)' <<<"$out" || fail "the PEs' heap is not 256K"
+out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=1G oshrun -np 2 --nodes 2 /opt/unimem/bin/setup 2>&1; echo status=\$?") || true
+echo "$out"
+grep -q '^status=1$' <<<"$out" || fail "a 1 GiB heap: status"
+grep -q 'shmem_init: allocating 1073741824 bytes of symmetric heap on node 2' <<<"$out" || fail "a 1 GiB heap: unclear message"
+out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=lots oshrun -np 2 /opt/unimem/bin/setup 2>&1") && fail "SHMEM_SYMMETRIC_SIZE=lots accepted"
+grep -q 'SHMEM_SYMMETRIC_SIZE="lots" is not a size' <<<"$out" || fail "a bad SHMEM_SYMMETRIC_SIZE: unclear message"
+nothing_left "after the heap sizes"
+
+step "a PE that exits without shmem_finalize while the others wait for it: they are stopped"
+out=$(on_may_fail 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors exit 2>&1; echo status=\$?") || true
+echo "$out"
+grep -q '^status=1$' <<<"$out" || fail "errors exit: status"
+grep -q 'oshrun: PE 0 exited without shmem_finalize .* stopping them' <<<"$out" || fail "errors exit: unclear message"
+nothing_left "after errors exit"
+
+step "SIGINT and SIGTERM to oshrun stop every PE"
+for sig in INT:130 TERM:143; do
+  code=${sig#*:} sig=${sig%:*}
+  bg 0 "oshrun-$sig" "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors hang"
+  on 0 "for i in \$(seq 300); do [ \$(grep -c waiting /tmp/$BG-oshrun-$sig.log) = 6 ] && exit 0; sleep 0.2; done; cat /tmp/$BG-oshrun-$sig.log; exit 1" ||
+    fail "the waiting PEs did not all start"
+  on 0 "kill -$sig \$(cat /tmp/$BG-oshrun-$sig.pid)"
+  wait_log 0 "oshrun-$sig" "^exit=$code\$" 60
+  on 0 "cat /tmp/$BG-oshrun-$sig.log"
+  nothing_left "after SIG$sig"
+done
+
+step "oshrun killed (SIGKILL): the agents stop their PEs and free everything"
+bg 0 oshrun-KILL "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors hang"
+on 0 "for i in \$(seq 300); do [ \$(grep -c waiting /tmp/$BG-oshrun-KILL.log) = 6 ] && exit 0; sleep 0.2; done; exit 1" ||
+  fail "the waiting PEs did not all start"
+on 0 "kill -KILL \$(cat /tmp/$BG-oshrun-KILL.pid)"
+for n in $(seq 0 $((NODES - 1))); do
+  on "$n" "for i in \$(seq 200); do ! pidof oshrun $PROGS >/dev/null && [ \$(cat $SYS/used_pages) = 0 ] && exit 0; sleep 0.2; done; exit 1" ||
+    fail "node $n: PEs or GSAS pages left 40 s after oshrun was killed"
+done
+nothing_left "after oshrun was killed"
+
+step "bad arguments are refused"
+for args in "/opt/unimem/bin/setup" "-np 2 --nodes 0,7 /opt/unimem/bin/setup" "-np 0 /opt/unimem/bin/setup" "-np 2 /opt/unimem/bin/nonexistent"; do
+  out=$(on_may_fail 0 "oshrun $args 2>&1") && fail "oshrun $args succeeded"
+  echo "oshrun $args: $out"
+  grep -q '^oshrun: ' <<<"$out" || fail "oshrun $args: no message"
+done
+out=$(on 0 "oshrun --help") || fail "oshrun --help"
+grep -q -- '--nodes <LIST>' <<<"$out" || fail "oshrun --help: no --nodes"
+
+
+step "nothing left; a clean kernel log"
+nothing_left "at the end"
+for n in $(seq 0 $((NODES - 1))); do
+  dmesg_clean "$n" "${marks[$n]}" || fail "node $n: kernel warnings"
+done
+echo "PASS"

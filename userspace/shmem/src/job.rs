@@ -1,0 +1,303 @@
+//! The job descriptor: GSAS pages on `oshrun`'s node that the launcher and every PE share
+//! (seed 001's `shm_args`). `oshrun` allocates it and passes its address to each PE
+//! (`SHMEM_JOB`); each PE publishes its symmetric regions in its slot, and reads its peers'.
+//!
+//! Everything in it is written by other processes, possibly on other nodes: readers check
+//! every value they use ([`Slot::check`], [`Header::check`]).
+
+use crate::remote::Remote;
+use gsas::PAGE_SIZE;
+
+/// "SHMEMJOB".
+pub const MAGIC: u64 = 0x5348_4d45_4d4a_4f42;
+/// Most PEs a job may have.
+pub const MAX_PES: usize = 256;
+/// Bytes of a PE's output ring (its data follows its slot's control words).
+pub const RING_BYTES: u64 = 2 * PAGE_SIZE;
+
+/// Header words (byte offsets).
+pub mod hdr {
+    pub const MAGIC: u64 = 0;
+    pub const NPES: u64 = 8;
+    /// Non-zero: the job is being torn down (a PE failed, or oshrun was interrupted).
+    pub const ABORT: u64 = 16;
+    /// Counted up by oshrun while it runs: agents stop their PE when it stalls.
+    pub const HEARTBEAT: u64 = 24;
+    /// PEs that have published their slot.
+    pub const READY: u64 = 32;
+    /// Agents done (their PE exited and its leftovers are freed): the last one frees the
+    /// descriptor if oshrun is gone.
+    pub const DONE: u64 = 40;
+}
+
+/// Bytes of the header; slots follow.
+pub const HEADER_BYTES: u64 = 64;
+/// Bytes of a slot.
+pub const SLOT_BYTES: u64 = 128;
+
+/// Slot words (byte offsets inside a slot).
+pub mod slot {
+    /// The PE's node + 1 (0: not published yet).
+    pub const NODE: u64 = 0;
+    pub const STATIC_ADDR: u64 = 8;
+    pub const STATIC_LEN: u64 = 16;
+    pub const HEAP_ADDR: u64 = 24;
+    pub const HEAP_LEN: u64 = 32;
+    pub const SYNC_ADDR: u64 = 40;
+    /// Output ring: bytes written by the agent, bytes consumed by oshrun, 1 when closed.
+    pub const OUT_HEAD: u64 = 48;
+    pub const OUT_TAIL: u64 = 56;
+    pub const OUT_CLOSED: u64 = 64;
+    /// 1 once the PE called shmem_finalize.
+    pub const FINALIZED: u64 = 72;
+}
+
+/// Pages of the descriptor of a job of `npes` PEs: header and slots, then one ring per PE.
+pub fn pages(npes: usize) -> u64 {
+    table_pages(npes) + npes as u64 * RING_BYTES / PAGE_SIZE
+}
+
+fn table_pages(npes: usize) -> u64 {
+    (HEADER_BYTES + npes as u64 * SLOT_BYTES).div_ceil(PAGE_SIZE)
+}
+
+/// Where things are in the descriptor at `base` of a job of `npes` PEs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    pub base: u64,
+    pub npes: usize,
+}
+
+impl Layout {
+    pub fn word(&self, off: u64) -> u64 {
+        self.base + off
+    }
+
+    pub fn slot(&self, pe: usize, off: u64) -> u64 {
+        self.base + HEADER_BYTES + pe as u64 * SLOT_BYTES + off
+    }
+
+    pub fn ring(&self, pe: usize) -> u64 {
+        self.base + table_pages(self.npes) * PAGE_SIZE + pe as u64 * RING_BYTES
+    }
+
+    /// Writes a fresh header (the pages are zeroed by the service at allocation).
+    pub fn init(&self, g: &impl Remote) -> gsas::Result<()> {
+        g.write(self.word(hdr::NPES), self.npes as u64)?;
+        g.write(self.word(hdr::MAGIC), MAGIC)
+    }
+
+    /// Reads and checks the header of the descriptor at `base`.
+    pub fn open(g: &impl Remote, base: u64) -> Result<Self, String> {
+        let e = |e: gsas::Error| format!("reading the job descriptor at {base:#x}: {e}");
+        let magic = g.read(base + hdr::MAGIC).map_err(e)?;
+        if magic != MAGIC {
+            return Err(format!(
+                "{base:#x} is not a job descriptor (magic {magic:#x}): was this started by oshrun?"
+            ));
+        }
+        let npes = g.read(base + hdr::NPES).map_err(e)?;
+        if npes == 0 || npes > MAX_PES as u64 {
+            return Err(format!("job descriptor at {base:#x}: bad PE count {npes}"));
+        }
+        Ok(Layout {
+            base,
+            npes: npes as usize,
+        })
+    }
+
+    pub fn aborted(&self, g: &impl Remote) -> bool {
+        g.read(self.word(hdr::ABORT))
+            .map(|v| v != 0)
+            .unwrap_or(true)
+    }
+
+    pub fn abort(&self, g: &impl Remote) {
+        let _ = g.write(self.word(hdr::ABORT), 1);
+    }
+
+    /// Reads and checks PE `pe`'s published slot; `None` while it is not published.
+    pub fn read_slot(&self, g: &impl Remote, pe: usize) -> Result<Option<Slot>, String> {
+        let mut b = [0u8; 48];
+        g.bulk_read(self.slot(pe, 0), &mut b)
+            .map_err(|e| format!("reading PE {pe}'s slot: {e}"))?;
+        let w = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+        if w(0) == 0 {
+            return Ok(None);
+        }
+        let s = Slot {
+            node: (w(0) - 1) as u16,
+            static_addr: w(1),
+            static_len: w(2),
+            heap_addr: w(3),
+            heap_len: w(4),
+            sync_addr: w(5),
+        };
+        s.check(w(0) - 1)
+            .map_err(|m| format!("PE {pe}'s slot: {m}"))?;
+        Ok(Some(s))
+    }
+
+    /// The allocations PE `pe` recorded in its slot and has not freed (oshrun frees them
+    /// when the PE died without shmem_finalize).
+    pub fn recorded(&self, g: &impl Remote, pe: usize) -> Vec<u64> {
+        [slot::STATIC_ADDR, slot::HEAP_ADDR, slot::SYNC_ADDR]
+            .iter()
+            .filter_map(|&w| g.read(self.slot(pe, w)).ok())
+            .filter(|&a| a != 0 && a % PAGE_SIZE == 0)
+            .collect()
+    }
+
+    /// Clears PE `pe`'s record of allocations (they were freed).
+    pub fn forget(&self, g: &impl Remote, pe: usize) {
+        for w in [slot::STATIC_ADDR, slot::HEAP_ADDR, slot::SYNC_ADDR] {
+            let _ = g.write(self.slot(pe, w), 0);
+        }
+    }
+
+    /// Whether PE `pe` called shmem_init (published its slot) and not shmem_finalize.
+    pub fn unfinalized(&self, g: &impl Remote, pe: usize) -> bool {
+        let read = |w| g.read(self.slot(pe, w)).unwrap_or(0);
+        read(slot::NODE) != 0 && read(slot::FINALIZED) == 0
+    }
+
+    /// Records `s`'s regions in PE `pe`'s slot without publishing it (its node word): what
+    /// it allocated, so that it is freed if the PE dies.
+    pub fn record(&self, g: &impl Remote, pe: usize, s: &Slot) -> gsas::Result<()> {
+        let words = [
+            s.static_addr,
+            s.static_len,
+            s.heap_addr,
+            s.heap_len,
+            s.sync_addr,
+        ];
+        let mut b = [0u8; 40];
+        for (i, w) in words.iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        g.bulk_write(self.slot(pe, slot::STATIC_ADDR), &b)
+    }
+
+    /// Publishes `s` as PE `pe`'s slot (the node word last: it marks the slot complete).
+    pub fn publish(&self, g: &impl Remote, pe: usize, s: &Slot) -> gsas::Result<()> {
+        self.record(g, pe, s)?;
+        g.write(self.slot(pe, slot::NODE), u64::from(s.node) + 1)
+    }
+}
+
+/// A PE's symmetric regions, as published in its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Slot {
+    pub node: u16,
+    pub static_addr: u64,
+    pub static_len: u64,
+    pub heap_addr: u64,
+    pub heap_len: u64,
+    pub sync_addr: u64,
+}
+
+impl Slot {
+    /// Every address must be on the slot's node, page-aligned, and its range must stay there.
+    fn check(&self, raw_node: u64) -> Result<(), String> {
+        if raw_node >= u64::from(unimem_wire::gas::MAX_NODES) {
+            return Err(format!("node {raw_node} out of range"));
+        }
+        for (name, a, len) in [
+            ("static data", self.static_addr, self.static_len),
+            ("heap", self.heap_addr, self.heap_len),
+            ("sync page", self.sync_addr, PAGE_SIZE),
+        ] {
+            if a == 0 {
+                continue;
+            }
+            let ok = gsas::node_of(a) == self.node
+                && a % PAGE_SIZE == 0
+                && gsas::offset_of(a)
+                    .checked_add(len)
+                    .is_some_and(|e| e <= gsas::OFFSET_MASK);
+            if !ok {
+                return Err(format!(
+                    "{name} at {a:#x}+{len:#x} is not a range of node {}",
+                    self.node
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::tests::Fake;
+
+    #[test]
+    fn publish_and_read_back() {
+        let g = Fake::default();
+        let base = gsas::addr(0, 0x20000);
+        let l = Layout { base, npes: 3 };
+        l.init(&g).unwrap();
+        assert_eq!(Layout::open(&g, base).unwrap(), l);
+        assert_eq!(l.read_slot(&g, 1).unwrap(), None);
+        let s = Slot {
+            node: 2,
+            static_addr: gsas::addr(2, 0x1000),
+            static_len: 0x2000,
+            heap_addr: gsas::addr(2, 0x10000),
+            heap_len: 0x100000,
+            sync_addr: gsas::addr(2, 0x5000),
+        };
+        l.publish(&g, 1, &s).unwrap();
+        assert_eq!(l.read_slot(&g, 1).unwrap(), Some(s));
+        assert_eq!(l.recorded(&g, 1).len(), 3);
+        assert!(l.unfinalized(&g, 1));
+        l.forget(&g, 1);
+        assert!(l.recorded(&g, 1).is_empty());
+        assert!(!l.aborted(&g));
+        l.abort(&g);
+        assert!(l.aborted(&g));
+        assert!(l.ring(2) + RING_BYTES <= base + pages(3) * PAGE_SIZE);
+        assert!(l.slot(2, SLOT_BYTES) <= l.ring(0));
+    }
+
+    #[test]
+    fn untrusted_values_are_refused() {
+        let g = Fake::default();
+        let base = gsas::addr(0, 0x20000);
+        assert!(Layout::open(&g, base)
+            .unwrap_err()
+            .contains("not a job descriptor"));
+        g.write(base + hdr::MAGIC, MAGIC).unwrap();
+        g.write(base + hdr::NPES, MAX_PES as u64 + 1).unwrap();
+        assert!(Layout::open(&g, base).unwrap_err().contains("bad PE count"));
+        let l = Layout { base, npes: 2 };
+        let bad = [
+            // heap on another node than the slot says
+            Slot {
+                node: 1,
+                heap_addr: gsas::addr(2, 0),
+                heap_len: 4096,
+                ..Slot::default()
+            },
+            // unaligned sync page
+            Slot {
+                node: 1,
+                sync_addr: gsas::addr(1, 8),
+                ..Slot::default()
+            },
+            // a range past the end of the node's addresses
+            Slot {
+                node: 1,
+                heap_addr: gsas::addr(1, 0),
+                heap_len: u64::MAX,
+                ..Slot::default()
+            },
+        ];
+        for s in bad {
+            l.publish(&g, 0, &s).unwrap();
+            assert!(l.read_slot(&g, 0).is_err(), "{s:?}");
+        }
+        g.write(l.slot(0, slot::NODE), 99).unwrap();
+        assert!(l.read_slot(&g, 0).unwrap_err().contains("out of range"));
+    }
+}

@@ -1,0 +1,155 @@
+//! Mappings of GSAS pages into the process through `/dev/eusrvmem` (the GAS window), and the
+//! executable's writable data segment (its `.data` and `.bss`).
+//!
+//! Why: an OpenSHMEM program reads and writes its own symmetric objects with plain loads and
+//! stores, while other PEs change them with puts and atomics. So the memory the program uses
+//! must be the memory the atomic service changes: as Gmem did, each PE maps GSAS pages of its
+//! own node over its static data and for its symmetric heap. PEs of one node map each other's
+//! regions too (direct puts and gets). Opening `/dev/eusrvmem` needs `CAP_SYS_ADMIN` (PEs run
+//! as root under `gsasd`).
+
+use nix::sys::mman::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
+use std::fs::File;
+use std::num::NonZeroUsize;
+use std::ptr::NonNull;
+use unimem_gas::sysfs::FabricView;
+
+const PAGE: usize = 4096;
+
+pub struct Window {
+    file: File,
+    view: FabricView,
+}
+
+impl Window {
+    pub fn open() -> Result<Self, String> {
+        let path = "/dev/eusrvmem";
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| {
+                format!("opening {path}: {e} (PEs map their symmetric memory through it: run them as root, with unimem_eusrvmem loaded)")
+            })?;
+        let view = FabricView::load().map_err(|e| format!("{e:#}"))?;
+        Ok(Window { file, view })
+    }
+
+    /// Maps `len` bytes (a multiple of the page size) of GSAS memory at `addr`, read-write and
+    /// shared; at `fixed` (replacing what is mapped there) if given.
+    pub fn map(&self, addr: u64, len: usize, fixed: Option<usize>) -> Result<usize, String> {
+        let off = self
+            .view
+            .locate(
+                u32::from(gsas::node_of(addr)),
+                gsas::offset_of(addr),
+                len as u64,
+            )
+            .map_err(|e| format!("{e:#}"))?;
+        let nz = NonZeroUsize::new(len).ok_or("empty mapping")?;
+        let mut flags = MapFlags::MAP_SHARED;
+        let at = fixed.and_then(NonZeroUsize::new);
+        if at.is_some() {
+            flags |= MapFlags::MAP_FIXED;
+        }
+        // SAFETY: a shared mapping of the device; with MAP_FIXED the caller replaces pages it
+        // owns (the data segment, after copying it) and nothing refers to them meanwhile.
+        let p = unsafe {
+            mmap(
+                at,
+                nz,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                flags,
+                &self.file,
+                off as i64,
+            )
+        }
+        .map_err(|e| format!("mmap of GSAS {addr:#x}+{len:#x}: {e}"))?;
+        Ok(p.as_ptr() as usize)
+    }
+}
+
+/// Unmaps `[va, va + len)`.
+pub fn unmap(va: usize, len: usize) {
+    if let Some(p) = NonNull::new(va as *mut std::ffi::c_void) {
+        // SAFETY: the caller's mapping, no longer referred to.
+        let _ = unsafe { munmap(p, len) };
+    }
+}
+
+/// Puts private anonymous memory holding the same bytes in place of the mapping at `va`
+/// (the static data at finalize: the program goes on using its globals).
+pub fn privatize(va: usize, len: usize) -> Result<(), String> {
+    let nz = NonZeroUsize::new(len).ok_or("empty range")?;
+    // SAFETY: copies the live mapping out, then replaces it in place with the copy; no other
+    // thread of a PE uses its globals during shmem_finalize.
+    unsafe {
+        let copy = std::slice::from_raw_parts(va as *const u8, len).to_vec();
+        mmap_anonymous(
+            NonZeroUsize::new(va),
+            nz,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
+        )
+        .map_err(|e| format!("mmap over the static data: {e}"))?;
+        std::ptr::copy_nonoverlapping(copy.as_ptr(), va as *mut u8, len);
+    }
+    Ok(())
+}
+
+/// The page range `[start, end)` of the executable's writable segment that stays writable
+/// (its RELRO part excluded): the program's `.data` and `.bss`. `None` if it has none.
+pub fn data_segment() -> Option<(usize, usize)> {
+    let mut r: (usize, usize) = (0, 0);
+    // SAFETY: dl_iterate_phdr calls back with valid program headers; the first object is the
+    // executable, and the callback stops the iteration after it.
+    unsafe {
+        libc::dl_iterate_phdr(Some(first_object), (&mut r as *mut (usize, usize)).cast());
+    }
+    (r.1 > r.0).then_some(r)
+}
+
+unsafe extern "C" fn first_object(
+    info: *mut libc::dl_phdr_info,
+    _size: usize,
+    data: *mut libc::c_void,
+) -> libc::c_int {
+    let info = &*info;
+    let out = &mut *(data as *mut (usize, usize));
+    let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum));
+    let base = info.dlpi_addr as usize;
+    let mut relro_end = 0usize;
+    for ph in phdrs {
+        if ph.p_type == libc::PT_GNU_RELRO {
+            relro_end = base + ph.p_vaddr as usize + ph.p_memsz as usize;
+        }
+    }
+    for ph in phdrs {
+        if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_W != 0 {
+            let start = base + ph.p_vaddr as usize;
+            let end = start + ph.p_memsz as usize;
+            // ld.so makes RELRO read-only up to the page holding its end.
+            let first = (start / PAGE).max(relro_end / PAGE) * PAGE;
+            *out = (first, end.div_ceil(PAGE) * PAGE);
+        }
+    }
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::data_segment;
+
+    static mut IN_BSS: [u8; 100] = [0; 100];
+    static mut IN_DATA: u64 = 7;
+
+    #[test]
+    fn the_data_segment_holds_the_programs_globals() {
+        let (start, end) = data_segment().expect("a test binary has data");
+        assert_eq!(start % 4096, 0);
+        assert_eq!(end % 4096, 0);
+        for a in [&raw const IN_BSS as usize, &raw const IN_DATA as usize] {
+            assert!(a >= start && a < end, "{a:#x} not in {start:#x}..{end:#x}");
+        }
+    }
+}
