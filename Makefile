@@ -13,7 +13,7 @@ MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if debug_kernel; then m
 MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; debug_modules_src'),$(CURDIR)/kernel)
 KMAKE = $(MAKE) -C $(KDIR) M=$(MODULES_SRC) $(if $(MO_DIR),MO=$(MO_DIR)) $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
-.PHONY: all modules modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster
+.PHONY: all modules modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install uninstall
 
 all: modules userspace
 
@@ -37,11 +37,22 @@ gsas-pc:
 	userspace/gsas/gsas-pc.sh
 	userspace/dht/dht-pc.sh
 
+# Onto this host (as root) or staged: make install DESTDIR=/tmp/x PREFIX=/usr. Installs what `make`
+# built and builds nothing (so that `sudo make install` leaves no root-owned build output); what goes
+# where, and the variables: scripts/install.sh --help.
+INSTALL_VARS := DESTDIR PREFIX BINDIR SBINDIR LIBDIR INCLUDEDIR DATADIR MANDIR DOCDIR SYSCONFDIR UNITDIR TMPFILESDIR KRELEASE
+install:
+	@$(foreach v,$(INSTALL_VARS),$(if $($(v)),$(v)='$($(v))')) scripts/install.sh
+
+# What `make install` installed with the same settings, from its list (edited /etc files stay).
+uninstall:
+	@$(foreach v,$(INSTALL_VARS),$(if $($(v)),$(v)='$($(v))')) scripts/install.sh --uninstall
+
 check:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	rustfmt --edition 2021 --config newline_style=Unix --check kernel/*/*.rs kernel/include/*.rs
-	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh .ci/run userspace/*.sh userspace/*/*.sh
+	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh tests/cluster/*.sh tests/host/*.sh userspace/*.sh userspace/*/*.sh .ci/run
 
 # The kernel modules in the kernel's own Rust format (its .rustfmt.toml: edition 2021, Unix
 # newlines, default width).

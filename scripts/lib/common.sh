@@ -13,6 +13,13 @@ KERNEL_PKG=linux-source-7.3
 KERNEL_PKG_VERSION=7.3.4-1~bpo13+1
 # shellcheck disable=SC2034 # read by fetch-kernel-source.sh
 KERNEL_SUITE=trixie-backports
+# The same package wherever it comes from (a backport leaves the archive when a newer one
+# arrives; a mirror or a copy may be anything): SHA-256 of the .deb as the signed index of
+# KERNEL_SUITE lists it, and of the source tarball inside it. Not part of kernel_key.
+# shellcheck disable=SC2034 # read by fetch-kernel-source.sh
+KERNEL_DEB_SHA256=703e369ddd4cce971452f5a593ee55df3a5c10c83caf0fa0df039633ed181ee3
+# shellcheck disable=SC2034 # read by fetch-kernel-source.sh
+KERNEL_TARBALL_SHA256=76df1affb19f24926949369be1d74b60071c963c598ce8780bddd4bbf0fc3bc4
 BINDGEN_VERSION=0.72.1
 LLVM_SUFFIX=-19
 HOST_RUSTC=/usr/bin/rustc

@@ -2,7 +2,7 @@
 //! `/dev/eusrvmem`.
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::time::{Duration, Instant};
 use unimem_gas::device::{self, Device};
 use unimem_gas::pattern;
@@ -132,6 +132,7 @@ struct ZeroArgs {
 }
 
 fn main() -> Result<()> {
+    unimem_clidoc::generate_if_asked(Cli::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     match Cli::parse().cmd {
         Cmd::Info => {

@@ -362,7 +362,9 @@ fn handle(f: &Fake) -> Gsas<&Fake> {
         yields: 8,
         sleep_min: Duration::from_micros(1),
         sleep_max: Duration::from_micros(50),
-        timeout: Duration::from_millis(200),
+        // Far above what the fakes' delays take even on a loaded host; the tests of timeouts
+        // set their own.
+        timeout: Duration::from_secs(10),
     });
     g
 }
@@ -642,6 +644,7 @@ fn send_errors_and_full_rings() {
     assert!(e.to_string().contains("SEND"), "{e}");
     f.send_errno.set(None);
     // A ring that stays full times out.
+    g.set_timeout(Duration::from_millis(200));
     f.eagain.set(u32::MAX);
     assert!(matches!(g.read(a), Err(Error::Timeout { .. })));
     f.eagain.set(0);

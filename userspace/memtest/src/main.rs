@@ -3,7 +3,7 @@
 //! Exits 1 at the first wrong byte. The swap acceptance tests run it on the borrowing node.
 
 use anyhow::{bail, Result};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -41,6 +41,7 @@ fn word(seed: u64, index: u64) -> u64 {
 }
 
 fn main() -> Result<()> {
+    unimem_clidoc::generate_if_asked(Args::command, "1");
     let args = Args::parse();
     let words = args.mib * (1 << 20) / 8;
     let mut area = vec![0u64; words];

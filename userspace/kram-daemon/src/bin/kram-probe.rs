@@ -7,7 +7,7 @@
 //! word on request. Every result is one greppable line.
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
@@ -222,6 +222,7 @@ fn message(
 }
 
 fn main() {
+    unimem_clidoc::generate_if_asked(Cli::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {

@@ -2,7 +2,7 @@
 //! under `numactl --membind=<node>` to compare local and remote memory.
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use unimem_numa_tools::bench;
 
 #[derive(Parser)]
@@ -48,6 +48,7 @@ enum Cmd {
 }
 
 fn main() -> Result<()> {
+    unimem_clidoc::generate_if_asked(Args::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     match Args::parse().cmd {
         Cmd::Stream { mib, reps } => {

@@ -1,7 +1,7 @@
 //! `unimem-numatest`: the seed's libNUMA acceptance test (Table 2) against a remote node.
 
 use anyhow::Result;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use unimem_numa_tools::numatest::{self, Options};
 
 #[derive(Parser)]
@@ -32,6 +32,7 @@ struct Args {
 }
 
 fn main() -> Result<()> {
+    unimem_clidoc::generate_if_asked(Args::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let a = Args::parse();
     let opts = Options {

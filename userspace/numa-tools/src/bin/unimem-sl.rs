@@ -1,7 +1,7 @@
 //! `unimem-sl`: service levels, the ratio of remote to local pages of a process group.
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::path::PathBuf;
 use unimem_numa_tools::registry::DEFAULT_DIR;
 use unimem_numa_tools::sl_commands::{self, Paths, RunOptions};
@@ -74,6 +74,7 @@ enum Cmd {
 }
 
 fn main() -> Result<()> {
+    unimem_clidoc::generate_if_asked(Args::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let a = Args::parse();
     let paths = Paths {

@@ -6,7 +6,7 @@ mod bench;
 mod check;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use dht::Dht;
 use gsas::cli::{parse_u64, HandleArgs};
 use gsas::json::Obj;
@@ -107,6 +107,7 @@ impl Ctx {
 }
 
 fn main() {
+    unimem_clidoc::generate_if_asked(Cli::command, "1");
     let cli = Cli::parse();
     gsas::cli::main_with("unimem-dht", || run(cli))
 }

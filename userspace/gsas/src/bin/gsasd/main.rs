@@ -10,7 +10,7 @@
 //! errno. A thread per child reaps it and posts its wait status.
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -147,6 +147,7 @@ fn libc_einval() -> i32 {
 }
 
 fn main() -> Result<()> {
+    unimem_clidoc::generate_if_asked(Cli::command, "8");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     std::fs::create_dir_all(&cli.log_dir)

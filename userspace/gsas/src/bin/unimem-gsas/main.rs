@@ -8,7 +8,7 @@ mod fork;
 mod throughput;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use gsas::cli::HandleArgs;
 pub use gsas::cli::{parse_u64, Ctx};
 use gsas::{json, TreeSource};
@@ -225,6 +225,7 @@ fn width_err(w: Width, what: &str) -> anyhow::Error {
 }
 
 fn main() {
+    unimem_clidoc::generate_if_asked(Cli::command, "1");
     let cli = Cli::parse();
     gsas::cli::main_with("unimem-gsas", || run(cli))
 }

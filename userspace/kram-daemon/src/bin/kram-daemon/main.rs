@@ -6,7 +6,7 @@ mod logging;
 mod partition;
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -96,6 +96,7 @@ struct Cli {
 }
 
 fn main() {
+    unimem_clidoc::generate_if_asked(Cli::command, "8");
     let cli = Cli::parse();
     if cli.status {
         match print_status(&cli.socket, cli.json) {

@@ -16,7 +16,7 @@ mod verdict;
 mod wait;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::io::Write;
 use unimem_mailbox::AllocInfo;
 use wait::ModeArgs;
@@ -85,6 +85,7 @@ enum Cmd {
 }
 
 fn main() {
+    unimem_clidoc::generate_if_asked(Cli::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
