@@ -28,7 +28,7 @@ krel=$(ls "$d/lib/modules" 2>/dev/null | head -1)
 local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unimem-gsas bin/kram-probe
   bin/unimem-memtest bin/unimem-sl bin/unimem-numatest bin/unimem-numabench
   lib/libgsas.so lib/libgsas.a lib/pkgconfig/gsas.pc include/gsas.h
-  bin/unimem-dht lib/libdht.so lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
+  bin/unimem-dht lib/libdht.so lib/libdht.a lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
   bin/oshrun bin/oshcc lib/libshmem.so lib/pkgconfig/shmem.pc include/shmem.h share/man/man1/oshrun.1
   lib/systemd/system/kram-daemon.service lib/systemd/system/gsasd.service lib/tmpfiles.d/gsasd.conf
   share/man/man8/kram-daemon.8 share/man/man8/gsasd.8 share/man/man1/unimem-gsas.1
@@ -81,6 +81,9 @@ export PKG_CONFIG_SYSROOT_DIR=$d PKG_CONFIG_PATH=$d/usr/local/lib/pkgconfig
 check "gsas.pc validates" pkg-config --validate gsas
 check "hello.c builds and links against the staged libgsas" sh -c \
   'cc -o "$1/hello" "$2" $(pkg-config --cflags --libs gsas)' sh "$tmp" "$UNIMEM_ROOT/userspace/gsas/examples/hello.c"
+check "dht.pc validates" pkg-config --validate dht
+check "dht_hello.c builds and links against the staged libdht" sh -c \
+  'cc -o "$1/dht-hello" "$2" $(pkg-config --cflags --libs dht)' sh "$tmp" "$UNIMEM_ROOT/userspace/dht/examples/dht_hello.c"
 unset PKG_CONFIG_SYSROOT_DIR PKG_CONFIG_PATH
 # --debug only reads the file (and always talks); a bad file gets "error:" lines.
 check "logrotate file parses" sh -c \

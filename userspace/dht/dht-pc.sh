@@ -5,7 +5,8 @@
 #                                PKG_CONFIG_PATH=<target>/release/pkgconfig pkg-config --cflags --libs dht
 #                                finds include/dht.h, gsas.h and <target>/release/libdht.{so,a}
 #   dht-pc.sh --install PREFIX   installs libdht.so, libdht.a, dht.h, gsas.h and dht.pc under
-#                                PREFIX (lib/, include/, lib/pkgconfig/)
+#                                PREFIX (lib/, include/, lib/pkgconfig/; LIBDIR and INCLUDEDIR
+#                                override, DESTDIR stages the files under it, the .pc naming PREFIX)
 # CARGO_TARGET_DIR is honoured. Prints the path of the .pc file.
 source "$(dirname "$0")/../pc-lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)

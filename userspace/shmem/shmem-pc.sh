@@ -25,8 +25,8 @@ case ${1:-} in
     install -D -m 0644 "$here/include/shmem.h" "$dest$incdir/shmem.h"
     # shellcheck disable=SC2016 # pkg-config variables, expanded by pkg-config
     pc_write "$dest$libdir/pkgconfig/shmem.pc" "$prefix" "${libdir/#"$prefix"/\${prefix\}}" \
-      '-I${includedir}' shmem "$desc" "${incdir/#"$prefix"/\${prefix\}}"
+      "${incdir/#"$prefix"/\${prefix\}}" '-I${includedir}' shmem "$desc"
     ;;
-  "") pc_write "$pc_built/pkgconfig/shmem.pc" "$pc_root" "$pc_built" "-I$here/include" shmem "$desc" ;;
+  "") pc_write "$pc_built/pkgconfig/shmem.pc" "$pc_root" "$pc_built" "$here/include" "-I$here/include" shmem "$desc" ;;
   *) pc_usage >&2; exit 2 ;;
 esac
