@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Shared by the pkg-config writers of our C libraries (userspace/gsas/gsas-pc.sh,
-# userspace/shmem/shmem-pc.sh), which source it after setting `here` to their own directory.
+# Shared by the pkg-config writers of our C libraries (userspace/shmem/shmem-pc.sh; gsas-pc.sh
+# could use it too), which source it after setting `here` to their own directory.
 # Sets root, built (<target>/release, CARGO_TARGET_DIR honoured) and version.
 root=$(cd "${here:?set here to the directory of the sourcing script}/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$root/target}

@@ -8,14 +8,30 @@
 # CARGO_TARGET_DIR is honoured. Prints the path of the .pc file.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../../scripts/lib/pc.sh
-source "$here/../../scripts/lib/pc.sh"
+root=$(cd "$here/../.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+case $target in /*) ;; *) target=$root/$target ;; esac
+built=$target/release
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -1)
 
 usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
 
-NAME=gsas
-DESC="GSAS, the global shared address space of a unimem cluster (AllocSharedPage, READ, WRITE, FetchAndAdd, CAS, SWAP, ...)"
-PRIVATE="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
+write_pc() { # FILE PREFIX LIBDIR INCLUDEDIR
+  mkdir -p "$(dirname "$1")"
+  cat >"$1" <<PC
+prefix=$2
+libdir=$3
+includedir=$4
+
+Name: gsas
+Description: GSAS, the global shared address space of a unimem cluster (AllocSharedPage, READ, WRITE, FetchAndAdd, CAS, SWAP, ...)
+Version: ${version:-0.1.0}
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -lgsas
+Libs.private: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+PC
+  echo "$1"
+}
 
 case ${1:-} in
   -h|--help) usage ;;
@@ -28,9 +44,8 @@ case ${1:-} in
     install -D -m 0644 "$built/libgsas.a" "$prefix/lib/libgsas.a"
     install -D -m 0644 "$here/include/gsas.h" "$prefix/include/gsas.h"
     # shellcheck disable=SC2016 # pkg-config variables, expanded by pkg-config
-    write_pc "$prefix/lib/pkgconfig/gsas.pc" "$prefix" '${prefix}/lib' '${prefix}/include' \
-      "$NAME" "$DESC" -lgsas "$PRIVATE"
+    write_pc "$prefix/lib/pkgconfig/gsas.pc" "$prefix" '${prefix}/lib' '${prefix}/include'
     ;;
-  "") write_pc "$built/pkgconfig/gsas.pc" "$root" "$built" "$here/include" "$NAME" "$DESC" -lgsas "$PRIVATE" ;;
+  "") write_pc "$built/pkgconfig/gsas.pc" "$root" "$built" "$here/include" ;;
   *) usage >&2; exit 2 ;;
 esac
