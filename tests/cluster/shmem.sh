@@ -3,7 +3,8 @@
 #  - the C test programs of tests/shmem (built on the host with oshcc) run with oshrun from
 #    node 0 as 6 PEs on nodes 1-3 (2 per node), each checking its own results: setup and
 #    the symmetric heap, static data, RMA, atomics, locks and point-to-point sync,
-#    collectives; the collectives again as 8 PEs on all 4 nodes;
+#    collectives, two threads per PE calling at once (SHMEM_THREAD_MULTIPLE); the
+#    collectives again as 8 PEs on all 4 nodes;
 #  - standard OpenSHMEM programs compiled with oshcc unchanged: spec_example.c (written as the
 #    specification's examples, 1.3 calls included) and ring11.c (1.4, C11 generic interfaces);
 #  - can fail: a PE out of range and a non-symmetric address end the job with a clear
@@ -17,7 +18,7 @@ RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
 SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
-PROGS="setup rma amo sync coll errors spec_example ring11"
+PROGS="setup rma amo sync coll threads errors spec_example ring11"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=shm
 
@@ -27,7 +28,7 @@ mkdir -p "$SHARE/lib"
 cp "$ROOT/target/release/libshmem.so" "$SHARE/lib/"
 "$ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
 for p in $PROGS; do
-  OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -Wall -Wextra -Werror -O2 \
+  OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -pthread -Wall -Wextra -Werror -O2 \
     -o "$SHARE/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c"
 done
 
@@ -72,7 +73,7 @@ run_ok() {
   expect_eq "$(grep -c "^PE [0-9]*: $1 ok" <<<"$out")" "$2" "$1: PEs that passed"
 }
 
-for p in setup rma amo sync coll; do
+for p in setup rma amo sync coll threads; do
   step "$p: 6 PEs on nodes 1-3"
   run_ok "$p" 6 1-3
 done

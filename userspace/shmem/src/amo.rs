@@ -101,10 +101,14 @@ pub fn set_lock(j: &Job, lock: usize) {
         Some(va) => spin_until(j, || serving(unsafe { (va as *const u64).read_volatile() })),
         None => {
             let mut pause = Duration::from_micros(50);
-            while !serving(with_gsas(|g| must(routine, g.read(addr)))) {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(2));
-            }
+            spin_until(j, || {
+                let v = with_gsas(|g| must(routine, g.read(addr)));
+                if !serving(v) {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(2));
+                }
+                serving(v)
+            });
         }
     }
     fence(Ordering::SeqCst);
