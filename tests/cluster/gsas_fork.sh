@@ -16,7 +16,6 @@
 #  - a node whose daemon is not running: FORK fails with a clear error; a second daemon on a
 #    node is refused; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
-MODS=/opt/unimem/modules
 RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
 SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
@@ -50,15 +49,7 @@ trap cleanup EXIT
 gsasd() { gsasd_up "$1" "$LOGS"; }
 
 step "every node: base modules, kram-daemon, unimem_gsas, gsasd"
-declare -A marks
-for n in $(seq 0 $((NODES - 1))); do
-  load_base "$n"
-  on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
-  marks[$n]=$(dmesg_mark "$n")
-  gsas_up "$n" "$MODS/unimem_gsas.ko"
-  on "$n" "test -c /dev/unimem_gsas"
-  gsasd "$n"
-done
+fork_nodes_up "$LOGS"
 
 step "a second daemon on a node is refused"
 out=$(on_may_fail 1 "gsasd --log-dir $LOGS 2>&1") && fail "a second gsasd started: $out"

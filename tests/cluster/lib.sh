@@ -181,3 +181,18 @@ gsasd_up() {
   bg "$1" gsasd "gsasd --log-dir ${2:-/tmp/gsasd}"
   wait_log "$1" gsasd 'serving remoteFork' 20
 }
+# fork_nodes_up LOGS: every node started clean with the base modules, kram-daemon, unimem_gsas
+# and gsasd (its children's logs in LOGS); each node's kernel log length before, in marks[NODE].
+fork_nodes_up() {
+  local n
+  declare -gA marks
+  for n in $(seq 0 $((NODES - 1))); do
+    load_base "$n"
+    on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $1"
+    # shellcheck disable=SC2034 # read by the tests that call this
+    marks[$n]=$(dmesg_mark "$n")
+    gsas_up "$n"
+    on "$n" "test -c /dev/unimem_gsas"
+    gsasd_up "$n" "$1"
+  done
+}

@@ -35,25 +35,13 @@ done
 # Guest shell code: no oshrun, agent or PE left (oshrun frees what its PEs left allocated).
 STOP_JOBS="killall -TERM oshrun 2>/dev/null; for i in \$(seq 100); do pidof oshrun $PROGS >/dev/null || break; sleep 0.1; done; killall -KILL $PROGS 2>/dev/null; true"
 cleanup() {
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout 30 -- "$STOP_JOBS" >/dev/null 2>&1 || true
-  done
-  for n in $(seq 0 $((NODES - 1))); do
-    "$CLUSTER" exec "$n" --timeout "$STOP_TIMEOUT" -- "$STOP_GSASD; $STOP_DAEMON" >/dev/null 2>&1 || true
-  done
+  stop_all "$STOP_JOBS; $STOP_GSASD; $STOP_DAEMON"
   bg_cleanup
 }
 trap cleanup EXIT
 
 step "every node: base modules, kram-daemon, unimem_gsas, gsasd"
-declare -A marks
-for n in $(seq 0 $((NODES - 1))); do
-  load_base "$n"
-  on "$n" "$STOP_GSASD; $STOP_DAEMON; rm -rf $LOGS"
-  marks[$n]=$(dmesg_mark "$n")
-  gsas_up "$n"
-  gsasd_up "$n" "$LOGS"
-done
+fork_nodes_up "$LOGS"
 
 # nothing_left: no PE or oshrun runs anywhere, and no GSAS page is allocated.
 nothing_left() {
