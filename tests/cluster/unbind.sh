@@ -86,7 +86,12 @@ step "everything unloads; node $L gets all its memory back"
 on $B "swapoff /dev/kram0 && rmmod unimem_numa && rmmod unimem_kram && rmmod unimem_mailbox"
 for _ in $(seq 40); do [ "$(lent $L)" = 0 ] && break; sleep 1; done
 expect_eq "$(lent $L)" 0 "MiB node $L still lends after node $B's unbind (leases lapse after 20 s)"
-dmesg_clean $B "$mark" || fail "node $B logged an error while unloading"
+# Pages that were on the swap device when the fabric went (the NUMA range's pages migrating back
+# can push some there) are lost: swapoff's reads of them fail, and the kernel logs each. Any
+# other error, or any kernel warning, fails the test.
+on $B "dmesg | tail -n +$((mark + 1)) | grep -cE 'Read-error on swap-device \(259:0:' || true" | sed 's/^/swapped pages lost with the device: /'
+on $B "! dmesg | tail -n +$((mark + 1)) | grep -E 'BUG|Oops|WARNING|I/O error|Read-error' | grep -vE 'I/O error, dev kram0, |Read-error on swap-device \(259:0:'" ||
+  fail "node $B logged an error while unloading"
 
 step "bind again: the node works"
 on $B "echo $addr > $DRV/bind && test -c /dev/eusrvmem"
