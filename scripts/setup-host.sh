@@ -47,16 +47,7 @@ if ! "$HOST_RUSTC" --version 2>/dev/null | grep -q '^rustc 1\.9[6-9]'; then
 fi
 if ((${#missing[@]})); then
   mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-  log "apt: installing ${missing[*]}"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  # A first install on a fresh machine has been seen to fail in dpkg's configure step; finishing the
-  # configuration and retrying once makes it converge.
-  if ! DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
-    log "apt: install failed once; configuring pending packages and retrying"
-    DEBIAN_FRONTEND=noninteractive $SUDO dpkg --configure -a || true
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  apt_install "${missing[@]}"
 fi
 "$HOST_RUSTC" --version | grep -q '^rustc 1\.9[6-9]' || die "need rustc-web >= 1.96 at $HOST_RUSTC"
 

@@ -66,10 +66,7 @@ mkdir -p "$RUN/share/lib" "$RUN/share/ompi"
 cp "$UNIMEM_ROOT/target/release/libshmem.so" "$RUN/share/lib/"
 # The baseline comes from Debian's Open MPI, installed through the machine's apt sources if absent.
 if [ "$OMPI_OSHCC" = /usr/bin/oshcc ] && [ ! -x /usr/bin/oshcc ]; then
-  log "installing Open MPI (openmpi-bin, libopenmpi-dev) for the baseline"
-  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
-  { $sudo_ apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq openmpi-bin libopenmpi-dev; } >/dev/null ||
-    log "could not install Open MPI: its OpenSHMEM is not measured"
+  (apt_install openmpi-bin libopenmpi-dev) || log "could not install Open MPI: its OpenSHMEM is not measured"
 fi
 ompi=none
 [ "$OMPI_OSHCC" = none ] || ompi=$("$OMPI_OSHCC" --showme:version 2>/dev/null || true)

@@ -28,6 +28,19 @@ BINDGEN="$UNIMEM_CACHE/bindgen-$BINDGEN_VERSION/bin/bindgen"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+# apt_install PKG...: Debian packages installed through the machine's configured apt sources
+# (sudo unless root). A first install on a fresh machine has been seen to fail in dpkg's
+# configure step; finishing the configuration and retrying once makes it converge.
+apt_install() {
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  log "apt: installing $*"
+  $sudo apt-get update -qq
+  if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null; then
+    log "apt: install failed once; configuring pending packages and retrying"
+    DEBIAN_FRONTEND=noninteractive $sudo dpkg --configure -a || true
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  fi
+}
 
 # Hash of files/strings given on stdin, short form for directory names.
 hash_inputs() { sha256sum | cut -c1-16; }
