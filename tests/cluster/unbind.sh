@@ -94,6 +94,7 @@ on $B "! dmesg | tail -n +$((mark + 1)) | grep -E 'BUG|Oops|WARNING|I/O error|Re
   fail "node $B logged an error while unloading"
 
 step "bind again: the node works"
+mark=$(dmesg_mark $B)  # the swap read errors of the unload step are counted there
 on $B "echo $addr > $DRV/bind && test -c /dev/eusrvmem"
 on $B "unimem-gas info | grep -x 'node_id: $B' >/dev/null"
 on $B "insmod $MODS/unimem_mailbox.ko"
