@@ -13,7 +13,7 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings, debugfs,
-    ffi::c_void,
+    ffi::{c_int, c_void},
     impl_has_hr_timer,
     miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
     new_condvar, new_spinlock,
@@ -205,6 +205,29 @@ unsafe extern "C" fn on_packet(ctx: *mut c_void, from_node: u32, packet: *const 
     service.handle(from_node, raw);
 }
 
+/// # Safety
+///
+/// Called by unimem_mailbox with the `ctx` given to `unimem_mbox_map_check`: a `Service` kept
+/// alive by `Serving` until the check is removed.
+unsafe extern "C" fn on_map(ctx: *mut c_void, tree: u32, offset: u64, len: u64) -> c_int {
+    // SAFETY: see above.
+    let service = unsafe { &*ctx.cast::<Service>() };
+    match service.may_map(tree, offset, len) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Removes threads' mappings of `len` bytes at `offset` of this node's partition (`len` 0: to
+/// its end): pages freed or lost. Without a mailbox (the fabric device went) nothing is mapped.
+pub(crate) fn zap_pages(offset: u64, len: u64) -> Result {
+    // SAFETY: no lock of ours is held by callers (`on_map` takes the service lock).
+    match kernel::error::to_result(unsafe { kmsg_api::unimem_mbox_zap_pages(offset, len) }) {
+        Err(e) if e == ENODEV => Ok(()),
+        r => r,
+    }
+}
+
 impl Service {
     /// Takes a module reference for the first allocation. Under the lock.
     fn hold_module(&self, inner: &mut Inner) {
@@ -248,6 +271,11 @@ impl Service {
             );
         }
         self.release_module(&mut inner);
+        drop(inner);
+        // The memory may be someone else's now: no thread keeps a mapping of it.
+        if let Err(e) = zap_pages(0, 0) {
+            pr_crit!("unmapping the lost pool from user space failed: {:?}\n", e);
+        }
     }
 
     /// Borrows the pool, wipes it (lent memory is not trusted to be zero) and installs it.
@@ -281,6 +309,15 @@ impl Service {
         let Some(pool) = self.inner.lock().pool.take() else {
             return;
         };
+        // Nothing is allocated (unload waits for that), so nothing is mapped; make sure.
+        if let Err(e) = zap_pages(0, 0) {
+            pr_warn!(
+                "node {}: unmapping the pool from user space failed ({:?}): not returned\n",
+                self.node,
+                e
+            );
+            return;
+        }
         let len = pool.pages.pages() as u64 * gsas::PAGE_SIZE;
         if pool.clock.usable(self.epoch.now())
             && self.gas.wipe(self.part + pool.offset, len).is_ok()
@@ -318,7 +355,8 @@ impl OnRevoke for Service {
     }
 }
 
-/// The interface served while alive; keeps the handler's context alive.
+/// The interface served and the pool's pages mappable while alive; keeps the handlers'
+/// context alive.
 struct Serving {
     _service: Arc<Service>,
 }
@@ -326,6 +364,16 @@ struct Serving {
 impl Serving {
     fn start(service: Arc<Service>) -> Result<Self> {
         let ctx = Arc::as_ptr(&service).cast_mut().cast::<c_void>();
+        // SAFETY: `on_map` runs in process context with `ctx` alive until `Drop` removes it
+        // (which waits for a running call).
+        let ret = unsafe { kmsg_api::unimem_mbox_map_check(Some(on_map), ctx) };
+        if ret != 0 {
+            pr_err!(
+                "cannot check mappings of this node's partition: {} (another unimem_gsas?)\n",
+                ret
+            );
+            return Err(Error::from_errno(ret));
+        }
         // SAFETY: `on_packet` runs in process context with `ctx` alive until `Drop` removes it
         // (which waits for a running call).
         let ret = unsafe { kmsg_api::unimem_mbox_serve(gsas::SERVICE_IFACE, Some(on_packet), ctx) };
@@ -335,9 +383,15 @@ impl Serving {
                 gsas::SERVICE_IFACE,
                 ret
             );
+            Self::stop_maps();
             return Err(Error::from_errno(ret));
         }
         Ok(Self { _service: service })
+    }
+
+    fn stop_maps() {
+        // SAFETY: removal passes no check and waits for a running call.
+        unsafe { kmsg_api::unimem_mbox_map_check(None, core::ptr::null_mut()) };
     }
 }
 
@@ -345,6 +399,7 @@ impl Drop for Serving {
     fn drop(&mut self) {
         // SAFETY: removal passes no handler and waits for a running call.
         unsafe { kmsg_api::unimem_mbox_serve(gsas::SERVICE_IFACE, None, core::ptr::null_mut()) };
+        Self::stop_maps();
     }
 }
 

@@ -206,15 +206,53 @@ impl Service {
         seq_word.store(resp.seq.to_le(), Ordering::Release);
     }
 
+    /// Whether threads of `tree` may map `len` bytes at partition offset `offset`: every page
+    /// allocated to `tree` (`EACCES`: another tree's, `ENXIO`: not allocated, no pool).
+    pub(crate) fn may_map(&self, tree: u32, offset: u64, len: u64) -> Result {
+        let checked = (|| {
+            let inner = self.inner.lock();
+            let pool = inner.pool.as_ref().ok_or(ENXIO)?;
+            if !pool.clock.usable(self.epoch.now()) {
+                return Err(ENXIO);
+            }
+            let rel = offset.checked_sub(pool.offset).ok_or(ENXIO)?;
+            if rel % PAGE_SIZE != 0 || len == 0 || len % PAGE_SIZE != 0 {
+                return Err(EINVAL);
+            }
+            let first = (rel / PAGE_SIZE) as usize;
+            let last = first + (len / PAGE_SIZE) as usize - 1;
+            pool.pages.check(first, last, tree).map_err(|s| match s {
+                status::DENIED => EACCES,
+                _ => ENXIO,
+            })
+        })();
+        self.stats.bump(match checked {
+            Ok(()) => Counter::Maps,
+            Err(e) if e == EACCES => Counter::MapDenied,
+            Err(_) => Counter::MapFaults,
+        });
+        checked
+    }
+
     /// Zeroes a freed allocation outside the lock (it may be large), then frees its pages.
+    /// Threads' mappings of them go first: nobody sees the zeroing, or the pages' next owner.
     fn zero_freed(&self, first: usize, n: usize) {
-        let offset = {
+        let part_off = {
             let inner = self.inner.lock();
             let Some(pool) = inner.pool.as_ref() else {
                 return;
             };
-            self.part + pool.offset + first as u64 * PAGE_SIZE
+            pool.offset + first as u64 * PAGE_SIZE
         };
+        if let Err(e) = crate::zap_pages(part_off, n as u64 * PAGE_SIZE) {
+            pr_err!(
+                "unmapping {} freed pages from user space failed ({:?}): they stay out of use\n",
+                n,
+                e
+            );
+            return;
+        }
+        let offset = self.part + part_off;
         if let Err(e) = self.gas.wipe(offset, n as u64 * PAGE_SIZE) {
             pr_err!(
                 "zeroing {} freed pages failed ({:?}): they stay out of use\n",

@@ -67,9 +67,15 @@ pub(crate) enum Counter {
     Busy,
     Running,
     NoChild,
+    /// Mappings of pages granted to their tree's threads (`mailbox::MMAP_GSAS`).
+    Maps,
+    /// Mappings refused: a page of another tree.
+    MapDenied,
+    /// Mappings refused: a page not allocated (or no pool).
+    MapFaults,
 }
 
-const COUNTERS: [(Counter, &str); 16] = [
+const COUNTERS: [(Counter, &str); 19] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -86,6 +92,9 @@ const COUNTERS: [(Counter, &str); 16] = [
     (Counter::Busy, "busy"),
     (Counter::Running, "running"),
     (Counter::NoChild, "no_child"),
+    (Counter::Maps, "maps"),
+    (Counter::MapDenied, "map_denied"),
+    (Counter::MapFaults, "map_faults"),
 ];
 
 pub(crate) struct Stats {
@@ -189,7 +198,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 39] = [
+const NAMES: [&CStr; 42] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -229,6 +238,9 @@ const NAMES: [&CStr; 39] = [
     c"busy",
     c"running",
     c"no_child",
+    c"maps",
+    c"map_denied",
+    c"map_faults",
 ];
 
 /// The service the sysfs files show, set while they exist.

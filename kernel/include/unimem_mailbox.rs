@@ -20,6 +20,13 @@ pub type KmsgHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, wo
 /// must not call `unimem_mbox_serve`.
 pub type PacketHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, packet: *const u8);
 
+/// Called (process context, with the mailbox's mapping lock held) when a thread of protection
+/// tree `tree` maps `len` bytes at `offset` of this node's partition through its mailbox file
+/// (`mailbox::MMAP_GSAS`): 0 to allow it, a negative errno to refuse it. Must not call
+/// `unimem_mbox_zap_pages` or `unimem_mbox_map_check`, nor sleep for long.
+pub type MapCheck =
+    unsafe extern "C" fn(ctx: *mut c_void, tree: u32, offset: u64, len: u64) -> c_int;
+
 extern "C" {
     /// Installs `handler` for messages of `service` whose opcode (4 most significant bits of
     /// the word) is `opcode`: `-EINVAL` for a bad service or opcode, `-EBUSY` if taken (also
@@ -42,4 +49,12 @@ extern "C" {
     /// itself again for more. `None` removes the handler and waits for a running call.
     pub fn unimem_mbox_serve(iface: u32, handler: Option<PacketHandler>, ctx: *mut c_void)
         -> c_int;
+    /// Makes pages of this node's partition mappable by threads, as `check` allows (the GSAS
+    /// service: pages allocated to the thread's tree). `-EBUSY` if a check is installed,
+    /// `-ENODEV` once the fabric device is gone. `None` removes it and waits for a running call.
+    pub fn unimem_mbox_map_check(check: Option<MapCheck>, ctx: *mut c_void) -> c_int;
+    /// Zaps every thread's mapping of the partition range `[offset, offset + len)` (`len` 0: to
+    /// the end of the partition): pages freed or lost. Waits for a mapping being made. May
+    /// sleep; must not be called with a lock that `check` takes.
+    pub fn unimem_mbox_zap_pages(offset: u64, len: u64) -> c_int;
 }

@@ -4,7 +4,7 @@
 use crate::{
     gsas::{area_page, AREA_PAGES, BULK_OUT_PAGE, PAGE_SIZE as GSAS_PAGE},
     mailbox as abi,
-    state::{State, Take},
+    state::{Pages, State, Take},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -315,7 +315,8 @@ impl MiscDevice for MboxFile {
 
     /// The interface's GSAS area in this node's partition (`gsas::AREA_*`): offset
     /// `MMAP_RESPONSES` (responses, bulk-in) read-only, `MMAP_BULK_OUT` (bulk-out) read-write
-    /// and shared. Only after `ALLOC`; never executable.
+    /// and shared. From `MMAP_GSAS` on: pages of this node's partition that the GSAS service
+    /// allocated to the file's protection tree, shared. Only after `ALLOC`; never executable.
     fn mmap(this: Pin<&Self>, file: &File, vma: &VmaNew) -> Result {
         let id = this.iface()?;
         let len = vma.end() - vma.start();
@@ -323,36 +324,55 @@ impl MiscDevice for MboxFile {
         let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };
         let offset = (pgoff as u64).checked_mul(GSAS_PAGE).ok_or(EINVAL)?;
         let end = offset.checked_add(len as u64).ok_or(EINVAL)?;
-        if len == 0 || end > AREA_PAGES * GSAS_PAGE {
+        if len == 0 {
             return Err(EINVAL);
         }
         vma.try_clear_mayexec()?;
-        if offset < BULK_OUT_PAGE * GSAS_PAGE {
-            // Responses and bulk-in are written by the services only.
-            if vma.writable() {
-                return Err(EACCES);
-            }
-            vma.try_clear_maywrite()?;
-        } else if vma.flags() & vm::SHARED == 0 && vma.flags() & vm::MAYWRITE != 0 {
-            // A private copy of bulk-out would never reach the service.
-            return Err(EINVAL);
-        }
+        let private_write = vma.flags() & vm::SHARED == 0 && vma.flags() & vm::MAYWRITE != 0;
         let s = &this.state;
         let info = s.gas().info();
-        let phys = info.gas_phys
-            + info.ctl_size
-            + u64::from(s.node) * info.partition_size
-            + area_page(id, 0)
-            + offset;
+        let partition = info.gas_phys + info.ctl_size + u64::from(s.node) * info.partition_size;
+        let (phys, pages) = if let Some(part_off) = offset.checked_sub(abi::MMAP_GSAS) {
+            if end - abi::MMAP_GSAS > info.partition_size {
+                return Err(EINVAL);
+            }
+            if private_write {
+                // A private copy would never be the memory the service changes.
+                return Err(EINVAL);
+            }
+            let tree = s.tree_of(id).ok_or(EINVAL)?;
+            let pages = Pages {
+                tree,
+                offset: part_off,
+                len: len as u64,
+            };
+            (partition + part_off, Some(pages))
+        } else {
+            if end > AREA_PAGES * GSAS_PAGE {
+                return Err(EINVAL);
+            }
+            if offset < BULK_OUT_PAGE * GSAS_PAGE {
+                // Responses and bulk-in are written by the services only.
+                if vma.writable() {
+                    return Err(EACCES);
+                }
+                vma.try_clear_maywrite()?;
+            } else if private_write {
+                // A private copy of bulk-out would never reach the service.
+                return Err(EINVAL);
+            }
+            (partition + area_page(id, 0) + offset, None)
+        };
         vma.set_io();
         vma.set_dontexpand();
         vma.set_dontdump();
-        s.map_user(file.as_ptr(), || {
-            // SAFETY: `[phys, phys + len)` is this interface's area in this node's partition of
-            // the window (`AREA_END` lies inside the reserved start of every partition, which
-            // `State::new` checked), the device is bound (`map_user`; revocation zaps this
-            // mapping), and `VM_IO | VM_DONTEXPAND` keep the core from treating it as ordinary
-            // pages or growing it.
+        s.map_user(file.as_ptr(), pages, || {
+            // SAFETY: `[phys, phys + len)` is inside this node's partition of the window: this
+            // interface's area (`AREA_END` lies inside the reserved start of every partition,
+            // which `State::new` checked) or pages the GSAS service allocated to this file's
+            // tree (`map_user` asked it, and its frees zap this mapping); the device is bound
+            // (`map_user`; revocation zaps this mapping), and `VM_IO | VM_DONTEXPAND` keep the
+            // core from treating it as ordinary pages or growing it.
             kernel::error::to_result(unsafe {
                 bindings::remap_pfn_range(
                     vma.as_ptr(),

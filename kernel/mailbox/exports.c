@@ -10,3 +10,5 @@
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_register);
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_send);
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_serve);
+EXPORT_SYMBOL_RUST_GPL(unimem_mbox_map_check);
+EXPORT_SYMBOL_RUST_GPL(unimem_mbox_zap_pages);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The C ABI for kernel clients (declared in `kernel/include/unimem_mailbox.rs`).
 
-use crate::kmsg_api::{KmsgHandler, PacketHandler};
+use crate::kmsg_api::{KmsgHandler, MapCheck, PacketHandler};
 use kernel::{
     error::from_result,
     ffi::{c_int, c_void},
@@ -58,6 +58,33 @@ pub unsafe extern "C" fn unimem_mbox_serve(
             // Packets may have arrived between the discard and now.
             state.kick();
         }
+        Ok(0)
+    })
+}
+
+/// Installs or removes the check of user mappings of this node's partition. May sleep.
+///
+/// # Safety
+///
+/// `check`, if any, must be callable in process context with `ctx` until removed with `None`
+/// (which waits for a running call), and be removed before the caller's module unloads.
+#[no_mangle]
+pub unsafe extern "C" fn unimem_mbox_map_check(check: Option<MapCheck>, ctx: *mut c_void) -> c_int {
+    from_result(|| {
+        crate::current_state()
+            .ok_or(ENODEV)?
+            .set_map_check(check, ctx)?;
+        Ok(0)
+    })
+}
+
+/// Zaps user mappings of a range of this node's partition. May sleep.
+#[no_mangle]
+pub extern "C" fn unimem_mbox_zap_pages(offset: u64, len: u64) -> c_int {
+    from_result(|| {
+        crate::current_state()
+            .ok_or(ENODEV)?
+            .zap_pages(offset, len)?;
         Ok(0)
     })
 }

@@ -8,6 +8,7 @@
 #    the 16 threads saw are 0..N-1, each once (their sum);
 #  - READ256/READ128 never see a torn value under concurrent WRITE128 from other nodes;
 #  - another tree is denied every operation, counted, and the memory is unchanged;
+#  - a process maps only its tree's pages of its own node (the service's memory), until freed;
 #  - the bad-input matrix: each case its own clear error, the service still answers;
 #  - processes of one tree on a node (unimem-gsas exec, GSAS_TREE_FD);
 #  - the C examples, compiled on the host with gcc through pkg-config (the guest has no
@@ -159,6 +160,16 @@ expect_eq "$(g 1 read "$A" --width 256)" "$before" "memory after the denied requ
 expect_eq "$(g 0 read "$A")" 0xce "the owner still reads its value"
 step "can fail: the owner's tree is not denied"
 expect_eq "$(g 0 faa "$A" --add 0)" 206 "the owner's Fetch&Add"
+
+step "mapping GSAS pages (node 2): the tree's own pages only, the same memory, gone when freed; counted"
+m0=$(counter 2 maps) d0=$(counter 2 map_denied)
+out=$(on 2 "unimem-gsas --tree $TREE check map") || { echo "$out"; fail "check map"; }
+echo "$out"
+[ "$(( $(counter 2 maps) - m0 ))" -ge 1 ] || fail "node 2 counted no mapping"
+# Two refusals of another tree; the one past the allocation may count as either.
+[ "$(( $(counter 2 map_denied) - d0 ))" -ge 2 ] || fail "node 2 counted fewer than 2 denied mappings"
+step "can fail: the refusal check fails when the other tree is the owner's"
+! on_may_fail 2 "unimem-gsas --tree $TREE check map --other-tree-is-mine" >/dev/null || fail "the mapping check cannot fail"
 
 step "bad input: each case a clear error; the service keeps answering"
 out=$(on 0 "unimem-gsas check bad-input --node 3 --absent-node 9 --exhaust --timeout-ms 2000") || { echo "$out"; fail "bad-input matrix"; }

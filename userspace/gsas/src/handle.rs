@@ -190,6 +190,34 @@ impl Gsas<Device> {
     pub fn open_in(source: TreeSource) -> Result<Self> {
         Ok(Self::with_transport(Device::open(source)?))
     }
+
+    /// Maps `len` bytes (whole pages) of GSAS memory at `addr` into this process, shared and
+    /// read-write (at `fixed`, replacing what is mapped there, if given): pages of this node
+    /// allocated to this handle's tree only, which the node's service checks (another tree's
+    /// pages fail with `EACCES`, pages not allocated with `ENXIO`). Loads and stores on it are
+    /// the memory the service's operations change, with no request; but under TCG the
+    /// process's atomic instructions are not atomic against the service: use the operations.
+    /// A free of the pages removes the mapping (later accesses get `SIGBUS`); otherwise the
+    /// caller unmaps it with `munmap`.
+    pub fn map_local(
+        &self,
+        addr: u64,
+        len: usize,
+        fixed: Option<std::num::NonZeroUsize>,
+    ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        if gsas::node_of(addr) != self.node() {
+            return Err(Error::Argument(format!(
+                "{addr:#x} is on node {}, not on this node ({}): only local pages can be mapped",
+                gsas::node_of(addr),
+                self.node()
+            )));
+        }
+        Ok(self
+            .t
+            .interface()
+            .mailbox
+            .map_partition(gsas::offset_of(addr), len, fixed)?)
+    }
 }
 
 impl<T: Transport> Gsas<T> {

@@ -116,8 +116,13 @@ pub fn hint(op: Op, errno: Errno) -> Option<&'static str> {
         (Op::Inherit, EINVAL) => {
             "not another mailbox file that has allocated, or this file has allocated already"
         }
-        (Op::Mmap, EINVAL) => "no ALLOC on this file, or offset/length outside the 3-page area",
-        (Op::Mmap, EACCES) => "responses and bulk-in are read-only",
+        (Op::Mmap, EINVAL) => {
+            "no ALLOC on this file, or offset/length outside the 3-page area or the partition"
+        }
+        (Op::Mmap, ENXIO) => "not a GSAS page allocated on this node (freed, or never), or no GSAS service",
+        (Op::Mmap, EACCES) => {
+            "a GSAS page of another protection tree, or the read-only responses and bulk-in"
+        }
         (Op::SetProt, ENOENT) => "that interface is not allocated",
         (Op::KBind, EBUSY) => "another file on this node has bound that service",
         (Op::KBind, EINVAL) => "services are 1..15",

@@ -172,6 +172,43 @@ impl Mailbox {
         Area::map(self.fd.as_fd())
     }
 
+    /// Maps `len` bytes (whole pages) at offset `offset` of this node's partition, shared and
+    /// read-write, at `fixed` (replacing what is there) if given: GSAS pages the node's service
+    /// allocated to this file's protection tree (`mailbox::MMAP_GSAS`). Errors: `EACCES` (a
+    /// page of another tree), `ENXIO` (a page not allocated, or no GSAS service), `EINVAL`.
+    /// The mapping goes when the pages are freed; the caller unmaps it with `munmap`.
+    pub fn map_partition(
+        &self,
+        offset: u64,
+        len: usize,
+        fixed: Option<std::num::NonZeroUsize>,
+    ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+        let err = |e| Error::sys(Op::Mmap, e);
+        let len = std::num::NonZeroUsize::new(len).ok_or_else(|| err(Errno::EINVAL))?;
+        let off = unimem_wire::mailbox::MMAP_GSAS
+            .checked_add(offset)
+            .and_then(|o| nix::libc::off_t::try_from(o).ok())
+            .ok_or_else(|| err(Errno::EINVAL))?;
+        let flags = match fixed {
+            Some(_) => MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
+            None => MapFlags::MAP_SHARED,
+        };
+        // SAFETY: a new shared mapping of the device; with `fixed` the caller replaces pages it
+        // owns and nothing refers to them meanwhile (its contract).
+        unsafe {
+            mmap(
+                fixed,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                flags,
+                self.fd.as_fd(),
+                off,
+            )
+        }
+        .map_err(err)
+    }
+
     /// Receives the 64-bit messages of `service` on this node through this file
     /// (`CAP_SYS_ADMIN`). Errors: `EBUSY` (bound elsewhere), `EINVAL` (not 1..15), `EPERM`.
     pub fn kbind(&self, service: u32) -> Result<()> {

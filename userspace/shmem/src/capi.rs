@@ -463,3 +463,42 @@ pub unsafe extern "C" fn unimem_shmem_reduce(
     };
     coll::reduce(&j, routine, &c, nreduce as usize, t, o, &set);
 }
+
+/// A context (`shmem_ctx_t`, OpenSHMEM 1.4 section 9.4). Every operation has completed when
+/// its call returns, on every context alike, so a context orders nothing the default one does
+/// not: a context is a handle over the same path, and its quiet and fence are the default
+/// ones. It records its options only to refuse unknown ones.
+pub struct Ctx {
+    _options: c_long,
+}
+
+/// `SHMEM_CTX_SERIALIZED | SHMEM_CTX_PRIVATE | SHMEM_CTX_NOSTORE`.
+const CTX_OPTIONS: c_long = 0b111;
+
+/// # Safety
+/// `ctx` is NULL or a `shmem_ctx_t` to write, as shmem.h describes.
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut *mut Ctx) -> c_int {
+    job();
+    if ctx.is_null() {
+        die("shmem_ctx_create: ctx is NULL");
+    }
+    if options & !CTX_OPTIONS != 0 {
+        // The spec's answer to a context that cannot be made: nonzero, *ctx untouched.
+        return 1;
+    }
+    // SAFETY: the caller's shmem_ctx_t (checked non-NULL).
+    unsafe { *ctx = Box::into_raw(Box::new(Ctx { _options: options })) };
+    0
+}
+
+/// # Safety
+/// `ctx` is a context `shmem_ctx_create` made and not destroyed yet (or the default one).
+#[no_mangle]
+pub unsafe extern "C" fn shmem_ctx_destroy(ctx: *mut Ctx) {
+    if ctx.is_null() {
+        die("shmem_ctx_destroy: SHMEM_CTX_DEFAULT cannot be destroyed");
+    }
+    // SAFETY: made by `shmem_ctx_create` (the caller's contract), destroyed once.
+    drop(unsafe { Box::from_raw(ctx) });
+}

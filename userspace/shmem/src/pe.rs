@@ -4,7 +4,7 @@
 
 use crate::heap::Heap;
 use crate::job::{self, Layout, Slot};
-use crate::window::{self, Window};
+use crate::window;
 use gsas::{Gsas, PAGE_SIZE};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
@@ -241,7 +241,6 @@ fn init_inner() -> Result<Job, String> {
             return Err(format!("{PE_ENV}={me} but the job has {} PEs", layout.npes));
         }
         let node = g.node();
-        let win = Window::open()?;
         let (seg_start, seg_end) = window::data_segment().unwrap_or((0, 0));
         let static_len = (seg_end - seg_start) as u64;
         let alloc = |what: &str, len: u64| {
@@ -273,10 +272,10 @@ fn init_inner() -> Result<Job, String> {
             mine.static_addr = alloc("static data", static_len)?;
             record(&mine)?;
         }
-        let sync_va = win.map(sync_addr, PAGE_SIZE as usize, None)?;
-        let heap_va = win.map(mine.heap_addr, heap_len as usize, None)?;
+        let sync_va = window::map(g, sync_addr, PAGE_SIZE as usize, None)?;
+        let heap_va = window::map(g, mine.heap_addr, heap_len as usize, None)?;
         if static_len > 0 {
-            let tmp = win.map(mine.static_addr, static_len as usize, None)?;
+            let tmp = window::map(g, mine.static_addr, static_len as usize, None)?;
             // SAFETY: both ranges are mapped and static_len long; they do not overlap.
             unsafe {
                 std::ptr::copy_nonoverlapping(
@@ -285,7 +284,7 @@ fn init_inner() -> Result<Job, String> {
                     static_len as usize,
                 )
             };
-            win.map(mine.static_addr, static_len as usize, Some(seg_start))?;
+            window::map(g, mine.static_addr, static_len as usize, Some(seg_start))?;
             window::unmap(tmp, static_len as usize);
         }
         let slot = Slot {
@@ -324,10 +323,10 @@ fn init_inner() -> Result<Job, String> {
                 p.heap_va = Some(heap_va);
                 p.sync_va = Some(sync_va);
             } else if s.node == node {
-                p.heap_va = Some(win.map(s.heap_addr, heap_len as usize, None)?);
-                p.sync_va = Some(win.map(s.sync_addr, PAGE_SIZE as usize, None)?);
+                p.heap_va = Some(window::map(g, s.heap_addr, heap_len as usize, None)?);
+                p.sync_va = Some(window::map(g, s.sync_addr, PAGE_SIZE as usize, None)?);
                 if static_len > 0 {
-                    p.static_va = Some(win.map(s.static_addr, static_len as usize, None)?);
+                    p.static_va = Some(window::map(g, s.static_addr, static_len as usize, None)?);
                 }
             }
             peers.push(p);

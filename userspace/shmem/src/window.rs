@@ -1,72 +1,29 @@
-//! Mappings of GSAS pages into the process through `/dev/eusrvmem` (the GAS window), and the
-//! executable's writable data segment (its `.data` and `.bss`).
+//! Mappings of GSAS pages into the process, and the executable's writable data segment (its
+//! `.data` and `.bss`).
 //!
 //! Why: an OpenSHMEM program reads and writes its own symmetric objects with plain loads and
 //! stores, while other PEs change them with puts and atomics. So the memory the program uses
 //! must be the memory the atomic service changes: as Gmem did, each PE maps GSAS pages of its
 //! own node over its static data and for its symmetric heap. PEs of one node map each other's
-//! regions too (direct puts and gets). Opening `/dev/eusrvmem` needs `CAP_SYS_ADMIN` (PEs run
-//! as root under `gsasd`).
+//! regions too (direct puts and gets). The mappings go through the PE's GSAS handle
+//! ([`gsas::Gsas::map_local`]): the node's service lets a process map only its own
+//! protection tree's pages (the job's), so a PE needs no privilege and reaches no other job's
+//! memory.
 
-use nix::sys::mman::{mmap, mmap_anonymous, munmap, MapFlags, ProtFlags};
-use std::fs::File;
+use gsas::Gsas;
+use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
 use std::num::NonZeroUsize;
 use std::ptr::NonNull;
-use unimem_gas::sysfs::FabricView;
 
 const PAGE: usize = 4096;
 
-pub struct Window {
-    file: File,
-    view: FabricView,
-}
-
-impl Window {
-    pub fn open() -> Result<Self, String> {
-        let path = "/dev/eusrvmem";
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .open(path)
-            .map_err(|e| {
-                format!("opening {path}: {e} (PEs map their symmetric memory through it: run them as root, with unimem_eusrvmem loaded)")
-            })?;
-        let view = FabricView::load().map_err(|e| format!("{e:#}"))?;
-        Ok(Window { file, view })
-    }
-
-    /// Maps `len` bytes (a multiple of the page size) of GSAS memory at `addr`, read-write and
-    /// shared; at `fixed` (replacing what is mapped there) if given.
-    pub fn map(&self, addr: u64, len: usize, fixed: Option<usize>) -> Result<usize, String> {
-        let off = self
-            .view
-            .locate(
-                u32::from(gsas::node_of(addr)),
-                gsas::offset_of(addr),
-                len as u64,
-            )
-            .map_err(|e| format!("{e:#}"))?;
-        let nz = NonZeroUsize::new(len).ok_or("empty mapping")?;
-        let mut flags = MapFlags::MAP_SHARED;
-        let at = fixed.and_then(NonZeroUsize::new);
-        if at.is_some() {
-            flags |= MapFlags::MAP_FIXED;
-        }
-        // SAFETY: a shared mapping of the device; with MAP_FIXED the caller replaces pages it
-        // owns (the data segment, after copying it) and nothing refers to them meanwhile.
-        let p = unsafe {
-            mmap(
-                at,
-                nz,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                flags,
-                &self.file,
-                off as i64,
-            )
-        }
-        .map_err(|e| format!("mmap of GSAS {addr:#x}+{len:#x}: {e}"))?;
-        Ok(p.as_ptr() as usize)
-    }
+/// Maps `len` bytes (a multiple of the page size) of this node's GSAS memory at `addr`,
+/// read-write and shared; at `fixed` (replacing what is mapped there) if given.
+pub fn map(g: &Gsas, addr: u64, len: usize, fixed: Option<usize>) -> Result<usize, String> {
+    let p = g
+        .map_local(addr, len, fixed.and_then(NonZeroUsize::new))
+        .map_err(|e| format!("mapping GSAS {addr:#x}+{len:#x}: {e}"))?;
+    Ok(p.as_ptr() as usize)
 }
 
 /// Unmaps `[va, va + len)`.

@@ -45,6 +45,13 @@ pub const NR_SET_TREE: u32 = 9;
 pub const MMAP_RESPONSES: u64 = 0;
 /// See [`MMAP_RESPONSES`].
 pub const MMAP_BULK_OUT: u64 = 2 * 4096;
+/// `mmap` offset of this node's partition on a mailbox file that has allocated an interface:
+/// `MMAP_GSAS + o` maps the page at partition offset `o`, shared and read-write, only if the
+/// node's GSAS service has allocated every page of the range to the file's protection tree
+/// (`EACCES` for another tree's pages, `ENXIO` for pages not allocated). The mapping goes when
+/// the pages are freed (a later access gets `SIGBUS`). Partition offsets are below 2^48, so
+/// the two ranges never meet.
+pub const MMAP_GSAS: u64 = 1 << 48;
 
 /// Result of `ALLOC`.
 #[repr(C)]

@@ -74,6 +74,19 @@ pub enum Check {
         #[arg(long)]
         json: bool,
     },
+    /// Mapping this node's GSAS pages (`Gsas::map_local`): the mapping is the memory the
+    /// service changes, in both directions; another tree's mapping of them is refused
+    /// (EACCES), as are freed pages (ENXIO) and pages of another node; a free removes the
+    /// mapping (a later access gets SIGBUS).
+    Map {
+        /// Check the refusal of another tree with this process's own tree instead (which is
+        /// allowed): the check must then fail.
+        #[arg(long)]
+        other_tree_is_mine: bool,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// The bad-input matrix against NODE's service: each case must fail with its own error.
     BadInput(BadInput),
     /// remoteFork across nodes (`fork.rs`): children on NODES Fetch&Add into a page of this
@@ -125,6 +138,10 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
         } => torn(ctx, addr, writers, readers, seconds, json),
         Check::Ops { node, json } => ops(ctx, node, json),
         Check::Denied { addr, json } => denied(ctx, addr, json),
+        Check::Map {
+            other_tree_is_mine,
+            json,
+        } => crate::map::check(ctx, other_tree_is_mine, json),
         Check::BadInput(b) => bad_input(ctx, b),
     }
 }
@@ -296,14 +313,14 @@ fn torn(
 }
 
 /// Collects named checks.
-struct Checks {
+pub(crate) struct Checks {
     rows: Vec<Obj>,
     failed: usize,
     json: bool,
 }
 
 impl Checks {
-    fn new(json: bool) -> Self {
+    pub(crate) fn new(json: bool) -> Self {
         Checks {
             rows: Vec::new(),
             failed: 0,
@@ -311,7 +328,7 @@ impl Checks {
         }
     }
 
-    fn expect(&mut self, name: &str, ok: bool, detail: String) {
+    pub(crate) fn expect(&mut self, name: &str, ok: bool, detail: String) {
         if !ok {
             self.failed += 1;
         }
@@ -345,7 +362,7 @@ impl Checks {
         }
     }
 
-    fn finish(self, what: &str) -> i32 {
+    pub(crate) fn finish(self, what: &str) -> i32 {
         let total = self.rows.len();
         if self.json {
             println!(

@@ -5,6 +5,7 @@
 mod bench;
 mod check;
 mod fork;
+mod map;
 mod throughput;
 
 use anyhow::{bail, Context, Result};
