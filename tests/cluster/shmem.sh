@@ -18,7 +18,7 @@ RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
 SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
-PROGS="setup rma amo sync coll threads errors spec_example ring11"
+PROGS="setup rma amo sync coll threads ctx errors spec_example ring11"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=shm
 
@@ -52,19 +52,23 @@ nothing_left() {
   done
 }
 
-# run_ok NAME NP NODES: oshrun on node 0; every PE must print "NAME ok" and the status be 0.
+# run_ok NAME NP NODES: oshrun on node 0 (with $RUN_ENV in its environment); every PE must
+# print "NAME ok" and the status be 0.
 run_ok() {
   local out
-  out=$(on_may_fail 0 "oshrun -np $2 --nodes $3 /opt/unimem/bin/$1 2>&1; echo status=\$?") || true
+  out=$(on_may_fail 0 "${RUN_ENV:-} oshrun -np $2 --nodes $3 /opt/unimem/bin/$1 2>&1; echo status=\$?") || true
   echo "$out"
   grep -q '^status=0$' <<<"$out" || fail "$1 as $2 PEs on nodes $3"
   expect_eq "$(grep -c "^PE [0-9]*: $1 ok" <<<"$out")" "$2" "$1: PEs that passed"
 }
 
-for p in setup rma amo sync coll threads; do
+for p in setup rma amo sync coll threads ctx; do
   step "$p: 6 PEs on nodes 1-3"
   run_ok "$p" 6 1-3
 done
+step "amo with every atomic through the services (SHMEM_LOCAL_ATOMICS=0; one-CPU nodes use CPU atomics by default)"
+RUN_ENV=SHMEM_LOCAL_ATOMICS=0 run_ok amo 6 1-3
+
 step "coll: 8 PEs on all 4 nodes (with oshrun's node)"
 run_ok coll 8 0-3
 nothing_left "after the test programs"

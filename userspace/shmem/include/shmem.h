@@ -95,9 +95,41 @@ void *shmem_realloc(void *ptr, size_t size);
 void *shmem_align(size_t alignment, size_t size);
 void shmem_free(void *ptr);
 
+/* Contexts (1.4). Every operation has completed when its call returns, on every context, so a
+ * context orders nothing the default one does not: contexts are handles over the same path.
+ * shmem_ctx_create returns nonzero (and leaves *ctx) for unknown options. */
+typedef struct unimem_shmem_ctx *shmem_ctx_t;
+#define SHMEM_CTX_SERIALIZED (1L << 0)
+#define SHMEM_CTX_PRIVATE (1L << 1)
+#define SHMEM_CTX_NOSTORE (1L << 2)
+#define SHMEM_CTX_DEFAULT ((shmem_ctx_t)0)
+int shmem_ctx_create(long options, shmem_ctx_t *ctx);
+void shmem_ctx_destroy(shmem_ctx_t ctx);
+
+/* The context form of a routine: the routine itself (see above). */
+#define _SHMEM_UNPAREN(...) __VA_ARGS__
+#define _SHMEM_CTX_V(NAME, PARAMS, ARGS)                                                        \
+  static inline void shmem_ctx_##NAME(shmem_ctx_t ctx, _SHMEM_UNPAREN PARAMS) {                 \
+    (void)ctx;                                                                                  \
+    shmem_##NAME ARGS;                                                                          \
+  }
+#define _SHMEM_CTX_R(R, NAME, PARAMS, ARGS)                                                     \
+  static inline R shmem_ctx_##NAME(shmem_ctx_t ctx, _SHMEM_UNPAREN PARAMS) {                    \
+    (void)ctx;                                                                                  \
+    return shmem_##NAME ARGS;                                                                   \
+  }
+
 /* Ordering, locks, collectives. */
 void shmem_quiet(void);
 void shmem_fence(void);
+static inline void shmem_ctx_quiet(shmem_ctx_t ctx) {
+  (void)ctx;
+  shmem_quiet();
+}
+static inline void shmem_ctx_fence(shmem_ctx_t ctx) {
+  (void)ctx;
+  shmem_fence();
+}
 void shmem_barrier_all(void);
 void shmem_sync_all(void);
 void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync);
@@ -154,7 +186,26 @@ void unimem_shmem_reduce(int type, int op, void *dest, const void *src, int nred
                                       size_t nelems, int pe) {                                  \
     const ptrdiff_t s[2] = {dst, sst};                                                          \
     unimem_shmem_strided(1, dest, source, s, nelems, sizeof(T), pe);                           \
-  }
+  }                                                                                             \
+  _SHMEM_CTX_RMA(N, T)
+
+/* The context forms of a type's RMA. */
+#define _SHMEM_RMA_ARGS(T) (T * dest, const T *source, size_t nelems, int pe), (dest, source, nelems, pe)
+#define _SHMEM_STRIDED_ARGS(T)                                                                  \
+  (T * dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe),            \
+      (dest, source, dst, sst, nelems, pe)
+#define _SHMEM_CTX_RMA(N, T)                                                                    \
+  _SHMEM_CTX_V1(N##_put, _SHMEM_RMA_ARGS(T))                                                    \
+  _SHMEM_CTX_V1(N##_get, _SHMEM_RMA_ARGS(T))                                                    \
+  _SHMEM_CTX_V1(N##_put_nbi, _SHMEM_RMA_ARGS(T))                                                \
+  _SHMEM_CTX_V1(N##_get_nbi, _SHMEM_RMA_ARGS(T))                                                \
+  _SHMEM_CTX_V1(N##_iput, _SHMEM_STRIDED_ARGS(T))                                               \
+  _SHMEM_CTX_V1(N##_iget, _SHMEM_STRIDED_ARGS(T))                                               \
+  _SHMEM_CTX_V(N##_p, (T * dest, T value, int pe), (dest, value, pe))                           \
+  _SHMEM_CTX_R(T, N##_g, (const T *source, int pe), (source, pe))
+/* _SHMEM_CTX_V with PARAMS and ARGS from one macro. */
+#define _SHMEM_CTX_V1(NAME, ...) _SHMEM_CTX_V2(NAME, __VA_ARGS__)
+#define _SHMEM_CTX_V2(NAME, PARAMS, ARGS) _SHMEM_CTX_V(NAME, PARAMS, ARGS)
 
 _SHMEM_RMA(float, float)
 _SHMEM_RMA(double, double)
@@ -204,7 +255,13 @@ _SHMEM_RMA(ptrdiff, ptrdiff_t)
                                    size_t nelems, int pe) {                                     \
     const ptrdiff_t s[2] = {dst, sst};                                                          \
     unimem_shmem_strided(1, dest, source, s, nelems, B / 8, pe);                               \
-  }
+  }                                                                                             \
+  _SHMEM_CTX_V1(put##B, _SHMEM_RMA_ARGS(void))                                                  \
+  _SHMEM_CTX_V1(get##B, _SHMEM_RMA_ARGS(void))                                                  \
+  _SHMEM_CTX_V1(put##B##_nbi, _SHMEM_RMA_ARGS(void))                                            \
+  _SHMEM_CTX_V1(get##B##_nbi, _SHMEM_RMA_ARGS(void))                                            \
+  _SHMEM_CTX_V1(iput##B, _SHMEM_STRIDED_ARGS(void))                                             \
+  _SHMEM_CTX_V1(iget##B, _SHMEM_STRIDED_ARGS(void))
 
 _SHMEM_SIZED(8)
 _SHMEM_SIZED(16)
@@ -218,6 +275,10 @@ static inline void shmem_putmem_nbi(void *dest, const void *source, size_t nelem
 static inline void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
   unimem_shmem_get("shmem_getmem_nbi", dest, source, nelems, pe);
 }
+_SHMEM_CTX_V1(putmem, _SHMEM_RMA_ARGS(void))
+_SHMEM_CTX_V1(getmem, _SHMEM_RMA_ARGS(void))
+_SHMEM_CTX_V1(putmem_nbi, _SHMEM_RMA_ARGS(void))
+_SHMEM_CTX_V1(getmem_nbi, _SHMEM_RMA_ARGS(void))
 
 /* ---- Atomics ---- */
 
@@ -265,7 +326,10 @@ static inline uint64_t _shmem_bits(const void *p, size_t n) {
   }                                                                                             \
   static inline T shmem_##N##_swap(T *dest, T value, int pe) {                                 \
     return shmem_##N##_atomic_swap(dest, value, pe);                                            \
-  }
+  }                                                                                             \
+  _SHMEM_CTX_R(T, N##_atomic_fetch, (const T *source, int pe), (source, pe))                    \
+  _SHMEM_CTX_V(N##_atomic_set, (T * dest, T value, int pe), (dest, value, pe))                  \
+  _SHMEM_CTX_R(T, N##_atomic_swap, (T * dest, T value, int pe), (dest, value, pe))
 
 /* An atomic returning the old value: NAME, operation, operand. */
 #define _SHMEM_AMO_OP(N, T, NAME, OP)                                                          \
@@ -278,7 +342,9 @@ static inline uint64_t _shmem_bits(const void *p, size_t n) {
   }                                                                                             \
   static inline void shmem_##N##_atomic_##NAME(T *dest, T value, int pe) {                     \
     (void)shmem_##N##_atomic_fetch_##NAME(dest, value, pe);                                     \
-  }
+  }                                                                                             \
+  _SHMEM_CTX_R(T, N##_atomic_fetch_##NAME, (T * dest, T value, int pe), (dest, value, pe))      \
+  _SHMEM_CTX_V(N##_atomic_##NAME, (T * dest, T value, int pe), (dest, value, pe))
 
 /* The standard AMO types: compare_swap, fetch_inc, inc, fetch_add, add (and 1.3 names). */
 #define _SHMEM_AMO_STD(N, T)                                                                   \
@@ -310,7 +376,11 @@ static inline uint64_t _shmem_bits(const void *p, size_t n) {
   }                                                                                             \
   static inline void shmem_##N##_add(T *dest, T value, int pe) {                               \
     shmem_##N##_atomic_add(dest, value, pe);                                                    \
-  }
+  }                                                                                             \
+  _SHMEM_CTX_R(T, N##_atomic_compare_swap, (T * dest, T cond, T value, int pe),                 \
+               (dest, cond, value, pe))                                                         \
+  _SHMEM_CTX_R(T, N##_atomic_fetch_inc, (T * dest, int pe), (dest, pe))                         \
+  _SHMEM_CTX_V(N##_atomic_inc, (T * dest, int pe), (dest, pe))
 
 /* The bitwise AMO types. */
 #define _SHMEM_AMO_BIT(N, T)                                                                   \

@@ -1,12 +1,84 @@
-//! Atomic memory operations and the distributed locks. Every atomic goes through the atomic
-//! service of the target's node, even to this PE's own memory: under TCG a guest's atomic
-//! instructions are not atomic against the service (docs/GSAS.md), and the service applies
-//! all operations on its node's memory under one lock.
+//! Atomic memory operations and the distributed locks. An atomic goes through the atomic
+//! service of the target's node, which applies all operations on its node's memory under one
+//! lock; under TCG a guest's atomic instructions are not atomic against another VM's
+//! (docs/GSAS.md).
+//!
+//! The exception, on a node with one online CPU (the virtual cluster's nodes): a word mapped
+//! here (this PE's, or a PE's of this node) takes this CPU's atomic instructions. Only this
+//! node's CPU ever writes its GSAS memory (other nodes' requests are applied by this node's
+//! service, in this node's kernel), and one CPU runs one instruction at a time: an atomic
+//! instruction cannot interleave with the service's read-modify-write, which runs under a
+//! spinlock with preemption off, nor with another process's. With a second CPU that no longer
+//! holds (the service's update is not one instruction), so the path is then off.
 
 use crate::coll::spin_until;
-use crate::pe::{die, must, with_gsas, Job};
-use std::sync::atomic::{fence, Ordering};
+use crate::pe::{die, must, with_gsas, Job, Region};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
+
+/// `SHMEM_LOCAL_ATOMICS=0` sends every atomic through the service (to compare).
+const LOCAL_ENV: &str = "SHMEM_LOCAL_ATOMICS";
+
+/// Whether atomics on words mapped here may use this CPU's instructions: one online CPU, and
+/// not turned off by `SHMEM_LOCAL_ATOMICS=0`.
+pub fn local_atomics_allowed() -> Result<bool, String> {
+    let wanted = match std::env::var(LOCAL_ENV).as_deref() {
+        Err(_) | Ok("1") => true,
+        Ok("0") => false,
+        Ok(v) => return Err(format!("{LOCAL_ENV}={v:?}: 0 or 1")),
+    };
+    let cpus = nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+        .map_err(|e| format!("counting online CPUs: {e}"))?;
+    Ok(wanted && cpus == Some(1))
+}
+
+/// The address of `(region, off)` of PE `pe` if an atomic on it may use this CPU's atomic
+/// instructions (see the module's comment).
+pub fn local_word(j: &Job, pe: usize, region: Region, off: u64) -> Option<usize> {
+    j.va(pe, region, off).filter(|_| j.local_atomics)
+}
+
+/// Applies `op` to the aligned `size`-byte word at `va` (mapped here) with this CPU's atomic
+/// instructions; the old value.
+fn apply_local(routine: &str, va: usize, size: usize, op: i32, a: u64, b: u64) -> u64 {
+    let sc = Ordering::SeqCst;
+    if size == 8 {
+        // SAFETY: `va` is an 8-byte aligned word of a region mapped for the job's life.
+        let w = unsafe { AtomicU64::from_ptr(va as *mut u64) };
+        match op {
+            code::FETCH => w.load(sc),
+            code::SET => {
+                w.store(a, sc);
+                0
+            }
+            code::CSWAP => w.compare_exchange(a, b, sc, sc).unwrap_or_else(|old| old),
+            code::SWAP => w.swap(a, sc),
+            code::FADD => w.fetch_add(a, sc),
+            code::FAND => w.fetch_and(a, sc),
+            code::FOR => w.fetch_or(a, sc),
+            code::FXOR => w.fetch_xor(a, sc),
+            _ => die(&format!("{routine}: unknown atomic operation {op}")),
+        }
+    } else {
+        // SAFETY: `va` is a 4-byte aligned word of a region mapped for the job's life.
+        let w = unsafe { AtomicU32::from_ptr(va as *mut u32) };
+        let (a, b) = (a as u32, b as u32);
+        u64::from(match op {
+            code::FETCH => w.load(sc),
+            code::SET => {
+                w.store(a, sc);
+                0
+            }
+            code::CSWAP => w.compare_exchange(a, b, sc, sc).unwrap_or_else(|old| old),
+            code::SWAP => w.swap(a, sc),
+            code::FADD => w.fetch_add(a, sc),
+            code::FAND => w.fetch_and(a, sc),
+            code::FOR => w.fetch_or(a, sc),
+            code::FXOR => w.fetch_xor(a, sc),
+            _ => die(&format!("{routine}: unknown atomic operation {op}")),
+        })
+    }
+}
 
 /// Operation codes of `unimem_shmem_amo` (`_SHMEM_AMO_*` in shmem.h).
 pub mod code {
@@ -45,6 +117,9 @@ pub fn amo(
         ));
     }
     let (r, off) = j.symmetric(routine, "target", target, size);
+    if let Some(va) = local_word(j, pe, r, off) {
+        return apply_local(routine, va, size, op, a, b);
+    }
     let addr = j.addr(pe, r, off);
     fence(Ordering::SeqCst);
     let (a32, b32) = (a as u32, b as u32);

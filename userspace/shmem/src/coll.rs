@@ -13,7 +13,7 @@
 use crate::pe::{die, must, with_gsas, Job, Region};
 use crate::reduce::{self, Op, Ty};
 use crate::rma::{get_at, Strided};
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 /// Sync page words.
@@ -73,8 +73,9 @@ fn store(j: &Job, routine: &str, pe: usize, region: Region, off: u64, v: u64) {
 
 /// The barrier over `set` (PE numbers, leader first) on words `arrive`, `release` of
 /// `region`, at the same offsets on every PE. The arrival counter takes Fetch&Adds from
-/// several PEs at once, so it goes through the service; the leader resets it only when every
-/// other PE has arrived and none can add to it before being released.
+/// several PEs at once, so it goes through the service (or this CPU's atomics where they are
+/// correct, `amo::local_word`); the leader resets it only when every other PE has arrived and
+/// none can add to it before being released.
 fn barrier_on(j: &Job, routine: &str, set: &[usize], region: Region, arrive: u64, release: u64) {
     fence(Ordering::SeqCst);
     let leader = set[0];
@@ -89,7 +90,13 @@ fn barrier_on(j: &Job, routine: &str, set: &[usize], region: Region, arrive: u64
                 store(j, routine, pe, region, release, 1);
             }
         } else {
-            with_gsas(|g| must(routine, g.fetch_add(j.addr(leader, region, arrive), 1)));
+            match crate::amo::local_word(j, leader, region, arrive) {
+                // SAFETY: an aligned word of a region mapped for the job's life.
+                Some(va) => unsafe { AtomicU64::from_ptr(va as *mut u64) }.fetch_add(1, SeqCst),
+                None => {
+                    with_gsas(|g| must(routine, g.fetch_add(j.addr(leader, region, arrive), 1)))
+                }
+            };
             let va = j.va(j.me, region, release).expect("own region mapped");
             spin_until(j, || load(va) != 0);
             store(j, routine, j.me, region, release, 0);

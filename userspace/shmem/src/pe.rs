@@ -46,6 +46,8 @@ pub struct Job {
     pub sync_va: usize,
     pub peers: Vec<Peer>,
     pub heap: Mutex<Heap>,
+    /// Atomics on words mapped here use this CPU's atomic instructions (`amo::local_word`).
+    pub local_atomics: bool,
 }
 
 static JOB: Mutex<Option<Arc<Job>>> = Mutex::new(None);
@@ -344,6 +346,7 @@ fn init_inner() -> Result<Job, String> {
             sync_va,
             peers,
             heap: Mutex::new(Heap::new(heap_len)),
+            local_atomics: crate::amo::local_atomics_allowed()?,
         })
     })
 }
