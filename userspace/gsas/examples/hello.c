@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * hello: allocate a page on a remote node, write, read back, Fetch&Add, CAS, SWAP, READ128,
- * WRITE128, READ256, bulk transfer, free. Exits 0 and prints "hello: ok" if every result is
+ * WRITE128, READ256, bulk transfer, free; map a page of this node and use it both ways. Exits 0 and prints "hello: ok" if every result is
  * right.
  *
  *   cc -o gsas-hello hello.c $(pkg-config --cflags --libs gsas)
@@ -84,6 +84,21 @@ int main(int argc, char **argv)
 	CHECK(FreeSharedPage(a) == 0, "FreeSharedPage");
 	READ(a);
 	CHECK(gsas_errno() == 14 /* EFAULT */, "READ after free gave errno %d", gsas_errno());
+
+	/* A page of this node, mapped: stores are what READ sees, and the reverse. */
+	uint64_t l = AllocSharedPage((uint16_t)me, 1);
+	CHECK(l != 0, "AllocSharedPage on this node");
+	volatile uint64_t *p = l ? gsas_map_local(l, 4096) : NULL;
+	CHECK(p != NULL, "gsas_map_local of this node's page");
+	if (p) {
+		p[1] = 77;
+		CHECK(READ(l + 8) == 77, "READ of a store through the mapping");
+		CHECK(WRITE(l + 16, 78) == 0 && p[2] == 78, "a WRITE seen through the mapping");
+	}
+	CHECK(gsas_map_local(gsas_addr((uint16_t)(me + 1), 0), 4096) == NULL &&
+		      gsas_errno() == 22 /* EINVAL */,
+	      "mapping another node's page");
+	CHECK(l == 0 || FreeSharedPage(l) == 0, "FreeSharedPage of the mapped page");
 
 	printf("hello: %" PRIu64 " requests, %" PRIu64 " system calls\n", gsas_requests(),
 	       gsas_syscalls());

@@ -118,6 +118,17 @@ uint32_t gsas_fetch_xor32(uint64_t addr, uint32_t val);
 int gsas_bulk_read(void *dst, uint64_t addr, size_t len);
 int gsas_bulk_write(uint64_t addr, const void *src, size_t len);
 
+/* Maps `len` bytes (whole pages, page-aligned `addr`) of this node's GSAS memory into the
+ * process, shared and read-write: pages allocated to this thread's protection tree only (the
+ * node's service checks each). Loads and stores on it are the memory the operations above
+ * change, with no request; atomics still go through the operations (FetchAndAdd, CAS, ...).
+ * Freeing the pages removes the mapping (a later access gets SIGBUS); otherwise munmap(p, len).
+ * NULL on error, gsas_errno():
+ *   EACCES     a page belongs to another protection tree
+ *   ENXIO      a page is not allocated (never, or freed)
+ *   EINVAL     addr is on another node, not page-aligned, or len is 0 */
+void *gsas_map_local(uint64_t addr, size_t len);
+
 /* remoteFork: start the program at the absolute path `path` on `node`, with argv[0] = path
  * and the arguments argv[1], argv[2], ... up to a NULL (argv may be NULL: no arguments;
  * argv[0] is ignored), in this thread's protection tree: the child reaches this tree's GSAS

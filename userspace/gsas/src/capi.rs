@@ -332,6 +332,14 @@ pub unsafe extern "C" fn gsas_bulk_write(addr: u64, src: *const c_void, len: usi
     status(with(|g| g.bulk_write(addr, buf)))
 }
 
+/// Maps `len` bytes of this node's GSAS memory at `addr` (see gsas.h); NULL on error.
+#[no_mangle]
+pub extern "C" fn gsas_map_local(addr: u64, len: usize) -> *mut c_void {
+    with(|g| g.map_local(addr, len, None))
+        .map(|p| p.as_ptr())
+        .unwrap_or(std::ptr::null_mut())
+}
+
 /// remoteFork (see gsas.h): the child id, or 0 on error.
 ///
 /// # Safety
