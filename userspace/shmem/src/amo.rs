@@ -38,45 +38,41 @@ pub fn local_word(j: &Job, pe: usize, region: Region, off: u64) -> Option<usize>
     j.va(pe, region, off).filter(|_| j.local_atomics)
 }
 
+/// `op` on the atomic word `$w` (an `AtomicU64` or `AtomicU32`) with operands of its type;
+/// the old value (0 for SET).
+macro_rules! apply_atomic {
+    ($routine:expr, $w:expr, $op:expr, $a:expr, $b:expr) => {{
+        let sc = Ordering::SeqCst;
+        match $op {
+            code::FETCH => $w.load(sc),
+            code::SET => {
+                $w.store($a, sc);
+                0
+            }
+            code::CSWAP => $w
+                .compare_exchange($a, $b, sc, sc)
+                .unwrap_or_else(|old| old),
+            code::SWAP => $w.swap($a, sc),
+            code::FADD => $w.fetch_add($a, sc),
+            code::FAND => $w.fetch_and($a, sc),
+            code::FOR => $w.fetch_or($a, sc),
+            code::FXOR => $w.fetch_xor($a, sc),
+            _ => die(&format!("{}: unknown atomic operation {}", $routine, $op)),
+        }
+    }};
+}
+
 /// Applies `op` to the aligned `size`-byte word at `va` (mapped here) with this CPU's atomic
 /// instructions; the old value.
 fn apply_local(routine: &str, va: usize, size: usize, op: i32, a: u64, b: u64) -> u64 {
-    let sc = Ordering::SeqCst;
     if size == 8 {
         // SAFETY: `va` is an 8-byte aligned word of a region mapped for the job's life.
         let w = unsafe { AtomicU64::from_ptr(va as *mut u64) };
-        match op {
-            code::FETCH => w.load(sc),
-            code::SET => {
-                w.store(a, sc);
-                0
-            }
-            code::CSWAP => w.compare_exchange(a, b, sc, sc).unwrap_or_else(|old| old),
-            code::SWAP => w.swap(a, sc),
-            code::FADD => w.fetch_add(a, sc),
-            code::FAND => w.fetch_and(a, sc),
-            code::FOR => w.fetch_or(a, sc),
-            code::FXOR => w.fetch_xor(a, sc),
-            _ => die(&format!("{routine}: unknown atomic operation {op}")),
-        }
+        apply_atomic!(routine, w, op, a, b)
     } else {
         // SAFETY: `va` is a 4-byte aligned word of a region mapped for the job's life.
         let w = unsafe { AtomicU32::from_ptr(va as *mut u32) };
-        let (a, b) = (a as u32, b as u32);
-        u64::from(match op {
-            code::FETCH => w.load(sc),
-            code::SET => {
-                w.store(a, sc);
-                0
-            }
-            code::CSWAP => w.compare_exchange(a, b, sc, sc).unwrap_or_else(|old| old),
-            code::SWAP => w.swap(a, sc),
-            code::FADD => w.fetch_add(a, sc),
-            code::FAND => w.fetch_and(a, sc),
-            code::FOR => w.fetch_or(a, sc),
-            code::FXOR => w.fetch_xor(a, sc),
-            _ => die(&format!("{routine}: unknown atomic operation {op}")),
-        })
+        u64::from(apply_atomic!(routine, w, op, a as u32, b as u32))
     }
 }
 
@@ -207,4 +203,31 @@ pub fn test_lock(j: &Job, lock: usize) -> i32 {
     });
     fence(Ordering::SeqCst);
     i32::from(!got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{apply_local, code};
+
+    #[test]
+    fn local_atomics_return_the_old_value_and_apply_the_operation() {
+        let mut w: u64 = 40;
+        let va = &raw mut w as usize;
+        let r = "test";
+        assert_eq!(apply_local(r, va, 8, code::FADD, 2, 0), 40);
+        assert_eq!(apply_local(r, va, 8, code::CSWAP, 7, 9), 42, "failed CAS");
+        assert_eq!(apply_local(r, va, 8, code::CSWAP, 42, 9), 42);
+        assert_eq!(apply_local(r, va, 8, code::SWAP, 0xf0, 0), 9);
+        assert_eq!(apply_local(r, va, 8, code::FAND, 0x3c, 0), 0xf0);
+        assert_eq!(apply_local(r, va, 8, code::FOR, 0x1, 0), 0x30);
+        assert_eq!(apply_local(r, va, 8, code::FXOR, 0xff, 0), 0x31);
+        assert_eq!(apply_local(r, va, 8, code::SET, u64::MAX, 0), 0);
+        assert_eq!(apply_local(r, va, 8, code::FETCH, 0, 0), u64::MAX);
+        let mut n: [u32; 2] = [u32::MAX, 5];
+        let va = n.as_mut_ptr() as usize;
+        assert_eq!(apply_local(r, va, 4, code::FADD, 1, 0), u64::from(u32::MAX));
+        assert_eq!(n, [0, 5], "a 32-bit add wraps and leaves the next word");
+        assert_eq!(apply_local(r, va + 4, 4, code::CSWAP, 5, 6), 5);
+        assert_eq!(n[1], 6);
+    }
 }
