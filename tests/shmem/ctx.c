@@ -1,7 +1,7 @@
 /* Contexts (1.4): every PE makes a private context, puts its number into its right
  * neighbour's slot and adds to counters on PE 0 through it, quiets it and destroys it; the
  * default context sees every result. Unknown options are refused; SHMEM_CTX_DEFAULT works as a
- * context. */
+ * context; the C11 generic forms take a context first too. */
 #include <shmem.h>
 #include <stdint.h>
 #include "check.h"
@@ -25,6 +25,9 @@ int main(void) {
     shmem_ctx_long_atomic_add(ctx, &sum, me + 1, 0);
     (void)shmem_ctx_long_atomic_fetch_inc(SHMEM_CTX_DEFAULT, &sum, 0);
   }
+  /* The C11 generic forms with a context first. */
+  shmem_atomic_add(ctx, &sum, 1L, 0);
+  (void)shmem_atomic_fetch_add(ctx, &sum, -1L, 0);
   shmem_ctx_uint64_atomic_or(ctx, &bits, 1ull << (me % 64), 0);
   long mine = 1000 + me;
   shmem_ctx_long_put_nbi(ctx, &slots[me], &mine, 1, right);
@@ -34,6 +37,7 @@ int main(void) {
   int left = (me + n - 1) % n;
   CHECK(slots[left] == 1000 + left, "slot of PE %d: %ld", left, slots[left]);
   CHECK(shmem_ctx_long_g(ctx, &slots[me], right) == 1000 + me, "get through the context");
+  CHECK(shmem_g(ctx, &slots[me], right) == 1000 + me, "generic get with a context");
   long want = (long)ROUNDS * (n * (n + 1) / 2) + (long)ROUNDS * n;
   CHECK(shmem_ctx_long_atomic_fetch(ctx, &sum, 0) == want, "sum, want %ld", want);
   if (me == 0) {

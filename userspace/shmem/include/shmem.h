@@ -190,7 +190,8 @@ void unimem_shmem_reduce(int type, int op, void *dest, const void *src, int nred
   _SHMEM_CTX_RMA(N, T)
 
 /* The context forms of a type's RMA. */
-#define _SHMEM_RMA_ARGS(T) (T * dest, const T *source, size_t nelems, int pe), (dest, source, nelems, pe)
+#define _SHMEM_RMA_ARGS(T) \
+  (T * dest, const T *source, size_t nelems, int pe), (dest, source, nelems, pe)
 #define _SHMEM_STRIDED_ARGS(T)                                                                  \
   (T * dest, const T *source, ptrdiff_t dst, ptrdiff_t sst, size_t nelems, int pe),            \
       (dest, source, dst, sst, nelems, pe)
@@ -547,18 +548,6 @@ _SHMEM_REDUCE_ARITH(double, double, _SHMEM_T_double)
            unsigned char: shmem_uchar_##OP, unsigned short: shmem_ushort_##OP,                  \
            unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,                      \
            unsigned long long: shmem_ulonglong_##OP)
-#define shmem_put(dest, source, nelems, pe) _SHMEM_G_RMA(dest, put)(dest, source, nelems, pe)
-#define shmem_get(dest, source, nelems, pe) _SHMEM_G_RMA(dest, get)(dest, source, nelems, pe)
-#define shmem_put_nbi(dest, source, nelems, pe)                                                \
-  _SHMEM_G_RMA(dest, put_nbi)(dest, source, nelems, pe)
-#define shmem_get_nbi(dest, source, nelems, pe)                                                \
-  _SHMEM_G_RMA(dest, get_nbi)(dest, source, nelems, pe)
-#define shmem_p(dest, value, pe) _SHMEM_G_RMA(dest, p)(dest, value, pe)
-#define shmem_g(source, pe) _SHMEM_G_RMA(source, g)(source, pe)
-#define shmem_iput(dest, source, dst, sst, nelems, pe)                                         \
-  _SHMEM_G_RMA(dest, iput)(dest, source, dst, sst, nelems, pe)
-#define shmem_iget(dest, source, dst, sst, nelems, pe)                                         \
-  _SHMEM_G_RMA(dest, iget)(dest, source, dst, sst, nelems, pe)
 
 #define _SHMEM_G_AMO(x, OP)                                                                     \
   _Generic(*(x), int: shmem_int_atomic_##OP, long: shmem_long_atomic_##OP,                      \
@@ -575,23 +564,109 @@ _SHMEM_REDUCE_ARITH(double, double, _SHMEM_T_double)
   _Generic(*(x), int: shmem_int32_atomic_##OP, long: shmem_int64_atomic_##OP,                   \
            unsigned int: shmem_uint_atomic_##OP, unsigned long: shmem_ulong_atomic_##OP,        \
            unsigned long long: shmem_ulonglong_atomic_##OP)
-#define shmem_atomic_fetch(source, pe) _SHMEM_G_AMO_EXT(source, fetch)(source, pe)
-#define shmem_atomic_set(dest, value, pe) _SHMEM_G_AMO_EXT(dest, set)(dest, value, pe)
-#define shmem_atomic_swap(dest, value, pe) _SHMEM_G_AMO_EXT(dest, swap)(dest, value, pe)
-#define shmem_atomic_compare_swap(dest, cond, value, pe)                                       \
+
+/* Each generic routine also takes a context first, as in 1.4 (shmem_put(ctx, dest, ...)): the
+ * argument count tells the forms apart; the context is evaluated and, as for the typed context
+ * forms, orders nothing more. */
+#define _SHMEM_NARGS(...) _SHMEM_NARGS_(__VA_ARGS__, 7, 6, 5, 4, 3, 2, 1, 0)
+#define _SHMEM_NARGS_(_1, _2, _3, _4, _5, _6, _7, N, ...) N
+#define _SHMEM_CAT(a, b) _SHMEM_CAT_(a, b)
+#define _SHMEM_CAT_(a, b) a##b
+#define _SHMEM_G_CALL(name, ...) \
+  _SHMEM_CAT(_shmem_g_##name##_, _SHMEM_NARGS(__VA_ARGS__))(__VA_ARGS__)
+#define shmem_put(...) _SHMEM_G_CALL(put, __VA_ARGS__)
+#define _shmem_g_put_4(dest, source, nelems, pe) _SHMEM_G_RMA(dest, put)(dest, source, nelems, pe)
+#define _shmem_g_put_5(ctx, dest, source, nelems, pe) \
+  ((void)(ctx), _SHMEM_G_RMA(dest, put)(dest, source, nelems, pe))
+#define shmem_get(...) _SHMEM_G_CALL(get, __VA_ARGS__)
+#define _shmem_g_get_4(dest, source, nelems, pe) _SHMEM_G_RMA(dest, get)(dest, source, nelems, pe)
+#define _shmem_g_get_5(ctx, dest, source, nelems, pe) \
+  ((void)(ctx), _SHMEM_G_RMA(dest, get)(dest, source, nelems, pe))
+#define shmem_put_nbi(...) _SHMEM_G_CALL(put_nbi, __VA_ARGS__)
+#define _shmem_g_put_nbi_4(dest, source, nelems, pe) \
+  _SHMEM_G_RMA(dest, put_nbi)(dest, source, nelems, pe)
+#define _shmem_g_put_nbi_5(ctx, dest, source, nelems, pe) \
+  ((void)(ctx), _SHMEM_G_RMA(dest, put_nbi)(dest, source, nelems, pe))
+#define shmem_get_nbi(...) _SHMEM_G_CALL(get_nbi, __VA_ARGS__)
+#define _shmem_g_get_nbi_4(dest, source, nelems, pe) \
+  _SHMEM_G_RMA(dest, get_nbi)(dest, source, nelems, pe)
+#define _shmem_g_get_nbi_5(ctx, dest, source, nelems, pe) \
+  ((void)(ctx), _SHMEM_G_RMA(dest, get_nbi)(dest, source, nelems, pe))
+#define shmem_p(...) _SHMEM_G_CALL(p, __VA_ARGS__)
+#define _shmem_g_p_3(dest, value, pe) _SHMEM_G_RMA(dest, p)(dest, value, pe)
+#define _shmem_g_p_4(ctx, dest, value, pe) ((void)(ctx), _SHMEM_G_RMA(dest, p)(dest, value, pe))
+#define shmem_g(...) _SHMEM_G_CALL(g, __VA_ARGS__)
+#define _shmem_g_g_2(source, pe) _SHMEM_G_RMA(source, g)(source, pe)
+#define _shmem_g_g_3(ctx, source, pe) ((void)(ctx), _SHMEM_G_RMA(source, g)(source, pe))
+#define shmem_iput(...) _SHMEM_G_CALL(iput, __VA_ARGS__)
+#define _shmem_g_iput_6(dest, source, dst, sst, nelems, pe) \
+  _SHMEM_G_RMA(dest, iput)(dest, source, dst, sst, nelems, pe)
+#define _shmem_g_iput_7(ctx, dest, source, dst, sst, nelems, pe) \
+  ((void)(ctx), _SHMEM_G_RMA(dest, iput)(dest, source, dst, sst, nelems, pe))
+#define shmem_iget(...) _SHMEM_G_CALL(iget, __VA_ARGS__)
+#define _shmem_g_iget_6(dest, source, dst, sst, nelems, pe) \
+  _SHMEM_G_RMA(dest, iget)(dest, source, dst, sst, nelems, pe)
+#define _shmem_g_iget_7(ctx, dest, source, dst, sst, nelems, pe) \
+  ((void)(ctx), _SHMEM_G_RMA(dest, iget)(dest, source, dst, sst, nelems, pe))
+#define shmem_atomic_fetch(...) _SHMEM_G_CALL(atomic_fetch, __VA_ARGS__)
+#define _shmem_g_atomic_fetch_2(source, pe) _SHMEM_G_AMO_EXT(source, fetch)(source, pe)
+#define _shmem_g_atomic_fetch_3(ctx, source, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_EXT(source, fetch)(source, pe))
+#define shmem_atomic_set(...) _SHMEM_G_CALL(atomic_set, __VA_ARGS__)
+#define _shmem_g_atomic_set_3(dest, value, pe) _SHMEM_G_AMO_EXT(dest, set)(dest, value, pe)
+#define _shmem_g_atomic_set_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_EXT(dest, set)(dest, value, pe))
+#define shmem_atomic_swap(...) _SHMEM_G_CALL(atomic_swap, __VA_ARGS__)
+#define _shmem_g_atomic_swap_3(dest, value, pe) _SHMEM_G_AMO_EXT(dest, swap)(dest, value, pe)
+#define _shmem_g_atomic_swap_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_EXT(dest, swap)(dest, value, pe))
+#define shmem_atomic_compare_swap(...) _SHMEM_G_CALL(atomic_compare_swap, __VA_ARGS__)
+#define _shmem_g_atomic_compare_swap_4(dest, cond, value, pe) \
   _SHMEM_G_AMO(dest, compare_swap)(dest, cond, value, pe)
-#define shmem_atomic_fetch_inc(dest, pe) _SHMEM_G_AMO(dest, fetch_inc)(dest, pe)
-#define shmem_atomic_inc(dest, pe) _SHMEM_G_AMO(dest, inc)(dest, pe)
-#define shmem_atomic_fetch_add(dest, value, pe) _SHMEM_G_AMO(dest, fetch_add)(dest, value, pe)
-#define shmem_atomic_add(dest, value, pe) _SHMEM_G_AMO(dest, add)(dest, value, pe)
-#define shmem_atomic_fetch_and(dest, value, pe)                                                \
+#define _shmem_g_atomic_compare_swap_5(ctx, dest, cond, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO(dest, compare_swap)(dest, cond, value, pe))
+#define shmem_atomic_fetch_inc(...) _SHMEM_G_CALL(atomic_fetch_inc, __VA_ARGS__)
+#define _shmem_g_atomic_fetch_inc_2(dest, pe) _SHMEM_G_AMO(dest, fetch_inc)(dest, pe)
+#define _shmem_g_atomic_fetch_inc_3(ctx, dest, pe) \
+  ((void)(ctx), _SHMEM_G_AMO(dest, fetch_inc)(dest, pe))
+#define shmem_atomic_inc(...) _SHMEM_G_CALL(atomic_inc, __VA_ARGS__)
+#define _shmem_g_atomic_inc_2(dest, pe) _SHMEM_G_AMO(dest, inc)(dest, pe)
+#define _shmem_g_atomic_inc_3(ctx, dest, pe) ((void)(ctx), _SHMEM_G_AMO(dest, inc)(dest, pe))
+#define shmem_atomic_fetch_add(...) _SHMEM_G_CALL(atomic_fetch_add, __VA_ARGS__)
+#define _shmem_g_atomic_fetch_add_3(dest, value, pe) _SHMEM_G_AMO(dest, fetch_add)(dest, value, pe)
+#define _shmem_g_atomic_fetch_add_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO(dest, fetch_add)(dest, value, pe))
+#define shmem_atomic_add(...) _SHMEM_G_CALL(atomic_add, __VA_ARGS__)
+#define _shmem_g_atomic_add_3(dest, value, pe) _SHMEM_G_AMO(dest, add)(dest, value, pe)
+#define _shmem_g_atomic_add_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO(dest, add)(dest, value, pe))
+#define shmem_atomic_fetch_and(...) _SHMEM_G_CALL(atomic_fetch_and, __VA_ARGS__)
+#define _shmem_g_atomic_fetch_and_3(dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_and)(dest, value, pe)
-#define shmem_atomic_fetch_or(dest, value, pe) _SHMEM_G_AMO_BIT(dest, fetch_or)(dest, value, pe)
-#define shmem_atomic_fetch_xor(dest, value, pe)                                                \
+#define _shmem_g_atomic_fetch_and_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_and)(dest, value, pe))
+#define shmem_atomic_fetch_or(...) _SHMEM_G_CALL(atomic_fetch_or, __VA_ARGS__)
+#define _shmem_g_atomic_fetch_or_3(dest, value, pe) \
+  _SHMEM_G_AMO_BIT(dest, fetch_or)(dest, value, pe)
+#define _shmem_g_atomic_fetch_or_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_or)(dest, value, pe))
+#define shmem_atomic_fetch_xor(...) _SHMEM_G_CALL(atomic_fetch_xor, __VA_ARGS__)
+#define _shmem_g_atomic_fetch_xor_3(dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_xor)(dest, value, pe)
-#define shmem_atomic_and(dest, value, pe) _SHMEM_G_AMO_BIT(dest, and)(dest, value, pe)
-#define shmem_atomic_or(dest, value, pe) _SHMEM_G_AMO_BIT(dest, or)(dest, value, pe)
-#define shmem_atomic_xor(dest, value, pe) _SHMEM_G_AMO_BIT(dest, xor)(dest, value, pe)
+#define _shmem_g_atomic_fetch_xor_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_xor)(dest, value, pe))
+#define shmem_atomic_and(...) _SHMEM_G_CALL(atomic_and, __VA_ARGS__)
+#define _shmem_g_atomic_and_3(dest, value, pe) _SHMEM_G_AMO_BIT(dest, and)(dest, value, pe)
+#define _shmem_g_atomic_and_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, and)(dest, value, pe))
+#define shmem_atomic_or(...) _SHMEM_G_CALL(atomic_or, __VA_ARGS__)
+#define _shmem_g_atomic_or_3(dest, value, pe) _SHMEM_G_AMO_BIT(dest, or)(dest, value, pe)
+#define _shmem_g_atomic_or_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, or)(dest, value, pe))
+#define shmem_atomic_xor(...) _SHMEM_G_CALL(atomic_xor, __VA_ARGS__)
+#define _shmem_g_atomic_xor_3(dest, value, pe) _SHMEM_G_AMO_BIT(dest, xor)(dest, value, pe)
+#define _shmem_g_atomic_xor_4(ctx, dest, value, pe) \
+  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, xor)(dest, value, pe))
 
 #define _SHMEM_G_WAIT(x, OP)                                                                    \
   _Generic(*(x), short: shmem_short_##OP, int: shmem_int_##OP, long: shmem_long_##OP,           \
