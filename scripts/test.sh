@@ -13,6 +13,11 @@
 # After the suite every running node unloads our modules and runs a kmemleak scan; any report in
 # any node's console or scan fails the run (scripts/lib/debug-kernel.sh). Not part of CI: it takes
 # a kernel build (12 minutes on 2 cores here, cached after) and a suite of about two hours.
+#
+# Each cluster test runs under a time limit, UNIMEM_TEST_TIMEOUT seconds (default 900: the
+# slowest test, kram_soak, takes about 2 minutes warm) times UNIMEM_TIMEOUT_SCALE (3 on the debug
+# kernel). At the limit its process group gets SIGTERM (its cleanup trap runs), SIGKILL 60 s
+# later, and it counts as failed: "TEST: timed out after N s".
 source "$(dirname "$0")/lib/common.sh"
 nodes=4
 export UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
@@ -86,6 +91,7 @@ else
   done
 fi
 
+test_limit=$(( ${UNIMEM_TEST_TIMEOUT:-900} * ${UNIMEM_TIMEOUT_SCALE:-1} ))
 shm_before=$(ls /dev/shm | sort)
 cleanup() { "$UNIMEM_ROOT/scripts/cluster" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -102,9 +108,14 @@ if "$UNIMEM_ROOT/scripts/cluster" up -n "$nodes" "${mem_args[@]}" 2>&1 | tee "$l
   for t in "${tests[@]}"; do
     log "cluster test: $t"
     start_t=$SECONDS
-    if "$UNIMEM_ROOT/tests/cluster/$t.sh" 2>&1 | tee "$logdir/$t.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+    status=0
+    timeout -k 60 "$test_limit" "$UNIMEM_ROOT/tests/cluster/$t.sh" 2>&1 | tee "$logdir/$t.log" || status=${PIPESTATUS[0]}
+    if [ "$status" = 0 ]; then
       passed=$((passed + 1)); log "PASS $t"
     else
+      if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+        log "$t: timed out after $test_limit s"; echo "FAIL $t: timed out after $test_limit s" >>"$logdir/$t.log"
+      fi
       failed=$((failed + 1)); failures+=("$t"); log "FAIL $t (log: $logdir/$t.log, consoles: $UNIMEM_RUN)"
     fi
     if "$debug"; then

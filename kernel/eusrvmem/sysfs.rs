@@ -74,9 +74,17 @@ unsafe extern "C" fn show(
     }
 }
 
+/// Every file's mode: `gas_phys` is a physical address, for root only (as `/proc/iomem`).
+const FILE_MODES: [u16; NAMES.len()] = {
+    let mut modes = [0o444; NAMES.len()];
+    modes[3] = 0o400;
+    modes
+};
+const _: () = assert!(NAMES[3].to_bytes().len() == 8, "FILE_MODES[3] is gas_phys");
+
 static_attribute_group! {
     /// One file per name, read by `show`.
-    static GROUP: bindings::device_attribute = (NAMES, show);
+    static GROUP: bindings::device_attribute = (NAMES, show, FILE_MODES);
 }
 
 static GROUPS: CStatic<[*const bindings::attribute_group; 2]> = CStatic(UnsafeCell::new([

@@ -25,9 +25,15 @@ unsafe impl<T> Sync for CStatic<T> {}
 /// (`device_attribute`, `kobj_attribute`: any attribute type with an `attr` and a `show`), all
 /// shown by `$show`, which tells them apart by `attr.name`. The attributes and the
 /// NULL-terminated list of their `struct attribute *` are statics of the calling module, so they
-/// live as long as it.
+/// live as long as it. A third element, an array of modes parallel to `$names`, sets each
+/// file's mode (e.g. 0o400 for one that shows a physical address); the default is 0o444.
 macro_rules! static_attribute_group {
     ($(#[$meta:meta])* $vis:vis static $group:ident: $attr:ty = ($names:expr, $show:expr);) => {
+        $crate::sysfs_group::static_attribute_group! {
+            $(#[$meta])* $vis static $group: $attr = ($names, $show, [0o444u16; $names.len()]);
+        }
+    };
+    ($(#[$meta:meta])* $vis:vis static $group:ident: $attr:ty = ($names:expr, $show:expr, $modes:expr);) => {
         $(#[$meta])*
         $vis static $group: $crate::sysfs_group::CStatic<::kernel::bindings::attribute_group> = {
             use ::core::cell::UnsafeCell;
@@ -35,6 +41,7 @@ macro_rules! static_attribute_group {
             use $crate::sysfs_group::CStatic;
 
             const N: usize = $names.len();
+            const MODES: [u16; N] = $modes;
 
             static ATTRS: CStatic<[$attr; N]> = CStatic(UnsafeCell::new({
                 // SAFETY: all-zero is a valid attribute of these types (integers, pointers and
@@ -45,7 +52,7 @@ macro_rules! static_attribute_group {
                 let mut i = 0;
                 while i < N {
                     attrs[i].attr.name = as_char_ptr_in_const_context($names[i]);
-                    attrs[i].attr.mode = 0o444;
+                    attrs[i].attr.mode = MODES[i];
                     attrs[i].__bindgen_anon_1.show = Some($show);
                     i += 1;
                 }

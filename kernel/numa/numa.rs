@@ -541,7 +541,7 @@ impl kernel::Module for NumaModule {
             }),
             GFP_KERNEL,
         )?;
-        let proc = proc_fs::Entry::new(c"unimem_numa", 0o644, numa.clone()).inspect_err(|_| {
+        let proc = proc_fs::Entry::new(c"unimem_numa", 0o600, numa.clone()).inspect_err(|_| {
             pr_err!("cannot create /proc/unimem_numa (another unimem_numa?)\n");
         })?;
         set_handler(service::NUMA_DRIVER, Some(&numa)).inspect_err(|e| {

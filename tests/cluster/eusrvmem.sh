@@ -17,6 +17,10 @@ for n in $(seq 0 $((NODES - 1))); do
 done
 on 0 unimem-gas info
 
+step "the physical address of the window is for root only; the layout for everyone"
+expect_eq "$(on 0 stat -c %a /sys/class/misc/eusrvmem/gas_phys)" 400 "mode of gas_phys"
+expect_eq "$(on 0 stat -c %a /sys/class/misc/eusrvmem/partition_size)" 444 "mode of partition_size"
+
 step "node 0 writes a pattern into node 2's partition; node 2 reads it through its own mapping"
 seed=$(( (RANDOM << 15) | RANDOM ))
 len=$((4 << 20))

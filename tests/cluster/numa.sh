@@ -57,6 +57,7 @@ done
 
 step "load: remote memory goes to node 1; nothing is added yet"
 on 0 "insmod $MODS/unimem_numa.ko && modinfo -F description $MODS/unimem_numa.ko | grep -q NUMA"
+expect_eq "$(on 0 stat -c %a /proc/unimem_numa)" 600 "mode of /proc/unimem_numa (it shows physical ranges)"
 on 0 "head -1 /proc/unimem_numa | grep -q '^node 1 remote cpus none distance_from_0 40 managed_kib 0 '"
 on 0 "numactl --hardware | grep -q '^available: 1 nodes (0)'" || fail "node 1 has memory before any add"
 
