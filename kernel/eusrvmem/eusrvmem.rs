@@ -28,6 +28,8 @@ mod regs;
 mod seam;
 mod sysfs;
 #[path = "../include/sysfs_group.rs"]
+// The /sys/kernel directories (`KernelDir`) are for the counters of other modules.
+#[allow(dead_code)]
 mod sysfs_group;
 mod window;
 

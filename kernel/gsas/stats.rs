@@ -7,14 +7,14 @@
 
 use crate::{
     gsas::{op, status},
-    sysfs_group::static_attribute_group,
+    sysfs_group::{show_counter, static_attribute_group, KernelDir},
     Service,
 };
 use core::{
-    fmt::{self, Write},
+    fmt,
     sync::atomic::{AtomicPtr, AtomicU64, Ordering},
 };
-use kernel::{bindings, ffi::c_char, prelude::*, str::Formatter, sync::Arc};
+use kernel::{bindings, ffi::c_char, prelude::*, sync::Arc};
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
 const OPS: [(u8, &str); 18] = [
@@ -254,22 +254,8 @@ unsafe extern "C" fn show(
     attr: *mut bindings::kobj_attribute,
     buf: *mut c_char,
 ) -> isize {
-    // SAFETY: sysfs passes one of our attributes, whose name is a static C string.
-    let name = unsafe { CStr::from_char_ptr((*attr).attr.name) }.to_bytes();
-    // SAFETY: sysfs hands `show` a zeroed buffer of PAGE_SIZE bytes.
-    let buf = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), bindings::PAGE_SIZE) };
-    let p = SHOWN.load(Ordering::Acquire);
-    if p.is_null() {
-        return ENODEV.to_errno() as isize;
-    }
-    // SAFETY: `SHOWN` points to the `Service` whose `Arc` `Sysfs` holds; `Sysfs` removes the
-    // files (waiting for running `show` calls) before it clears `SHOWN` and drops that `Arc`.
-    let service = unsafe { &*p };
-    let mut out = Formatter::new(buf);
-    match service.value(name) {
-        Some(v) if writeln!(out, "{}", v).is_ok() => out.bytes_written() as isize,
-        _ => EIO.to_errno() as isize,
-    }
+    // SAFETY: as this function's contract; `SHOWN` is set by the `KernelDir` of `GROUP`.
+    unsafe { show_counter(&SHOWN, attr, buf, |s: &Service, name| s.value(name)) }
 }
 
 static_attribute_group! {
@@ -278,53 +264,14 @@ static_attribute_group! {
 }
 
 /// `/sys/kernel/unimem_gsas/` while alive.
-///
-/// # Invariants
-///
-/// `kobj` is a kobject of `kobject_create_and_add` with `GROUP` on it, and `SHOWN` points to
-/// `service`, until `Drop`.
 pub(crate) struct Sysfs {
-    kobj: *mut bindings::kobject,
-    service: Arc<Service>,
+    _dir: KernelDir<Service>,
 }
-
-// SAFETY: the kobject may be released from any thread.
-unsafe impl Send for Sysfs {}
-// SAFETY: no `&self` method.
-unsafe impl Sync for Sysfs {}
 
 impl Sysfs {
     pub(crate) fn new(service: Arc<Service>) -> Result<Self> {
-        // SAFETY: `kernel_kobj` is the live `/sys/kernel` kobject; the name is a C string.
-        let kobj = unsafe {
-            bindings::kobject_create_and_add(c"unimem_gsas".as_char_ptr(), bindings::kernel_kobj)
-        };
-        if kobj.is_null() {
-            pr_err!("cannot create /sys/kernel/unimem_gsas (another unimem_gsas?)\n");
-            return Err(ENOMEM);
-        }
-        SHOWN.store(Arc::as_ptr(&service).cast_mut(), Ordering::Release);
-        // SAFETY: `kobj` is live; the group and its attributes are statics of this module, which
-        // outlive the files (removed in `Drop`, before the module's memory goes).
-        let ret = unsafe { bindings::sysfs_create_group(kobj, GROUP.0.get()) };
-        if ret != 0 {
-            SHOWN.store(core::ptr::null_mut(), Ordering::Release);
-            // SAFETY: ours, from `kobject_create_and_add`.
-            unsafe { bindings::kobject_put(kobj) };
-            return Err(Error::from_errno(ret));
-        }
-        Ok(Self { kobj, service })
-    }
-}
-
-impl Drop for Sysfs {
-    fn drop(&mut self) {
-        // SAFETY: created in `new` (type invariant); removal waits for running `show` calls.
-        unsafe {
-            bindings::sysfs_remove_group(self.kobj, GROUP.0.get());
-            bindings::kobject_put(self.kobj);
-        }
-        SHOWN.store(core::ptr::null_mut(), Ordering::Release);
-        let _ = &self.service;
+        Ok(Self {
+            _dir: KernelDir::new(c"unimem_gsas", &GROUP, &SHOWN, service)?,
+        })
     }
 }

@@ -84,3 +84,105 @@ macro_rules! static_attribute_group {
     };
 }
 pub(crate) use static_attribute_group;
+
+/// `/sys/kernel/<name>/` with one static group of `kobj_attribute`s on it, while alive: a
+/// module's counters, one value per file. The group's `show` (see [`show_counter`]) finds what
+/// it shows through `shown`, a static of the module that points to the `T` this holds while the
+/// files exist.
+///
+/// # Invariants
+///
+/// `kobj` is a kobject of `kobject_create_and_add` with `group` on it, and `shown` points to
+/// `_value`, until `Drop`.
+pub(crate) struct KernelDir<T: 'static> {
+    kobj: *mut kernel::bindings::kobject,
+    group: &'static CStatic<kernel::bindings::attribute_group>,
+    shown: &'static core::sync::atomic::AtomicPtr<T>,
+    _value: kernel::sync::Arc<T>,
+}
+
+// SAFETY: the kobject may be released from any thread; `T` is only read through `Arc`.
+unsafe impl<T: Send + Sync> Send for KernelDir<T> {}
+// SAFETY: no `&self` method.
+unsafe impl<T: Send + Sync> Sync for KernelDir<T> {}
+
+impl<T: 'static> KernelDir<T> {
+    /// Makes `/sys/kernel/<name>/` with `group`'s files, which show `value` through `shown`.
+    pub(crate) fn new(
+        name: &'static kernel::str::CStr,
+        group: &'static CStatic<kernel::bindings::attribute_group>,
+        shown: &'static core::sync::atomic::AtomicPtr<T>,
+        value: kernel::sync::Arc<T>,
+    ) -> kernel::error::Result<Self> {
+        use core::sync::atomic::Ordering;
+        use kernel::{bindings, prelude::*};
+        // SAFETY: `kernel_kobj` is the live `/sys/kernel` kobject; the name is a C string.
+        let kobj = unsafe { bindings::kobject_create_and_add(name.as_char_ptr(), bindings::kernel_kobj) };
+        if kobj.is_null() {
+            pr_err!("cannot create /sys/kernel/{} (is the module loaded twice?)\n", name);
+            return Err(ENOMEM);
+        }
+        shown.store(kernel::sync::Arc::as_ptr(&value).cast_mut(), Ordering::Release);
+        // SAFETY: `kobj` is live; the group and its attributes are statics of this module, which
+        // outlive the files (removed in `Drop`, before the module's memory goes).
+        let ret = unsafe { bindings::sysfs_create_group(kobj, group.0.get()) };
+        if ret != 0 {
+            shown.store(core::ptr::null_mut(), Ordering::Release);
+            // SAFETY: ours, from `kobject_create_and_add`.
+            unsafe { bindings::kobject_put(kobj) };
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self {
+            kobj,
+            group,
+            shown,
+            _value: value,
+        })
+    }
+}
+
+impl<T: 'static> Drop for KernelDir<T> {
+    fn drop(&mut self) {
+        // SAFETY: created in `new` (type invariant); removal waits for running `show` calls.
+        unsafe {
+            kernel::bindings::sysfs_remove_group(self.kobj, self.group.0.get());
+            kernel::bindings::kobject_put(self.kobj);
+        }
+        self.shown
+            .store(core::ptr::null_mut(), core::sync::atomic::Ordering::Release);
+    }
+}
+
+/// The body of a `kobj_attribute` `show` callback of a [`KernelDir`]: writes `value(shown,
+/// attribute name)` and a newline into `buf`; `EIO` for a name `value` does not know.
+///
+/// # Safety
+///
+/// `attr` and `buf` are what sysfs passed to `show` for an attribute of the group of the
+/// `KernelDir` that set `shown` (so `shown`, when not null, points to its live `T`).
+pub(crate) unsafe fn show_counter<T>(
+    shown: &core::sync::atomic::AtomicPtr<T>,
+    attr: *mut kernel::bindings::kobj_attribute,
+    buf: *mut kernel::ffi::c_char,
+    value: impl FnOnce(&T, &[u8]) -> Option<u64>,
+) -> isize {
+    use core::fmt::Write;
+    use kernel::prelude::*;
+    // SAFETY: sysfs passes one of our attributes, whose name is a static C string.
+    let name = unsafe { CStr::from_char_ptr((*attr).attr.name) }.to_bytes();
+    // SAFETY: sysfs hands `show` a zeroed buffer of PAGE_SIZE bytes.
+    let buf =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::bindings::PAGE_SIZE) };
+    let p = shown.load(core::sync::atomic::Ordering::Acquire);
+    if p.is_null() {
+        return ENODEV.to_errno() as isize;
+    }
+    // SAFETY: `shown` points to the `T` whose `Arc` the `KernelDir` holds; it removes the files
+    // (waiting for running `show` calls) before it clears `shown` and drops that `Arc`.
+    let shown = unsafe { &*p };
+    let mut out = kernel::str::Formatter::new(buf);
+    match value(shown, name) {
+        Some(v) if writeln!(out, "{}", v).is_ok() => out.bytes_written() as isize,
+        _ => EIO.to_errno() as isize,
+    }
+}

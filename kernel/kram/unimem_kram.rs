@@ -32,6 +32,9 @@ use kernel::{
 mod disk;
 mod lending;
 mod params;
+mod sysfs;
+#[path = "../include/sysfs_group.rs"]
+mod sysfs_group;
 
 #[path = "../include/unimem_fabric.rs"]
 #[allow(dead_code, unreachable_pub)]
@@ -368,6 +371,7 @@ fn validated_params() -> Result<(KVec<u32>, Transfer, bool)> {
 
 struct KramModule {
     _revoke: RevokeHook<Kram>,
+    _sysfs: sysfs_group::KernelDir<Kram>,
     _stats: Pin<KBox<debugfs::File<Arc<Kram>>>>,
     _dir: debugfs::Dir,
     kram: Arc<Kram>,
@@ -425,6 +429,7 @@ impl kernel::Module for KramModule {
             dir.read_callback_file(c"stats", kram.clone(), &|k: &Arc<Kram>, f| k.write_stats(f)),
             GFP_KERNEL,
         )?;
+        let sysfs = sysfs::create(kram.clone())?;
         set_handler(service::KRAM_DRIVER, Some(&kram)).inspect_err(|e| {
             pr_err!(
                 "cannot take the KRAM_DRIVER service (another unimem_kram?): {:?}\n",
@@ -450,6 +455,7 @@ impl kernel::Module for KramModule {
         );
         Ok(Self {
             _revoke: revoke,
+            _sysfs: sysfs,
             _stats: stats,
             _dir: dir,
             kram,

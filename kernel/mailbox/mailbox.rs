@@ -32,6 +32,9 @@ mod ring;
 mod seam;
 mod state;
 mod stats;
+mod sysfs;
+#[path = "../include/sysfs_group.rs"]
+mod sysfs_group;
 
 #[path = "../include/unimem_fabric.rs"]
 #[allow(dead_code, unreachable_pub)]
@@ -157,6 +160,7 @@ struct MailboxModule {
     // Teardown order: no revocation call, no new opens or reads of stats, then no doorbells,
     // then the state.
     _revoke: RevokeHook<State>,
+    _sysfs: sysfs_group::KernelDir<State>,
     _stats: Pin<KBox<debugfs::File<Arc<State>>>>,
     _dir: debugfs::Dir,
     _misc: Pin<KBox<MiscDeviceRegistration<chardev::MboxFile>>>,
@@ -186,6 +190,7 @@ impl kernel::Module for MailboxModule {
             }),
             GFP_KERNEL,
         )?;
+        let sysfs = sysfs::create(state.clone())?;
         pr_info!(
             "node {} of {}: {} interfaces, doorbell vector {}\n",
             info.node_id,
@@ -195,6 +200,7 @@ impl kernel::Module for MailboxModule {
         );
         Ok(Self {
             _revoke: revoke,
+            _sysfs: sysfs,
             _stats: stats,
             _dir: dir,
             _misc: misc,
@@ -208,6 +214,6 @@ module! {
     type: MailboxModule,
     name: "unimem_mailbox",
     authors: ["unimem developers"],
-    description: "unimem virtualized mailbox and packetizer (atomicity driver): /dev/unimem_mailbox; serves GSAS interface areas and protection trees",
+    description: "unimem virtualized mailbox and packetizer (atomicity driver): /dev/unimem_mailbox; serves GSAS interface areas and protection trees; counters in /sys/kernel/unimem_mailbox",
     license: "GPL v2",
 }

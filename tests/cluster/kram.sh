@@ -57,6 +57,8 @@ cycle() {
   [ "$(total_lent)" = 96 ] || { on 1 "kram-daemon --status"; on 2 "kram-daemon --status"; } >&2
   expect_eq "$(total_lent)" 96 "chunks lent by nodes 1 and 2"
   on 0 "cat /sys/kernel/debug/unimem_kram/stats"
+  expect_eq "$(on 0 cat /sys/kernel/unimem_kram/lent_mib)" 96 "/sys/kernel/unimem_kram/lent_mib"
+  expect_eq "$(on 0 cat /sys/kernel/unimem_kram/instances_ready)" 2 "/sys/kernel/unimem_kram/instances_ready"
   on 0 "grep -q '^kram0 32 MiB: 32 MiB lent, ready' /sys/kernel/debug/unimem_kram/stats && grep -q '^  node [12] chunks [0-9]*+32 at 0 MiB: valid' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's valid lease"
   step "transfermode=$mode: a malformed OFFER (reserved bits set) is counted and dropped by the driver"
   m0=$(on 0 "sed -n 's/.*malformed \([0-9]*\).*/\1/p' /sys/kernel/debug/unimem_kram/stats")
@@ -67,6 +69,7 @@ cycle() {
     [ "$m1" -gt "$m0" ] && break; sleep 0.2
   done
   expect_eq "$m1" "$((m0 + 1))" "malformed daemon messages counted by unimem_kram"
+  expect_eq "$(on 0 cat /sys/kernel/unimem_kram/malformed)" "$m1" "/sys/kernel/unimem_kram/malformed"
   on 0 "test -b /dev/kram0 && test -b /dev/kram1" || fail "a malformed message disturbed the devices"
 
   step "transfermode=$mode: fio --verify=crc32c over both devices"

@@ -68,7 +68,9 @@ for n in $(seq 0 $((NODES - 1))); do
            insmod $KO && test -c /dev/unimem_mailbox && test -r $STATS"
 done
 
-step "cross-node ping-pong: node 0 <-> node 2 (blocking, poll, epoll; server polls)"
+step "cross-node ping-pong: node 0 <-> node 2 (blocking, poll, epoll; server polls); sysfs counts it"
+SYSC=/sys/kernel/unimem_mailbox
+sent0=$(on 0 cat $SYSC/packets_sent) recv0=$(on 2 cat $SYSC/packets_received)
 i=$(start_named 2 srv "unimem-mbox serve --poll --count 60")
 for mode in --block --poll --epoll; do
   out=$(on 0 "unimem-mbox ping --node 2 --iface $i --count 20 --size 25 $mode")
@@ -77,6 +79,9 @@ for mode in --block --poll --epoll; do
 done
 expect_ok 2 srv
 on 2 "grep -q '^served 60 packets, 0 not echoed' /tmp/mbox-srv.log" || fail "server did not echo 60 packets"
+[ "$(( $(on 0 cat $SYSC/packets_sent) - sent0 ))" -ge 60 ] || fail "node 0's $SYSC/packets_sent did not grow by 60"
+[ "$(( $(on 2 cat $SYSC/packets_received) - recv0 ))" -ge 60 ] || fail "node 2's $SYSC/packets_received did not grow by 60"
+expect_eq "$(on 2 cat $SYSC/node)" 2 "node 2's $SYSC/node"
 step "can fail: a ping to an interface without a server times out"
 ! on_may_fail 0 "unimem-mbox ping --node 2 --iface 63 --count 1 --timeout 3" 2>/dev/null ||
   fail "ping succeeded without a server"
@@ -170,7 +175,7 @@ on 0 "touch /tmp/mbox-release"
 expect_ok 0 holdfd
 
 step "with every file closed, rmmod succeeds; reload works"
-on 0 "rmmod unimem_mailbox && ! test -e /dev/unimem_mailbox && ! test -e /sys/kernel/debug/unimem_mailbox"
+on 0 "rmmod unimem_mailbox && ! test -e /dev/unimem_mailbox && ! test -e /sys/kernel/debug/unimem_mailbox && ! test -e $SYSC"
 on 0 "insmod $KO && test -c /dev/unimem_mailbox"
 i=$(start_named 0 srv "unimem-mbox serve --count 10")
 on 0 "unimem-mbox ping --node 0 --iface $i --count 5" | grep '^ok'
