@@ -117,12 +117,19 @@ impl<T: 'static> KernelDir<T> {
         use core::sync::atomic::Ordering;
         use kernel::{bindings, prelude::*};
         // SAFETY: `kernel_kobj` is the live `/sys/kernel` kobject; the name is a C string.
-        let kobj = unsafe { bindings::kobject_create_and_add(name.as_char_ptr(), bindings::kernel_kobj) };
+        let kobj =
+            unsafe { bindings::kobject_create_and_add(name.as_char_ptr(), bindings::kernel_kobj) };
         if kobj.is_null() {
-            pr_err!("cannot create /sys/kernel/{} (is the module loaded twice?)\n", name);
+            pr_err!(
+                "cannot create /sys/kernel/{} (is the module loaded twice?)\n",
+                name
+            );
             return Err(ENOMEM);
         }
-        shown.store(kernel::sync::Arc::as_ptr(&value).cast_mut(), Ordering::Release);
+        shown.store(
+            kernel::sync::Arc::as_ptr(&value).cast_mut(),
+            Ordering::Release,
+        );
         // SAFETY: `kobj` is live; the group and its attributes are statics of this module, which
         // outlive the files (removed in `Drop`, before the module's memory goes).
         let ret = unsafe { bindings::sysfs_create_group(kobj, group.0.get()) };

@@ -31,17 +31,23 @@ impl Kram {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         // (ready, lost, lent MiB, failovers) over the instances.
         let sums = || {
-            self.instances.iter().fold((0, 0, 0, 0), |(r, l, m, f), inst| {
-                let state = inst.state.lock();
-                let layout = state.shared.layout.lock();
-                let lent = (0..layout.ncopies).map(|c| layout.covered(c)).min().unwrap_or(0) >> 20;
-                (
-                    r + u64::from(state.disk.is_some() && !state.lost),
-                    l + u64::from(state.lost),
-                    m + lent,
-                    f + load(&state.shared.failovers),
-                )
-            })
+            self.instances
+                .iter()
+                .fold((0, 0, 0, 0), |(r, l, m, f), inst| {
+                    let state = inst.state.lock();
+                    let layout = state.shared.layout.lock();
+                    let lent = (0..layout.ncopies)
+                        .map(|c| layout.covered(c))
+                        .min()
+                        .unwrap_or(0)
+                        >> 20;
+                    (
+                        r + u64::from(state.disk.is_some() && !state.lost),
+                        l + u64::from(state.lost),
+                        m + lent,
+                        f + load(&state.shared.failovers),
+                    )
+                })
         };
         Some(match name {
             b"offers_confirmed" => load(&self.confirmed),

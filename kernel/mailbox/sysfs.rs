@@ -38,9 +38,11 @@ impl State {
         Some(match name {
             b"node" => u64::from(self.node),
             b"nodes" => u64::from(self.nodes),
-            b"interfaces_allocated" => {
-                self.ifaces.iter().filter(|i| i.owner.lock().is_some()).count() as u64
-            }
+            b"interfaces_allocated" => self
+                .ifaces
+                .iter()
+                .filter(|i| i.owner.lock().is_some())
+                .count() as u64,
             b"packets_sent" => ifaces(|i| &i.sent),
             b"packets_received" => ifaces(|i| &i.received),
             b"packets_rejected" => ifaces(|i| &i.rejected),
