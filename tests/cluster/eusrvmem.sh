@@ -16,6 +16,11 @@ for n in $(seq 0 $((NODES - 1))); do
   expect_eq "$(on "$n" cat /sys/class/misc/eusrvmem/node_count)" "$NODES" "node_count seen by node $n"
 done
 on 0 unimem-gas info
+out=$(on 2 "unimem-gas info --json")
+echo "node 2: $out"
+grep -q '"node_id":2[,}]' <<<"$out" && grep -q "\"node_count\":${NODES}[,}]" <<<"$out" ||
+  fail "unimem-gas info --json on node 2 names another node or count"
+grep -q '"partitions":\[{' <<<"$out" || fail "unimem-gas info --json has no partitions"
 
 step "the physical address of the window is for root only; the layout for everyone"
 expect_eq "$(on 0 stat -c %a /sys/class/misc/eusrvmem/gas_phys)" 400 "mode of gas_phys"

@@ -4,6 +4,7 @@
 //! by `kram-daemon` (which writes its lease record and wipes chunks through its own mapping).
 
 pub mod device;
+pub mod info;
 pub mod pattern;
 pub mod scribble;
 pub mod sysfs;

@@ -25,8 +25,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Print this node's id, the node count, the layout and doorbell counters.
-    Info,
+    /// Print this node's id, the node count, the layout and doorbell counters (gas_phys, a
+    /// physical address, for root only).
+    Info {
+        /// One JSON object: node_id, node_count, vectors, gas_phys (hex string, or null when
+        /// not root), gas_size, ctl_size, partition_size (bytes), doorbell_counts (array),
+        /// partitions (array of {node, offset, size}).
+        #[arg(long)]
+        json: bool,
+    },
     /// Fill a range of a node's partition with a seeded pattern.
     Write(RangeArgs),
     /// Check a range of a node's partition against a seeded pattern (exit 1 on mismatch).
@@ -135,23 +142,13 @@ fn main() -> Result<()> {
     unimem_clidoc::generate_if_asked(Cli::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     match Cli::parse().cmd {
-        Cmd::Info => {
-            for name in [
-                "node_id",
-                "node_count",
-                "vectors",
-                "gas_phys",
-                "gas_size",
-                "ctl_size",
-                "partition_size",
-                "doorbell_counts",
-            ] {
-                println!("{name}: {}", sysfs::read_attr(name)?);
+        Cmd::Info { json } => {
+            let info = unimem_gas::info::Info::load_in(&sysfs::sysfs_dir())?;
+            if json {
+                println!("{}", info.json());
+            } else {
+                print!("{}", info.text());
             }
-            print!(
-                "partitions (node offset size):\n{}\n",
-                sysfs::read_attr("partitions")?
-            );
         }
         Cmd::Write(r) => {
             let mut map = map_range(r.node, r.offset, r.len)?;
