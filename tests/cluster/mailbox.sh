@@ -82,6 +82,10 @@ on 2 "grep -q '^served 60 packets, 0 not echoed' /tmp/mbox-srv.log" || fail "ser
 [ "$(( $(on 0 cat $SYSC/packets_sent) - sent0 ))" -ge 60 ] || fail "node 0's $SYSC/packets_sent did not grow by 60"
 [ "$(( $(on 2 cat $SYSC/packets_received) - recv0 ))" -ge 60 ] || fail "node 2's $SYSC/packets_received did not grow by 60"
 expect_eq "$(on 2 cat $SYSC/node)" 2 "node 2's $SYSC/node"
+out=$(on 2 "unimem-mbox stats --json")
+echo "node 2: $out"
+grep -q '"node":2[,}]' <<<"$out" && grep -q '"packets_received":[1-9]' <<<"$out" ||
+  fail "unimem-mbox stats --json on node 2: no node 2 or no packets received"
 step "can fail: a ping to an interface without a server times out"
 ! on_may_fail 0 "unimem-mbox ping --node 2 --iface 63 --count 1 --timeout 3" 2>/dev/null ||
   fail "ping succeeded without a server"

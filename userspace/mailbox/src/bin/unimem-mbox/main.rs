@@ -75,8 +75,14 @@ enum Cmd {
     Kping(kmsg::KpingArgs),
     /// Allocate an interface, print who this file is, and exit.
     Info,
-    /// Print the driver's debugfs statistics.
-    Stats,
+    /// Print the driver's debugfs statistics (per interface and service; root, debugfs).
+    Stats {
+        /// Instead, the node's totals from /sys/kernel/unimem_mailbox as one JSON object:
+        /// node, nodes, interfaces_allocated, packets_{sent,received,rejected,dropped},
+        /// malformed, resynced, messages_{sent,received,rejected,dropped}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Ping-pong over a pipe and over eventfds between two threads of this process.
     BenchBaseline(baseline::BaselineArgs),
     /// Send raw requests to a node's GSAS atomic service and print the response slots
@@ -124,8 +130,16 @@ fn run(cli: Cli) -> Result<()> {
             print_identity(&mb.alloc()?);
             Ok(())
         }
-        Cmd::Stats => {
+        Cmd::Stats { json: false } => {
             print!("{}", unimem_mailbox::stats::read()?);
+            Ok(())
+        }
+        Cmd::Stats { json: true } => {
+            use unimem_mailbox::stats::{counters_in, counters_json, SYSFS_DIR};
+            let c = counters_in(std::path::Path::new(SYSFS_DIR)).map_err(|e| {
+                anyhow::anyhow!("reading {SYSFS_DIR}: {e} (is unimem_mailbox loaded?)")
+            })?;
+            println!("{}", counters_json(&c));
             Ok(())
         }
         Cmd::BenchBaseline(a) => baseline::run(&a),
