@@ -76,7 +76,7 @@ use kram_client::{set_handler, Epoch, LenderSink, LogLimit};
 use mailbox::{service as mbox_service, INTERFACES};
 use packet::PACKET_LEN;
 use service::PoolState;
-use stats::{Stats, Sysfs};
+use stats::{sysfs, Stats, Sysfs};
 use wire::kram::{CHUNK_SIZE, GSAS_INSTANCE, MAX_REQUEST_CHUNKS_V2, RENEW_PERIOD_MS};
 
 module! {
@@ -503,7 +503,7 @@ impl kernel::Module for GsasModule {
             GFP_KERNEL,
         )?);
         this._dir = Some(dir);
-        this._sysfs = Some(Sysfs::new(service.clone())?);
+        this._sysfs = Some(sysfs(service.clone())?);
         this._published = Some(fork::Published::new(service.clone()));
         this._daemon_dev = Some(KBox::pin_init(
             MiscDeviceRegistration::register(MiscDeviceOptions {

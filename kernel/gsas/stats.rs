@@ -7,14 +7,14 @@
 
 use crate::{
     gsas::{op, status},
-    sysfs_group::{show_counter, static_attribute_group, KernelDir},
+    sysfs_group::{kernel_dir_counters, KernelDir},
     Service,
 };
 use core::{
     fmt,
-    sync::atomic::{AtomicPtr, AtomicU64, Ordering},
+    sync::atomic::{AtomicU64, Ordering},
 };
-use kernel::{bindings, ffi::c_char, prelude::*, sync::Arc};
+use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
 const OPS: [(u8, &str); 18] = [
@@ -243,35 +243,9 @@ const NAMES: [&CStr; 42] = [
     c"map_faults",
 ];
 
-/// The service the sysfs files show, set while they exist.
-static SHOWN: AtomicPtr<Service> = AtomicPtr::new(core::ptr::null_mut());
-
-/// # Safety
-///
-/// Called by sysfs with one of our attributes and a PAGE_SIZE buffer.
-unsafe extern "C" fn show(
-    _kobj: *mut bindings::kobject,
-    attr: *mut bindings::kobj_attribute,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: as this function's contract; `SHOWN` is set by the `KernelDir` of `GROUP`.
-    unsafe { show_counter(&SHOWN, attr, buf, |s: &Service, name| s.value(name)) }
-}
-
-static_attribute_group! {
-    /// One file per name, read by `show`.
-    static GROUP: bindings::kobj_attribute = (NAMES, show);
-}
-
 /// `/sys/kernel/unimem_gsas/` while alive.
-pub(crate) struct Sysfs {
-    _dir: KernelDir<Service>,
-}
+pub(crate) type Sysfs = KernelDir<Service>;
 
-impl Sysfs {
-    pub(crate) fn new(service: Arc<Service>) -> Result<Self> {
-        Ok(Self {
-            _dir: KernelDir::new(c"unimem_gsas", &GROUP, &SHOWN, service)?,
-        })
-    }
+kernel_dir_counters! {
+    pub(crate) fn sysfs(Service) = (c"unimem_gsas", NAMES, Service::value)
 }

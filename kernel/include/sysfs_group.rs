@@ -193,3 +193,42 @@ pub(crate) unsafe fn show_counter<T>(
         _ => EIO.to_errno() as isize,
     }
 }
+
+/// `/sys/kernel/<dir>/`, one file per name of `names` showing `T::value(name)`: defines the
+/// module's `SHOWN`, its `show` callback, its `GROUP` and `fn $create(Arc<T>) ->
+/// Result<KernelDir<T>>`. `value` is a method `fn(&T, &[u8]) -> Option<u64>` (`None`: EIO).
+// Not every module that includes this file has counters of its own (eusrvmem).
+#[allow(unused_macros)]
+macro_rules! kernel_dir_counters {
+    ($vis:vis fn $create:ident($ty:ty) = ($dir:expr, $names:expr, $value:path)) => {
+        /// The state the files show, set while they exist.
+        static SHOWN: core::sync::atomic::AtomicPtr<$ty> =
+            core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+        /// # Safety
+        ///
+        /// Called by sysfs with one of our attributes and a PAGE_SIZE buffer.
+        unsafe extern "C" fn show(
+            _kobj: *mut kernel::bindings::kobject,
+            attr: *mut kernel::bindings::kobj_attribute,
+            buf: *mut kernel::ffi::c_char,
+        ) -> isize {
+            // SAFETY: as this function's contract; `SHOWN` is set by the `KernelDir` of `GROUP`.
+            unsafe { $crate::sysfs_group::show_counter(&SHOWN, attr, buf, |s: &$ty, name| $value(s, name)) }
+        }
+
+        $crate::sysfs_group::static_attribute_group! {
+            /// One file per name, read by `show`.
+            static GROUP: kernel::bindings::kobj_attribute = ($names, show);
+        }
+
+        /// The directory while the returned value lives.
+        $vis fn $create(
+            value: kernel::sync::Arc<$ty>,
+        ) -> kernel::error::Result<$crate::sysfs_group::KernelDir<$ty>> {
+            $crate::sysfs_group::KernelDir::new($dir, &GROUP, &SHOWN, value)
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use kernel_dir_counters;

@@ -4,12 +4,9 @@
 //! block layer's own (`/sys/block/kramN/stat`). Files from `kernel/include/sysfs_group.rs`, as
 //! `unimem_gsas`'s.
 
-use crate::{
-    sysfs_group::{show_counter, static_attribute_group, KernelDir},
-    Kram,
-};
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use kernel::{bindings, ffi::c_char, prelude::*, sync::Arc};
+use crate::{sysfs_group::kernel_dir_counters, Kram};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::prelude::*;
 
 const NAMES: [&CStr; 11] = [
     c"offers_confirmed",
@@ -66,27 +63,6 @@ impl Kram {
     }
 }
 
-/// The module state the files show, set while they exist.
-static SHOWN: AtomicPtr<Kram> = AtomicPtr::new(core::ptr::null_mut());
-
-/// # Safety
-///
-/// Called by sysfs with one of our attributes and a PAGE_SIZE buffer.
-unsafe extern "C" fn show(
-    _kobj: *mut bindings::kobject,
-    attr: *mut bindings::kobj_attribute,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: as this function's contract; `SHOWN` is set by the `KernelDir` of `GROUP`.
-    unsafe { show_counter(&SHOWN, attr, buf, |k: &Kram, name| k.value(name)) }
-}
-
-static_attribute_group! {
-    /// One file per name, read by `show`.
-    static GROUP: bindings::kobj_attribute = (NAMES, show);
-}
-
-/// `/sys/kernel/unimem_kram/` while alive.
-pub(crate) fn create(kram: Arc<Kram>) -> Result<KernelDir<Kram>> {
-    KernelDir::new(c"unimem_kram", &GROUP, &SHOWN, kram)
+kernel_dir_counters! {
+    pub(crate) fn create(Kram) = (c"unimem_kram", NAMES, Kram::value)
 }

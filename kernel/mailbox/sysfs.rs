@@ -3,12 +3,9 @@
 //! and per-service table stays in debugfs, `stats.rs`). The attributes are a C
 //! `attribute_group` in `static`s (`kernel/include/sysfs_group.rs`), as `unimem_gsas`'s.
 
-use crate::{
-    state::State,
-    sysfs_group::{show_counter, static_attribute_group, KernelDir},
-};
-use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use kernel::{bindings, ffi::c_char, prelude::*, sync::Arc};
+use crate::{state::State, sysfs_group::kernel_dir_counters};
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::prelude::*;
 
 const NAMES: [&CStr; 13] = [
     c"node",
@@ -58,27 +55,6 @@ impl State {
     }
 }
 
-/// The mailbox the files show, set while they exist.
-static SHOWN: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
-
-/// # Safety
-///
-/// Called by sysfs with one of our attributes and a PAGE_SIZE buffer.
-unsafe extern "C" fn show(
-    _kobj: *mut bindings::kobject,
-    attr: *mut bindings::kobj_attribute,
-    buf: *mut c_char,
-) -> isize {
-    // SAFETY: as this function's contract; `SHOWN` is set by the `KernelDir` of `GROUP`.
-    unsafe { show_counter(&SHOWN, attr, buf, |s: &State, name| s.value(name)) }
-}
-
-static_attribute_group! {
-    /// One file per name, read by `show`.
-    static GROUP: bindings::kobj_attribute = (NAMES, show);
-}
-
-/// `/sys/kernel/unimem_mailbox/` while alive.
-pub(crate) fn create(state: Arc<State>) -> Result<KernelDir<State>> {
-    KernelDir::new(c"unimem_mailbox", &GROUP, &SHOWN, state)
+kernel_dir_counters! {
+    pub(crate) fn create(State) = (c"unimem_mailbox", NAMES, State::value)
 }
