@@ -87,8 +87,9 @@ while IFS= read -r line; do
 done < <(cat "${fragments[@]}")
 [ "$missing" = 0 ] || die "kernel config fragment not satisfied (see above)"
 kmake -s rustavailable >&2
-log "building kernel (a clean build takes 10-15 minutes on 2 cores)"
-kmake bzImage modules >"$kdir/build.log" 2>&1 || { tail -40 "$kdir/build.log" >&2; die "kernel build failed"; }
+log "building kernel (a clean build takes 10-15 minutes on 2 cores; log: $kdir/build.log)"
+with_heartbeat "kernel build" "$kdir/build.log" kmake bzImage modules ||
+  { tail -40 "$kdir/build.log" >&2; die "kernel build failed (log: $kdir/build.log)"; }
 echo "$base_id" > "$kdir/.unimem-base"
 touch "$kdir/.unimem-built"
 log "kernel ready: $kdir"

@@ -28,6 +28,24 @@ BINDGEN="$UNIMEM_CACHE/bindgen-$BINDGEN_VERSION/bin/bindgen"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+# with_heartbeat WHAT LOG CMD...: runs CMD with its output in LOG and, while it runs, logs every
+# UNIMEM_HEARTBEAT seconds (60) how long WHAT has taken and LOG's last line, so that a long
+# step (a kernel build) shows progress and where to look. Returns CMD's status.
+with_heartbeat() {
+  local what=$1 out=$2 pid start=$SECONDS every=${UNIMEM_HEARTBEAT:-60} next
+  shift 2
+  "$@" >"$out" 2>&1 &
+  pid=$!
+  next=$((SECONDS + every))
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if [ "$SECONDS" -ge "$next" ]; then
+      log "$what: $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s so far, at: $(tail -1 "$out" 2>/dev/null | cut -c1-70) (log: $out)"
+      next=$((SECONDS + every))
+    fi
+  done
+  wait "$pid"
+}
 # apt_install PKG...: Debian packages installed through the machine's configured apt sources
 # (sudo unless root). A first install on a fresh machine has been seen to fail in dpkg's
 # configure step; finishing the configuration and retrying once makes it converge.
