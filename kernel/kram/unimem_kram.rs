@@ -15,7 +15,7 @@
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     bindings,
-    block::mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet},
+    block::mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet, TagSetFlags},
     debugfs, impl_has_hr_timer, new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
@@ -210,6 +210,11 @@ impl WorkItem<3> for Kram {
     }
 }
 
+/// Requests in flight per hardware queue.
+const QUEUE_DEPTH: u32 = 128;
+/// The largest request (and data segment): 1 MiB, a KRAM chunk.
+const MAX_REQUEST_BYTES: u32 = 1 << 20;
+
 impl Kram {
     fn me(&self) -> u8 {
         self.info.node_id as u8
@@ -224,11 +229,26 @@ impl Kram {
             epoch: self.epoch,
             fabric: self.fabric.clone(),
         };
-        let tagset = Arc::pin_init(TagSet::new(1, 128, 1), GFP_KERNEL)?;
+        // A copy to or from memory gains nothing from an I/O scheduler or from I/O accounting
+        // (brd and zram have neither), and one queue per CPU keeps submitters apart; swap may
+        // read in place (synchronous, as on brd and zram) and requests may be large.
+        let tagset = Arc::pin_init(
+            TagSet::new_with_flags(
+                kernel::cpu::nr_cpu_ids(),
+                QUEUE_DEPTH,
+                1,
+                TagSetFlags::NO_SCHED_BY_DEFAULT,
+            ),
+            GFP_KERNEL,
+        )?;
         GenDiskBuilder::new()
             .capacity_sectors(len >> 9)
             .logical_block_size(4096)?
             .physical_block_size(4096)?
+            .synchronous(true)
+            .io_stat(false)
+            .max_hw_sectors(MAX_REQUEST_BYTES >> 9)
+            .max_segment_size(MAX_REQUEST_BYTES)?
             .max_discard_sectors(u32::MAX >> 9)
             .build(
                 fmt!("kram{}", inst.id),
