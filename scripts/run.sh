@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The main job: set everything up, start a virtual Unimem cluster and swap to remote memory.
-#   scripts/run.sh [--keep] [--transfermode 0|1] [--numa]
+#   scripts/run.sh [--keep] [--transfermode 0|1] [--numa | --tiering]
 # Node 0 (96 MiB of RAM) borrows memory from the kram-daemons of nodes 1 and 2 with the seed's
 # `insmod unimem_kram.ko ninstances=2 size=32,64 transfermode=1`, swaps on /dev/kram0 and
 # /dev/kram1, runs a program half again as large as its RAM that verifies every byte, shows
 # where the pages went, then swaps off, unloads and shows the lenders' chunks free again.
 # --keep leaves the cluster running (scripts/cluster exec N -- CMD; scripts/cluster down).
 # --numa shows the other use of lent memory instead: a CPU-less NUMA node (docs/NUMA.md).
+# --tiering makes that node a lower memory tier: an unmodified program 1.5x node 0's RAM runs
+# with no swap, its cold pages demoted to lent memory and hot ones promoted (docs/NUMA.md).
 source "$(dirname "$0")/lib/common.sh"
-keep=0 mode=1 numa=0
+keep=0 mode=1 numa=0 tiering=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --keep) keep=1; shift;;
     --transfermode) mode=$2; shift 2;;
     --numa) numa=1; shift;;
-    -h|--help) sed -n '2,9s/^# \{0,1\}//p' "$0"; exit 0;;
+    --tiering) tiering=1; shift;;
+    -h|--help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0;;
     *) die "unknown option $1";;
   esac
 done
@@ -46,6 +49,30 @@ numa_demo() {
   on 0 "echo remove all > /proc/unimem_numa && rmmod unimem_numa && dmesg | grep 'returned to' | tail -2"
   for n in 1 2; do on "$n" "kram-daemon --status | sed -n 2p"; done
 }
+tiering_demo() {
+  say "nodes 1 and 2 start their lenders"
+  for n in 1 2; do on "$n" "kram-daemon >/dev/null 2>&1 & sleep 1; kram-daemon --status | sed -n 2p"; done
+  say "node 0: unimem_numa gives NUMA node 1 a memory type slower than DRAM; 128 MiB from node 1"
+  on 0 "insmod /opt/unimem/modules/unimem_numa.ko && echo add 1 > /proc/unimem_numa &&
+        grep '^memory_type' /proc/unimem_numa; for t in /sys/devices/virtual/memory_tiering/memory_tier*; do
+        echo \"\${t##*/}: nodes \$(cat \$t/nodelist)\"; done; dmesg | grep 'Demotion targets for Node 0' | tail -1"
+  say "node 0: tiering on (demotion, NUMA balancing in memory-tiering mode), no swap device"
+  on 0 "swapoff -a; echo true > /sys/kernel/mm/numa/demotion_enabled && echo 2 > /proc/sys/kernel/numa_balancing"
+  mib=$(on 0 "awk '/^MemTotal/ {print int(\$2 * 3 / 2 / 1024)}' /proc/meminfo")
+  say "node 0: an unmodified program using $mib MiB (1.5x its RAM), the last 16 MiB hot for 30 s"
+  on 0 "grep -E '^pg(demote|promote)_(kswapd|success)' /proc/vmstat > /tmp/before
+        unimem-memtest --mib $mib --hot-mib 16 --hot-seconds 30 --seed 2026
+        grep -E '^pg(demote|promote)_(kswapd|success)' /proc/vmstat | while read -r k v; do
+          echo \"\$k: +\$(( v - \$(awk -v k=\$k '\$1 == k {print \$2}' /tmp/before) ))\"; done"
+  say "node 0: tiering off, remove and unload; node 1 gets every chunk back, wiped"
+  on 0 "echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled
+        echo remove all > /proc/unimem_numa && rmmod unimem_numa && dmesg | grep 'returned to' | tail -1"
+}
+if [ "$tiering" = 1 ]; then
+  tiering_demo
+  [ "$keep" = 0 ] || log "cluster left running: scripts/cluster exec N -- CMD, scripts/cluster down"
+  exit 0
+fi
 if [ "$numa" = 1 ]; then
   numa_demo
   [ "$keep" = 0 ] || log "cluster left running: scripts/cluster exec N -- CMD, scripts/cluster down"

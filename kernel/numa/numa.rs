@@ -13,7 +13,10 @@
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings, impl_has_hr_timer,
-    mm::memory_hotplug::{self, OnlineType},
+    mm::{
+        memory_hotplug::{self, OnlineType},
+        memory_tiers::{self, NodeMemoryType},
+    },
     new_mutex, numa,
     prelude::*,
     proc_fs,
@@ -74,6 +77,10 @@ module! {
             default: -1,
             description: "NUMA node to add remote memory to: a possible node without CPUs; -1 = the first possible node with neither memory nor CPUs",
         },
+        adistance: i32 {
+            default: 0,
+            description: "Abstract distance of the remote node's memory type (memory tiers; DRAM is 576, a tier spans 128): 0 = DRAM's times the SLIT distance ratio, so the node is a lower tier that node 0 demotes cold pages to; -1 = no memory type (the kernel treats the node as DRAM)",
+        },
         offer_timeout_ms: u32 {
             default: 5000,
             description: "How long `add` waits for the lender's kram-daemon to offer memory (100-60000 ms)",
@@ -108,6 +115,11 @@ struct Numa {
     nid: i32,
     block_size: u64,
     offer_timeout_ms: u32,
+    /// The abstract distance of the node's memory type; `None`: the node gets none (DRAM).
+    adistance: Option<i32>,
+    /// The node's memory type while a range is online (taken under `regions`' lock, after it).
+    #[pin]
+    memtype: Mutex<Option<NodeMemoryType>>,
     /// Also serializes `add` and `remove`: held across the whole hotplug operation.
     #[pin]
     regions: Mutex<KVec<Region>>,
@@ -263,6 +275,12 @@ impl Numa {
         let unreserve = || {
             let _ = self.gas.reserve(offset, region.size(), false);
         };
+        if let Err(e) = self.tier(&regions) {
+            pr_err!("add {}: cannot give NUMA node {} its memory type: {:?}; memory returned\n", lender, self.nid, e);
+            unreserve();
+            give_back();
+            return Err(e);
+        }
         // SAFETY: the range is memory-block aligned (checked above) memory of the fabric window,
         // which eusrvmem maps without claiming; the lease makes it ours until we send FREE, which
         // happens only after `offline_and_remove` (or if this add fails).
@@ -286,6 +304,7 @@ impl Numa {
             );
             unreserve();
             give_back();
+            self.untier(&regions);
             return Err(e);
         }
         regions.push(region, GFP_KERNEL)?;
@@ -370,7 +389,29 @@ impl Numa {
         };
         self.remove_region(regions[idx].clone())?;
         regions.remove(idx)?;
+        self.untier(&regions);
         Ok(())
+    }
+
+    /// Gives the node its memory type before its first range comes online (`regions` locked).
+    fn tier(&self, regions: &KVec<Region>) -> Result {
+        let Some(adistance) = self.adistance else {
+            return Ok(());
+        };
+        let mut memtype = self.memtype.lock();
+        if regions.is_empty() && memtype.is_none() {
+            // SAFETY: dropped only by `untier`, when no range of the node is online (`regions`
+            // empty, under its lock); the node had no memory but ours (`target_node`).
+            *memtype = Some(unsafe { NodeMemoryType::new(self.nid, adistance) }?);
+        }
+        Ok(())
+    }
+
+    /// Takes the node's memory type away once no range is online (`regions` locked).
+    fn untier(&self, regions: &KVec<Region>) {
+        if regions.is_empty() {
+            drop(self.memtype.lock().take());
+        }
     }
 
     fn remove_region(&self, r: Region) -> Result {
@@ -429,6 +470,7 @@ impl Numa {
                 Err(e) => result = Err(e),
             }
         }
+        self.untier(&regions);
         result
     }
 }
@@ -484,6 +526,42 @@ fn target_node() -> Result<i32> {
     Ok(asked)
 }
 
+/// The abstract distance of the remote node's memory type (`adistance=`), or `None` for no type.
+fn tier_adistance(nid: i32) -> Result<Option<i32>> {
+    let dram = memory_tiers::ADISTANCE_DRAM;
+    match *module_parameters::adistance.value_ref() {
+        -1 => Ok(None),
+        0 => {
+            // Slower by the SLIT ratio (40 / 10 by default: four times DRAM's distance).
+            let local = numa::distance(0, 0).filter(|&d| d > 0).unwrap_or(10);
+            let remote = numa::distance(0, nid).filter(|&d| d > local).unwrap_or(local * 4);
+            Ok(Some(dram.saturating_mul(remote) / local))
+        }
+        a if a > 0 => {
+            if a < dram + memory_tiers::CHUNK_SIZE {
+                pr_warn!("adistance={} is within DRAM's tier: nothing will be demoted to NUMA node {}\n", a, nid);
+            }
+            Ok(Some(a))
+        }
+        a => {
+            pr_err!("adistance={} is invalid (-1, 0 or a positive abstract distance)\n", a);
+            Err(EINVAL)
+        }
+    }
+}
+
+/// How `/proc/unimem_numa` and the log name the node's tier.
+struct TierName(Option<i32>);
+
+impl core::fmt::Display for TierName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.0 {
+            Some(a) => write!(f, "memory tier abstract distance {} (DRAM {})", a, memory_tiers::ADISTANCE_DRAM),
+            None => write!(f, "no memory type (a DRAM tier)"),
+        }
+    }
+}
+
 struct NumaModule {
     revoke: Option<RevokeHook<Numa>>,
     numa: Arc<Numa>,
@@ -510,6 +588,7 @@ impl kernel::Module for NumaModule {
             );
             return Err(EINVAL);
         }
+        let adistance = tier_adistance(nid)?;
         let gas = Gas::attach()?;
         let info = *gas.info();
         let gas_ref = gas.clone();
@@ -530,6 +609,8 @@ impl kernel::Module for NumaModule {
                 nid,
                 block_size,
                 offer_timeout_ms,
+                adistance,
+                memtype <- new_mutex!(None, "unimem_numa::memtype"),
                 regions <- new_mutex!(KVec::new(), "unimem_numa::regions"),
                 borrows,
                 epoch,
@@ -552,10 +633,11 @@ impl kernel::Module for NumaModule {
         })?;
         let timer = numa.clone().start(PERIOD);
         pr_info!(
-            "node {}: remote memory goes to NUMA node {} (distance {}); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
+            "node {}: remote memory goes to NUMA node {} (distance {}, {}); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
             info.node_id,
             nid,
             numa::distance(0, nid).unwrap_or(0),
+            TierName(adistance),
             block_size >> 20
         );
         Ok(Self {

@@ -5,7 +5,7 @@
 //! Commands (one per write): `add <lender> [<MiB>]`, `remove <lender>`, `remove all`.
 
 use crate::{kram_borrow::Delivery, Numa};
-use kernel::{numa, prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
+use kernel::{mm::memory_tiers, numa, prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
 
 pub(crate) struct NumaProc;
 
@@ -78,7 +78,18 @@ impl ProcFile for NumaProc {
             this.tally.get(Delivery::Revoke),
             this.tally.get(Delivery::Stray)
         );
-        for r in this.regions.lock().iter() {
+        let regions = this.regions.lock();
+        match this.adistance {
+            Some(a) => seq_print!(
+                m,
+                "memory_type adistance {} dram {} given {}\n",
+                a,
+                memory_tiers::ADISTANCE_DRAM,
+                if this.memtype.lock().is_some() { "yes" } else { "no" }
+            ),
+            None => seq_print!(m, "memory_type none\n"),
+        }
+        for r in regions.iter() {
             seq_print!(
                 m,
                 "range lender {} mib {} chunks {}+{} phys {:#x}-{:#x} node {} lease {}\n",

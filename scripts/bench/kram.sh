@@ -85,13 +85,6 @@ iops() {
         awk -F';' '{print \$$field}'"
 }
 
-# rotated REP WORD...: the words rotated left by REP - 1.
-rotated() {
-  local r=$1; shift
-  local w=("$@") n=$# i
-  for ((i = 0; i < n; i++)); do printf '%s ' "${w[(i + r - 1) % n]}"; done
-}
-
 fio_part() {
   local smp=$1 mode rep op qd dev v
   log "vCPUs $smp: fio on kram, brd and zram (32 MiB each, filled with random data)"

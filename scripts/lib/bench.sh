@@ -9,6 +9,14 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 # stats V...: "median min max" of the values.
 stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'; }
 
+# rotated REP WORD...: the words rotated left by REP - 1: the order of the configurations in
+# repetition REP, so that none always runs first (on a cold cache) or last.
+rotated() {
+  local r=$1; shift
+  local w=("$@") n=$# i
+  for ((i = 0; i < n; i++)); do printf '%s ' "${w[(i + r - 1) % n]}"; done
+}
+
 # bench_environment FILE NODES [KEY=VALUE...]: environment.csv of a run (accelerator, vCPUs,
 # nodes, host cores, guest kernel, commit with -dirty if the tree differs, date, and the rest).
 # Sets BENCH_ACCEL, BENCH_KERNEL, BENCH_COMMIT for the summary.
