@@ -41,10 +41,7 @@ for v in "$RUNTIME" "$REPS" $SMPS; do
   [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "not a positive number: '$v'"
 done
 if [ -z "$SUMMARY_OF" ]; then
-  [ -f "$UNIMEM_ROOT/kernel/kram/unimem_kram.ko" ] || die "kernel/kram/unimem_kram.ko missing: run 'make' first"
-  for b in kram-daemon unimem-memtest; do
-    [ -x "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
-  done
+  bench_needs kernel/kram/unimem_kram.ko target/release/kram-daemon target/release/unimem-memtest
 fi
 export UNIMEM_RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-kram}
 CLUSTER=$UNIMEM_ROOT/scripts/cluster

@@ -28,25 +28,21 @@ while [ $# -gt 0 ]; do
   esac
 done
 for v in "$REPS" "$SWEEPS"; do [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "not a positive number: '$v'"; done
-for f in kernel/numa/unimem_numa.ko kernel/kram/unimem_kram.ko target/release/unimem-memtest; do
-  [ -e "$UNIMEM_ROOT/$f" ] || die "$f missing: run 'make' first"
-done
+bench_needs kernel/numa/unimem_numa.ko kernel/kram/unimem_kram.ko target/release/unimem-memtest
 export UNIMEM_RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-tiering}
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
 OUT=${TIERING_BENCH_OUT:-$UNIMEM_BUILD/bench/tiering/$(date -u +%Y%m%dT%H%M%SZ)}
 MODS=/opt/unimem/modules
-on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout 900 -- "$@"; }
 trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
 mkdir -p "$OUT"
 
 "$CLUSTER" down >/dev/null 2>&1 || true
 "$CLUSTER" up -n 3 --mem-of 0=96M
-for n in 0 1 2; do on "$n" "insmod $MODS/unimem_eusrvmem.ko && insmod $MODS/unimem_mailbox.ko"; done
-for n in 1 2; do
-  on "$n" "kram-daemon --no-state >/dev/null 2>&1 &"
-  on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1" ||
-    die "kram-daemon did not start on node $n"
-done
+BG=tierb TIMEOUT=900
+# shellcheck source=tests/cluster/lib.sh
+source "$UNIMEM_ROOT/tests/cluster/lib.sh"
+for n in 0 1 2; do load_base "$n"; done
+for n in 1 2; do kram_daemon "$n" --no-state; done
 on 0 "swapoff -a; echo 8192 > /proc/sys/vm/min_free_kbytes; modprobe zram num_devices=1"
 MIB=$(on 0 "awk '/^MemTotal/ {print int(\$2 * 3 / 2 / 1024)}' /proc/meminfo")
 bench_environment "$OUT/environment.csv" 3 "reps=$REPS" "workload_mib=$MIB" "hot_mib=$HOT" "hot_sweeps=$SWEEPS" \

@@ -9,6 +9,12 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 # stats V...: "median min max" of the values.
 stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'; }
 
+# bench_needs PATH...: dies unless each PATH (relative to the tree) was built.
+bench_needs() {
+  local f
+  for f in "$@"; do [ -e "$UNIMEM_ROOT/$f" ] || die "$f missing: run 'make' first"; done
+}
+
 # rotated REP WORD...: the words rotated left by REP - 1: the order of the configurations in
 # repetition REP, so that none always runs first (on a cold cache) or last.
 rotated() {

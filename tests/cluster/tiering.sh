@@ -19,15 +19,8 @@ vm() { on 0 "awk -v p='$1' 'index(\$1, p) == 1 { s += \$2 } END { print s + 0 }'
 lent() { on "$1" "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*, lent \([0-9]*\)$/\1/p'"; }
 
 step "load unimem_eusrvmem and unimem_mailbox everywhere; kram-daemons on nodes 1 and 2"
-for n in $(seq 0 $((NODES - 1))); do
-  on "$n" "lsmod | grep -q '^unimem_eusrvmem' || insmod $MODS/unimem_eusrvmem.ko
-           lsmod | grep -q '^unimem_mailbox' || insmod $MODS/unimem_mailbox.ko"
-done
-for n in 1 2; do
-  on "$n" "kram-daemon --no-state >/dev/null 2>&1 &"
-  on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; exit 1" ||
-    fail "kram-daemon did not start on node $n"
-done
+for n in $(seq 0 $((NODES - 1))); do load_base "$n"; done
+for n in 1 2; do kram_daemon "$n" --no-state; done
 
 step "a bad adistance fails insmod with a message naming it"
 ! on_may_fail 0 "insmod $MODS/unimem_numa.ko adistance=-5" 2>/dev/null || fail "insmod accepted adistance=-5"
