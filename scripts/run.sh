@@ -57,8 +57,8 @@ tiering_demo() {
         grep '^memory_type' /proc/unimem_numa; for t in /sys/devices/virtual/memory_tiering/memory_tier*; do
         echo \"\${t##*/}: nodes \$(cat \$t/nodelist)\"; done; dmesg | grep 'Demotion targets for Node 0' | tail -1"
   say "node 0: tiering on (demotion, NUMA balancing in memory-tiering mode), no swap device"
-  on 0 "swapoff -a; echo true > /sys/kernel/mm/numa/demotion_enabled && echo 2 > /proc/sys/kernel/numa_balancing"
-  mib=$(on 0 "awk '/^MemTotal/ {print int(\$2 * 3 / 2 / 1024)}' /proc/meminfo")
+  on 0 "swapoff -a 2>/dev/null; echo true > /sys/kernel/mm/numa/demotion_enabled && echo 2 > /proc/sys/kernel/numa_balancing"
+  mib=$(on 0 "awk '/MemTotal/ {print int(\$4 * 3 / 2 / 1024)}' /sys/devices/system/node/node0/meminfo")
   say "node 0: an unmodified program using $mib MiB (1.5x its RAM), the last 16 MiB hot for 30 s"
   on 0 "grep -E '^pg(demote|promote)_(kswapd|success)' /proc/vmstat > /tmp/before
         unimem-memtest --mib $mib --hot-mib 16 --hot-seconds 30 --seed 2026

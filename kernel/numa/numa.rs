@@ -276,7 +276,12 @@ impl Numa {
             let _ = self.gas.reserve(offset, region.size(), false);
         };
         if let Err(e) = self.tier(&regions) {
-            pr_err!("add {}: cannot give NUMA node {} its memory type: {:?}; memory returned\n", lender, self.nid, e);
+            pr_err!(
+                "add {}: cannot give NUMA node {} its memory type: {:?}; memory returned\n",
+                lender,
+                self.nid,
+                e
+            );
             unreserve();
             give_back();
             return Err(e);
@@ -534,30 +539,27 @@ fn tier_adistance(nid: i32) -> Result<Option<i32>> {
         0 => {
             // Slower by the SLIT ratio (40 / 10 by default: four times DRAM's distance).
             let local = numa::distance(0, 0).filter(|&d| d > 0).unwrap_or(10);
-            let remote = numa::distance(0, nid).filter(|&d| d > local).unwrap_or(local * 4);
+            let remote = numa::distance(0, nid)
+                .filter(|&d| d > local)
+                .unwrap_or(local * 4);
             Ok(Some(dram.saturating_mul(remote) / local))
         }
         a if a > 0 => {
             if a < dram + memory_tiers::CHUNK_SIZE {
-                pr_warn!("adistance={} is within DRAM's tier: nothing will be demoted to NUMA node {}\n", a, nid);
+                pr_warn!(
+                    "adistance={} is within DRAM's tier: nothing will be demoted to NUMA node {}\n",
+                    a,
+                    nid
+                );
             }
             Ok(Some(a))
         }
         a => {
-            pr_err!("adistance={} is invalid (-1, 0 or a positive abstract distance)\n", a);
+            pr_err!(
+                "adistance={} is invalid (-1, 0 or a positive abstract distance)\n",
+                a
+            );
             Err(EINVAL)
-        }
-    }
-}
-
-/// How `/proc/unimem_numa` and the log name the node's tier.
-struct TierName(Option<i32>);
-
-impl core::fmt::Display for TierName {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self.0 {
-            Some(a) => write!(f, "memory tier abstract distance {} (DRAM {})", a, memory_tiers::ADISTANCE_DRAM),
-            None => write!(f, "no memory type (a DRAM tier)"),
         }
     }
 }
@@ -633,11 +635,12 @@ impl kernel::Module for NumaModule {
         })?;
         let timer = numa.clone().start(PERIOD);
         pr_info!(
-            "node {}: remote memory goes to NUMA node {} (distance {}, {}); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
+            "node {}: remote memory goes to NUMA node {} (distance {}, memory type adistance {}, DRAM {}, -1 none); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
             info.node_id,
             nid,
             numa::distance(0, nid).unwrap_or(0),
-            TierName(adistance),
+            adistance.unwrap_or(-1),
+            memory_tiers::ADISTANCE_DRAM,
             block_size >> 20
         );
         Ok(Self {

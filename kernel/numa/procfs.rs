@@ -85,7 +85,11 @@ impl ProcFile for NumaProc {
                 "memory_type adistance {} dram {} given {}\n",
                 a,
                 memory_tiers::ADISTANCE_DRAM,
-                if this.memtype.lock().is_some() { "yes" } else { "no" }
+                if this.memtype.lock().is_some() {
+                    "yes"
+                } else {
+                    "no"
+                }
             ),
             None => seq_print!(m, "memory_type none\n"),
         }

@@ -43,7 +43,7 @@ BG=tierb TIMEOUT=900
 source "$UNIMEM_ROOT/tests/cluster/lib.sh"
 for n in 0 1 2; do load_base "$n"; done
 for n in 1 2; do kram_daemon "$n" --no-state; done
-on 0 "swapoff -a; echo 8192 > /proc/sys/vm/min_free_kbytes; modprobe zram num_devices=1"
+on 0 "swapoff -a 2>/dev/null; echo 8192 > /proc/sys/vm/min_free_kbytes; modprobe zram num_devices=1"
 MIB=$(on 0 "awk '/^MemTotal/ {print int(\$2 * 3 / 2 / 1024)}' /proc/meminfo")
 bench_environment "$OUT/environment.csv" 3 "reps=$REPS" "workload_mib=$MIB" "hot_mib=$HOT" "hot_sweeps=$SWEEPS" \
   "node0_ram=96M" "host_load=$(cut -d' ' -f1-3 /proc/loadavg)"

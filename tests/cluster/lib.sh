@@ -38,7 +38,8 @@ bg() {
 # has a line matching REGEX.
 wait_log() {
   local tries=$((${4:-30} * 5 * ${UNIMEM_TIMEOUT_SCALE:-1}))
-  on "$1" "for i in \$(seq $tries); do grep -qE '$3' /tmp/$BG-$2.log 2>/dev/null && exit 0; sleep 0.2; done; echo 'log of $2:'; cat /tmp/$BG-$2.log; exit 1" ||
+  # The command itself may take the whole wait: its time limit must not end it earlier.
+  TIMEOUT=$(( ${4:-30} + 60 > ${TIMEOUT:-120} ? ${4:-30} + 60 : ${TIMEOUT:-120} )) on "$1" "for i in \$(seq $tries); do grep -qE '$3' /tmp/$BG-$2.log 2>/dev/null && exit 0; sleep 0.2; done; echo 'log of $2:'; cat /tmp/$BG-$2.log; exit 1" ||
     fail "node $1: '$2' never printed /$3/"
 }
 # bg_cleanup: kill what bg started on every node (the tests' EXIT trap).

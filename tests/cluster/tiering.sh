@@ -40,9 +40,10 @@ on 0 "dmesg | grep 'Demotion targets for Node 0' | tail -1 | grep -q 'preferred:
   fail "the kernel does not demote node 0 to node 1: $(on 0 "dmesg | grep 'Demotion targets' | tail -2")"
 
 step "tiering on: demotion, NUMA balancing in memory-tiering mode, no swap device"
-on 0 "swapoff -a; echo true > /sys/kernel/mm/numa/demotion_enabled && echo 2 > /proc/sys/kernel/numa_balancing"
+on 0 "swapoff -a 2>/dev/null; echo true > /sys/kernel/mm/numa/demotion_enabled && echo 2 > /proc/sys/kernel/numa_balancing"
 expect_eq "$(on 0 "tail -n +2 /proc/swaps | wc -l")" 0 "swap devices"
-ram_mib=$(on 0 "awk '/^MemTotal/ {print int(\$2 / 1024)}' /proc/meminfo")
+# Node 0's own RAM (MemTotal counts the remote node's too).
+ram_mib=$(on 0 "awk '/MemTotal/ {print int(\$4 / 1024)}' /sys/devices/system/node/node0/meminfo")
 work=$((ram_mib * 3 / 2)) hot=16
 d0=$(vm pgdemote_) p0=$(vm pgpromote_success)
 bg 0 work "unimem-memtest --mib $work --hot-mib $hot --hot-seconds 40 --hold-until /tmp/tier.go"
