@@ -11,14 +11,14 @@
 # ratios (runtime / tiering's) are taken within a repetition, then the median (min, max).
 # Writes environment.csv, runs.csv, summary.csv, summary.txt and tiering.png to
 # build/bench/tiering/<UTC timestamp>/ (TIERING_BENCH_OUT) and prints the summary.
-#   scripts/bench/tiering.sh [--reps N] [--sweeps N]    (5 repetitions, 200 sweeps)
+#   scripts/bench/tiering.sh [--reps N] [--sweeps N]    (5 repetitions, 2000 sweeps)
 #   env: TIERING_BENCH_OUT, TIERING_BENCH_NO_PLOT=1, BENCH_RUN (cluster run directory)
 # Needs `make` first. Goal: tiering faster than KRAM swap and zram (ratios above 1).
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
-REPS=5 SWEEPS=200 HOT=16
+REPS=5 SWEEPS=2000 HOT=16
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
