@@ -4,6 +4,8 @@
 
 use anyhow::{bail, Result};
 use clap::{CommandFactory, Parser};
+use serde_json::json;
+use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -52,7 +54,48 @@ struct Args {
         conflicts_with = "hot_seconds"
     )]
     hot_sweeps: u64,
+    /// Print one JSON object at the end instead of the lines per pass (keys: mib, passes, seed,
+    /// compressible, hot_mib, seconds, results: per pass write_s, hot_sweeps, hot_s,
+    /// verify_s). A wrong byte still ends the program with status 1 and a message on stderr.
+    #[arg(long)]
+    json: bool,
+    /// Show progress on stderr (percent written / verified, at most once a second); the
+    /// default when stderr is a terminal.
+    #[arg(long)]
+    progress: bool,
 }
+
+/// Percent done on stderr, at most once a second, when enabled.
+struct Progress {
+    on: bool,
+    last: Instant,
+}
+
+impl Progress {
+    fn new(on: bool) -> Self {
+        Self {
+            on,
+            last: Instant::now(),
+        }
+    }
+
+    /// Called every `CHUNK` words: `done` of `total` words of `what`.
+    fn at(&mut self, what: &str, done: usize, total: usize) {
+        if self.on && self.last.elapsed().as_secs() >= 1 {
+            eprint!("\r{what}: {}%   ", done * 100 / total.max(1));
+            self.last = Instant::now();
+        }
+    }
+
+    fn end(&self) {
+        if self.on {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
+
+/// Words between progress checks (1 MiB).
+const CHUNK: usize = 1 << 17;
 
 /// How long the hot part is kept busy.
 #[derive(Clone, Copy)]
@@ -104,24 +147,38 @@ fn main() -> Result<()> {
         );
     }
     let mut area = vec![0u64; words];
+    let mut progress = Progress::new(args.progress || std::io::stderr().is_terminal());
+    let mut results = Vec::new();
+    let start = Instant::now();
     for pass in 0..args.passes {
         let seed = args.seed ^ u64::from(pass) << 32;
         let t = Instant::now();
         let run = if args.compressible { 64 } else { 1 };
-        for (i, w) in area.iter_mut().enumerate() {
-            *w = word(seed, (i / run) as u64);
+        for (c, chunk) in area.chunks_mut(CHUNK).enumerate() {
+            for (j, w) in chunk.iter_mut().enumerate() {
+                *w = word(seed, ((c * CHUNK + j) / run) as u64);
+            }
+            progress.at("writing", (c + 1) * CHUNK, words);
         }
+        progress.end();
         let written = t.elapsed();
         if let Some(flag) = &args.hold_until {
-            println!(
+            let line = format!(
                 "pass {pass}: written, holding until {} exists",
                 flag.display()
             );
-            std::io::Write::flush(&mut std::io::stdout())?;
+            // The test scripts wait for this line on stdout; with --json stdout is one object.
+            if args.json {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
+            std::io::stdout().flush()?;
             while !flag.exists() {
                 std::thread::sleep(std::time::Duration::from_millis(100));
             }
         }
+        let (mut sweeps, mut hot_s) = (0, 0.0);
         if args.hot_seconds > 0 || args.hot_sweeps > 0 {
             let hot = if args.hot_sweeps > 0 {
                 Hot::Sweeps(args.hot_sweeps)
@@ -130,29 +187,98 @@ fn main() -> Result<()> {
             };
             let from = words - args.hot_mib * (1 << 20) / 8;
             let busy = Instant::now();
-            let n = hot_sweeps(&area, from, hot, |i| word(seed, (i / run) as u64))?;
-            println!(
-                "pass {pass}: hot part ({} MiB) checked {n} times in {:.1} s",
-                args.hot_mib,
-                busy.elapsed().as_secs_f64()
-            );
-        }
-        let verifying = Instant::now();
-        for (i, w) in area.iter().enumerate() {
-            let want = word(seed, (i / run) as u64);
-            if *w != want {
-                bail!(
-                    "pass {pass}: byte offset {:#x}: found {w:#018x}, expected {want:#018x}",
-                    i * 8
+            sweeps = hot_sweeps(&area, from, hot, |i| word(seed, (i / run) as u64))?;
+            hot_s = busy.elapsed().as_secs_f64();
+            if !args.json {
+                println!(
+                    "pass {pass}: hot part ({} MiB) checked {sweeps} times in {hot_s:.1} s",
+                    args.hot_mib
                 );
             }
         }
-        println!(
-            "pass {pass}: wrote and verified {} MiB (write {:.1} s, verify {:.1} s)",
-            args.mib,
-            written.as_secs_f64(),
-            verifying.elapsed().as_secs_f64()
-        );
+        let verifying = Instant::now();
+        for (c, chunk) in area.chunks(CHUNK).enumerate() {
+            for (j, w) in chunk.iter().enumerate() {
+                let i = c * CHUNK + j;
+                let want = word(seed, (i / run) as u64);
+                if *w != want {
+                    progress.end();
+                    bail!(
+                        "pass {pass}: byte offset {:#x}: found {w:#018x}, expected {want:#018x}",
+                        i * 8
+                    );
+                }
+            }
+            progress.at("verifying", (c + 1) * CHUNK, words);
+        }
+        progress.end();
+        let (write_s, verify_s) = (written.as_secs_f64(), verifying.elapsed().as_secs_f64());
+        if !args.json {
+            println!(
+                "pass {pass}: wrote and verified {} MiB (write {write_s:.1} s, verify {verify_s:.1} s)",
+                args.mib
+            );
+        }
+        results.push(json!({
+            "pass": pass,
+            "write_s": write_s,
+            "hot_sweeps": sweeps,
+            "hot_s": hot_s,
+            "verify_s": verify_s,
+        }));
+    }
+    if args.json {
+        println!("{}", summary(&args, start.elapsed().as_secs_f64(), results));
     }
     Ok(())
+}
+
+/// The `--json` object.
+fn summary(args: &Args, seconds: f64, results: Vec<serde_json::Value>) -> serde_json::Value {
+    json!({
+        "mib": args.mib,
+        "passes": args.passes,
+        "seed": args.seed,
+        "compressible": args.compressible,
+        "hot_mib": args.hot_mib,
+        "seconds": seconds,
+        "results": results,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_summary_has_the_documented_keys() {
+        let args = Args::parse_from(["unimem-memtest", "--mib", "4", "--json"]);
+        let v = summary(&args, 1.5, vec![json!({"pass": 0, "write_s": 0.1})]);
+        for key in [
+            "mib",
+            "passes",
+            "seed",
+            "compressible",
+            "hot_mib",
+            "seconds",
+            "results",
+        ] {
+            assert!(v.get(key).is_some(), "missing {key}");
+        }
+        assert_eq!(v["mib"], 4);
+        assert_eq!(v["results"][0]["pass"], 0);
+    }
+
+    #[test]
+    fn hot_sweeps_catch_a_wrong_word() {
+        let mut area: Vec<u64> = (0..1024).map(|i| word(1, i)).collect();
+        assert_eq!(
+            hot_sweeps(&area, 512, Hot::Sweeps(3), |i| word(1, i as u64)).unwrap(),
+            3
+        );
+        area[700] ^= 1;
+        assert!(hot_sweeps(&area, 512, Hot::Sweeps(1), |i| word(1, i as u64)).is_err());
+        // A wrong word outside the hot part is not the hot check's business.
+        assert!(hot_sweeps(&area, 701, Hot::Sweeps(1), |i| word(1, i as u64)).is_ok());
+    }
 }
