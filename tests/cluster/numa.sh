@@ -111,7 +111,9 @@ for _ in $(seq 25); do m1=$(malformed); [ "$m1" -gt "$m0" ] && break; sleep 0.2;
 expect_eq "$m1" "$((m0 + 1))" "malformed messages counted by unimem_numa"
 expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges after a malformed OFFER"
 
-step "numactl --membind=1: the program's pages are on node 1 (numa_maps) and verify"
+step "numactl --membind=1: the program's pages are on node 1 (numa_maps) and verify; numabench --json"
+on 0 "numactl --membind=1 unimem-numabench --json chase --mib 4 --steps 20000" | grep -q '^{.*"ns_per_access":[0-9]' ||
+  fail "unimem-numabench --json chase printed no ns_per_access"
 pid=$(hold 0 bind "numactl --membind=1 unimem-memtest --mib 64")
 read -r n0 n1 <<<"$(pages_on 0 "$pid")"
 echo "membind=1: $n1 pages on node 1, $n0 on node 0"
@@ -133,6 +135,8 @@ for ratio in "1 3 25" "1 1 50"; do
   echo "ratio $r:$l: $n1 remote, $n0 local pages: $share% remote (want $want +- 5)"
   [ "$share" -ge $((want - 5)) ] && [ "$share" -le $((want + 5)) ] || fail "ratio $r:$l gave $share% remote"
   on 0 "unimem-sl show --pgid $pid" | grep -q "$pid" || fail "unimem-sl show does not list group $pid"
+  on 0 "unimem-sl show --pgid $pid --json" | grep -q "^\[{.*\"pgid\":$pid,.*\"ratio\":\"$r:$l\"" ||
+    fail "unimem-sl show --json does not list group $pid with ratio $r:$l"
   release 0 "sl$r$l"
 done
 

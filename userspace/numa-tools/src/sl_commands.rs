@@ -124,8 +124,23 @@ fn pages(bytes: u64, page: u64) -> u64 {
     bytes / page
 }
 
-/// One line per group, `key=value` tokens.
-pub fn show(paths: &Paths, pgid: Option<i32>) -> Result<()> {
+/// `key=value` tokens as a JSON object: numbers and booleans as such, the rest as strings.
+fn tokens_json<'a>(tokens: impl Iterator<Item = &'a str>) -> serde_json::Value {
+    let map = tokens
+        .filter_map(|t| t.split_once('='))
+        .map(|(k, v)| {
+            let v = serde_json::from_str::<serde_json::Value>(v)
+                .ok()
+                .filter(|j| j.is_number() || j.is_boolean())
+                .unwrap_or_else(|| serde_json::Value::from(v));
+            (k.to_string(), v)
+        })
+        .collect();
+    serde_json::Value::Object(map)
+}
+
+/// One line per group, `key=value` tokens (with `json`, a JSON array of objects).
+pub fn show(paths: &Paths, pgid: Option<i32>, json: bool) -> Result<()> {
     let registry = Registry::new(&paths.registry);
     let mut groups: Vec<(i32, Option<ServiceLevel>)> = registry
         .live()?
@@ -150,6 +165,7 @@ pub fn show(paths: &Paths, pgid: Option<i32>) -> Result<()> {
     }
 
     let page = crate::page_size() as u64;
+    let mut objects = Vec::new();
     for (pgid, level) in groups {
         let usage = procfs::group_usage(&paths.proc, pgid, page)
             .with_context(|| format!("scanning {}", paths.proc.display()))?;
@@ -192,19 +208,51 @@ pub fn show(paths: &Paths, pgid: Option<i32>) -> Result<()> {
             );
             line += &format!(" unreadable={}", usage.unreadable);
         }
-        println!("{line}");
+        if json {
+            objects.push(tokens_json(line.split(' ')));
+        } else {
+            println!("{line}");
+        }
+    }
+    if json {
+        println!("{}", serde_json::Value::Array(objects));
     }
     Ok(())
 }
 
 /// `auto=<bool>` (when the kernel has it) then `node<N>=<weight>` per node.
-pub fn weights(paths: &Paths) -> Result<()> {
+pub fn weights(paths: &Paths, json: bool) -> Result<()> {
     let w = Sysfs::new(&paths.sysfs).weights()?;
-    if let Some(auto) = w.auto {
-        println!("auto={auto}");
-    }
-    for (node, weight) in &w.nodes {
-        println!("node{node}={weight}");
+    let lines: Vec<String> = w
+        .auto
+        .map(|auto| format!("auto={auto}"))
+        .into_iter()
+        .chain(
+            w.nodes
+                .iter()
+                .map(|(node, weight)| format!("node{node}={weight}")),
+        )
+        .collect();
+    if json {
+        println!("{}", tokens_json(lines.iter().map(String::as_str)));
+    } else {
+        for l in lines {
+            println!("{l}");
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::tokens_json;
+
+    #[test]
+    fn tokens_become_typed_json() {
+        let v = tokens_json("pgid=42 ratio=1:3 remote_pct=24.5 auto=true".split(' '));
+        assert_eq!(v["pgid"], 42);
+        assert_eq!(v["ratio"], "1:3");
+        assert_eq!(v["remote_pct"], 24.5);
+        assert_eq!(v["auto"], true);
+    }
 }

@@ -66,11 +66,18 @@ enum Cmd {
         /// Only this process group (also works for a group that is not registered).
         #[arg(long)]
         pgid: Option<i32>,
+        /// A JSON array, one object per group with the same keys as the text.
+        #[arg(long)]
+        json: bool,
     },
     /// Print the weighted-interleave weights
     ///
     /// `auto=<bool>` (Linux 6.16+), then `node<N>=<weight>` per node with memory.
-    Weights,
+    Weights {
+        /// One JSON object with the same keys as the text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> Result<()> {
@@ -84,7 +91,7 @@ fn main() -> Result<()> {
     };
     match a.cmd {
         Cmd::Run(o) => sl_commands::run(&paths, &o),
-        Cmd::Show { pgid } => sl_commands::show(&paths, pgid),
-        Cmd::Weights => sl_commands::weights(&paths),
+        Cmd::Show { pgid, json } => sl_commands::show(&paths, pgid, json),
+        Cmd::Weights { json } => sl_commands::weights(&paths, json),
     }
 }
