@@ -148,8 +148,11 @@ wait_status "$B" "^free 0, offered 0, lent 64$"
 refresh
 
 step "exhaustion: 48 contiguous chunks nowhere; the daemons stay silent"
-out=$(on_may_fail 0 "kram-probe request --instance 2 --chunks 48 --timeout 3") && fail "got an offer for 48 chunks: $out"
+out=$(on_may_fail 0 "kram-probe --json request --instance 2 --chunks 48 --timeout 3") && fail "got an offer for 48 chunks: $out"
 echo "$out" | tail -1
+# --json: every line one object, the failure an event of its own.
+! grep -qv '^{.*"event":' <<<"$out" || fail "kram-probe --json printed a line that is not an event object: $out"
+grep -q '"event":"FAIL"' <<<"$out" || fail "kram-probe --json printed no FAIL event: $out"
 [ "$(counter "$A" unanswered)" -ge 1 ] || fail "node $A counted no unanswered request"
 [ "$(counter "$B" unanswered)" -ge 1 ] || fail "node $B counted no unanswered request"
 refresh

@@ -5,6 +5,9 @@
 //! `NAME-SUB.SECTION`) and `DIR/{bash,zsh,fish}/` completions, then exits without doing
 //! anything else (clap_complete's dynamic completion is asked the same way, through the
 //! environment). `make install` (scripts/install.sh) runs every installed binary so.
+//! [`json`] turns the tools' `key=value` output into their `--json` output.
+
+pub mod json;
 
 use clap::Command;
 use clap_complete::Shell;

@@ -124,21 +124,6 @@ fn pages(bytes: u64, page: u64) -> u64 {
     bytes / page
 }
 
-/// `key=value` tokens as a JSON object: numbers and booleans as such, the rest as strings.
-fn tokens_json<'a>(tokens: impl Iterator<Item = &'a str>) -> serde_json::Value {
-    let map = tokens
-        .filter_map(|t| t.split_once('='))
-        .map(|(k, v)| {
-            let v = serde_json::from_str::<serde_json::Value>(v)
-                .ok()
-                .filter(|j| j.is_number() || j.is_boolean())
-                .unwrap_or_else(|| serde_json::Value::from(v));
-            (k.to_string(), v)
-        })
-        .collect();
-    serde_json::Value::Object(map)
-}
-
 /// One line per group, `key=value` tokens (with `json`, a JSON array of objects).
 pub fn show(paths: &Paths, pgid: Option<i32>, json: bool) -> Result<()> {
     let registry = Registry::new(&paths.registry);
@@ -209,7 +194,7 @@ pub fn show(paths: &Paths, pgid: Option<i32>, json: bool) -> Result<()> {
             line += &format!(" unreadable={}", usage.unreadable);
         }
         if json {
-            objects.push(tokens_json(line.split(' ')));
+            objects.push(unimem_clidoc::json::key_values(line.split(' ')));
         } else {
             println!("{line}");
         }
@@ -234,25 +219,14 @@ pub fn weights(paths: &Paths, json: bool) -> Result<()> {
         )
         .collect();
     if json {
-        println!("{}", tokens_json(lines.iter().map(String::as_str)));
+        println!(
+            "{}",
+            unimem_clidoc::json::key_values(lines.iter().map(String::as_str))
+        );
     } else {
         for l in lines {
             println!("{l}");
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod json_tests {
-    use super::tokens_json;
-
-    #[test]
-    fn tokens_become_typed_json() {
-        let v = tokens_json("pgid=42 ratio=1:3 remote_pct=24.5 auto=true".split(' '));
-        assert_eq!(v["pgid"], 42);
-        assert_eq!(v["ratio"], "1:3");
-        assert_eq!(v["remote_pct"], 24.5);
-        assert_eq!(v["auto"], true);
-    }
 }

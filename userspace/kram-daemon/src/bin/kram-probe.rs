@@ -9,6 +9,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
 use unimem_wire::kram::{
@@ -34,9 +35,16 @@ use unimem_wire::kram::{
         the CONFIRM)."
 )]
 struct Cli {
+    /// Each output line as one JSON object (JSON Lines): `event` (its first word), `line` (the
+    /// text above) and its key=value tokens, typed.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
+
+/// `--json`: set once in `main`, read by `say`.
+static JSON: AtomicBool = AtomicBool::new(false);
 
 #[derive(Subcommand)]
 enum Cmd {
@@ -225,8 +233,9 @@ fn main() {
     unimem_clidoc::generate_if_asked(Cli::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
+    JSON.store(cli.json, Ordering::Relaxed);
     if let Err(e) = run(cli) {
-        println!("FAIL: {e:#}");
+        say(format!("FAIL: {e:#}"));
         eprintln!("kram-probe: {e:#}");
         std::process::exit(1);
     }
@@ -397,7 +406,11 @@ fn secs(s: f64) -> Result<Duration> {
 }
 
 fn say(line: String) {
-    println!("{line}");
+    if JSON.load(Ordering::Relaxed) {
+        println!("{}", unimem_clidoc::json::event_line(&line));
+    } else {
+        println!("{line}");
+    }
     let _ = std::io::stdout().flush();
 }
 
