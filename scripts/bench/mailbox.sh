@@ -3,17 +3,33 @@
 # $BENCH_RUN; never the cluster of UNIMEM_RUN): for 8, 16 and 25-byte payloads, cross-node
 # ping-pong (node 0 <-> node 2) with poll(2) and with blocking RECV, same-node ping-pong
 # (node 1), 64-bit kernel messages, and a pipe / eventfd ping-pong between two threads in the
-# same VM as the baseline. Prints a table of half round-trip times and message rates.
+# same VM as the baseline. Each configuration runs BENCH_RUNS times, interleaved (every
+# configuration of run 1, then of run 2, ...); a ratio to eventfd is taken within a run.
+# Writes environment.csv, runs.csv (every run's figures), summary.csv (per payload and mode the
+# median [min, max] over the runs of the half round trip, the message rate and the ratio to
+# eventfd), summary.txt and mailbox.png to build/bench/mailbox/<UTC timestamp>/
+# (MAILBOX_BENCH_OUT), and prints the summary.
 #
 #   scripts/bench/mailbox.sh      env: BENCH_COUNT (2000 timed round trips per run),
-#                                      BENCH_WARMUP (50), BENCH_RUN (run directory)
+#                                      BENCH_WARMUP (50), BENCH_RUNS (3), BENCH_RUN (run
+#                                      directory), MAILBOX_BENCH_OUT, MAILBOX_BENCH_NO_PLOT=1
 # Needs `make` (modules incl. unimem_mailbox.ko, and the user-space tools) first.
+# shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
+# shellcheck source=scripts/lib/bench.sh
+source "$(dirname "$0")/../lib/bench.sh"
+case "${1:-}" in
+  -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
+  "") ;;
+  *) die "unknown option $1 (--help lists them)";;
+esac
 RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-cluster}
 export UNIMEM_RUN=$RUN
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
 COUNT=${BENCH_COUNT:-2000}
 WARMUP=${BENCH_WARMUP:-50}
+RUNS=${BENCH_RUNS:-3}
+OUT=${MAILBOX_BENCH_OUT:-$UNIMEM_BUILD/bench/mailbox/$(date -u +%Y%m%dT%H%M%SZ)}
 SIZES=(8 16 25)
 # The seed's hardware figure, for reference only.
 SEED_HOP_US=1.2
@@ -22,7 +38,8 @@ on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout "${TIMEOUT:-900}" -- "$
 # kv KEY LINE: the value of KEY in a "RESULT k=v ..." line.
 kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
-[ -f "$UNIMEM_ROOT/kernel/mailbox/unimem_mailbox.ko" ] || die "kernel/mailbox/unimem_mailbox.ko missing: run 'make' first"
+bench_needs kernel/mailbox/unimem_mailbox.ko target/release/unimem-mbox
+mkdir -p "$OUT"
 log "starting a 3-node cluster in $RUN"
 "$CLUSTER" up -n 3
 # Only a cluster this script started is stopped (up refuses to start over a running one).
@@ -54,57 +71,61 @@ mbox_kping() {
     die "kserve on node 0 did not finish"
 }
 
-rows=()
-# row SIZE LABEL RESULT_LINE
-row() { [ -n "$3" ] || die "no result for $2 ($1 B)"; rows+=("$1|$2|$3"); }
-for size in "${SIZES[@]}"; do
-  # Polled: both sides busy-poll nonblocking RECV; interrupt-driven: they sleep until the
-  # doorbell wakes them (in RECV, or in poll(2)).
-  log "payload $size B: cross-node busy-polled"
-  r=$(mbox_ping 2 0 "$size" --spin); row "$size" "mailbox cross-node, polled" "$r"
-  log "payload $size B: cross-node interrupt (blocking RECV)"
-  r=$(mbox_ping 2 0 "$size" --block); row "$size" "mailbox cross-node, irq/block" "$r"
-  log "payload $size B: cross-node interrupt (poll)"
-  r=$(mbox_ping 2 0 "$size" --poll); row "$size" "mailbox cross-node, irq/poll" "$r"
-  log "payload $size B: same-node blocking"
-  r=$(mbox_ping 1 1 "$size" --block); row "$size" "mailbox same-node, block" "$r"
-  if [ "$size" = 8 ]; then
-    log "64-bit kernel messages cross-node"
-    r=$(mbox_kping); row "$size" "kernel msg cross-node" "$r"
-  fi
-  log "payload $size B: baselines"
-  base=$(on 0 "unimem-mbox bench-baseline --count $COUNT --warmup $WARMUP --size $size")
-  row "$size" "pipe, 2 threads" "$(grep '^RESULT.* mode=pipe ' <<<"$base")"
-  row "$size" "eventfd, 2 threads" "$(grep '^RESULT.* mode=eventfd ' <<<"$base")"
+# row RUN SIZE LABEL RESULT_LINE: one line of runs.csv.
+row() {
+  [ -n "$4" ] || die "no result for $3 ($2 B)"
+  echo "$1,$2,$3,$(kv median_us "$4"),$(kv mean_us "$4"),$(kv msgs_per_s "$4")" >>"$OUT/runs.csv"
+}
+echo "run,payload,mode,median_us,mean_us,msgs_per_s" >"$OUT/runs.csv"
+for run in $(seq "$RUNS"); do
+  for size in "${SIZES[@]}"; do
+    # Polled: both sides busy-poll nonblocking RECV; interrupt-driven: they sleep until the
+    # doorbell wakes them (in RECV, or in poll(2)).
+    log "run $run/$RUNS, payload $size B: cross-node polled, irq/block, irq/poll; same-node; baselines"
+    row "$run" "$size" "mailbox cross-node polled" "$(mbox_ping 2 0 "$size" --spin)"
+    row "$run" "$size" "mailbox cross-node irq/block" "$(mbox_ping 2 0 "$size" --block)"
+    row "$run" "$size" "mailbox cross-node irq/poll" "$(mbox_ping 2 0 "$size" --poll)"
+    row "$run" "$size" "mailbox same-node block" "$(mbox_ping 1 1 "$size" --block)"
+    if [ "$size" = 8 ]; then
+      row "$run" "$size" "kernel msg cross-node" "$(mbox_kping)"
+    fi
+    base=$(on 0 "unimem-mbox bench-baseline --count $COUNT --warmup $WARMUP --size $size")
+    row "$run" "$size" "pipe 2 threads" "$(grep '^RESULT.* mode=pipe ' <<<"$base")"
+    row "$run" "$size" "eventfd 2 threads" "$(grep '^RESULT.* mode=eventfd ' <<<"$base")"
+  done
 done
+bench_environment "$OUT/environment.csv" 3 "runs=$RUNS" "count=$COUNT" "warmup=$WARMUP"
 
-# As scripts/cluster decides it: KVM only where a hardware KVM module is loaded.
-if [ -n "${UNIMEM_ACCEL:-}" ]; then accel=$UNIMEM_ACCEL
-elif [ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then accel=kvm
-else accel=tcg; fi
-echo
-echo "unimem mailbox benchmark: 3 nodes ($accel), ${UNIMEM_SMP:-1} vCPU each, $(nproc) host cores;" \
-  "$COUNT timed round trips per row after $WARMUP warm-up"
-echo "half-RTT = half a round trip (one hop incl. wake-up); msgs/s counts both directions"
-printf '%-7s | %-29s | %12s | %12s | %10s | %10s\n' payload mode "half-RTT med" "half-RTT avg" msgs/s "x eventfd"
-printf '%s\n' "--------+-------------------------------+--------------+--------------+------------+-----------"
-for size in "${SIZES[@]}"; do
-  ev=""
-  for r in "${rows[@]}"; do
-    IFS='|' read -r s label line <<<"$r"
-    [ "$s" = "$size" ] && [ "$label" = "eventfd, 2 threads" ] && ev=$(kv median_us "$line")
+# summary.csv: per payload and mode, medians [min, max] over the runs; the ratio to eventfd of
+# the same payload is taken within each run.
+awk -F, -v OFS=, '
+  function med(s,   a, n, i, j, t) { n = split(s, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    lo = a[1]; hi = a[n]; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  NR > 1 { k = $2 "," $3; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+           us[k] = us[k] " " $4; rate[k] = rate[k] " " $6; v[$1, k] = $4; runs[$1] = 1 }
+  END { print "payload,mode,half_rtt_us,half_rtt_min_us,half_rtt_max_us,msgs_per_s,x_eventfd,x_eventfd_min,x_eventfd_max"
+    for (i = 1; i <= n; i++) { k = order[i]; split(k, p, ","); r = ""
+      for (run in runs) { e = v[run, p[1] ",eventfd 2 threads"]; if (e > 0) r = r " " v[run, k] / e }
+      m = med(us[k]); l = lo; h = hi; q = med(rate[k])
+      x = r == "" ? "" : sprintf("%.2f,%.2f,%.2f", med(r), lo, hi)
+      printf "%s,%.1f,%.1f,%.1f,%.0f,%s\n", k, m, l, h, q, (x == "" ? ",," : x) } }' \
+  "$OUT/runs.csv" >"$OUT/summary.csv"
+
+{
+  echo "unimem mailbox benchmark: 3 nodes ($BENCH_ACCEL), ${UNIMEM_SMP:-1} vCPU each, $(nproc) host cores;" \
+    "$COUNT timed round trips per run after $WARMUP warm-up, $RUNS runs"
+  echo "half-RTT = half a round trip (one hop incl. wake-up), median over runs [min-max]; msgs/s counts both directions"
+  printf '%-7s | %-29s | %-24s | %10s | %-18s\n' payload mode "half-RTT us [min-max]" msgs/s "x eventfd"
+  tail -n +2 "$OUT/summary.csv" | while IFS=, read -r size mode m l h rate x xl xh; do
+    ratio=-; [ -n "$x" ] && ratio="$x [$xl-$xh]"
+    printf '%-7s | %-29s | %-24s | %10s | %-18s\n' "$size B" "$mode" "$m [$l-$h]" "$rate" "$ratio"
   done
-  for r in "${rows[@]}"; do
-    IFS='|' read -r s label line <<<"$r"
-    [ "$s" = "$size" ] || continue
-    med=$(kv median_us "$line") avg=$(kv mean_us "$line") rate=$(kv msgs_per_s "$line")
-    ratio=$(awk -v a="$med" -v b="$ev" 'BEGIN { if (b > 0 && a != "") printf "%.2f", a / b; else print "-" }')
-    printf '%-7s | %-29s | %9s us | %9s us | %10s | %10s\n' "$s B" "$label" "${med:--}" "${avg:--}" "${rate:--}" "$ratio"
-  done
-done
-echo
-echo "Reference: seed hardware ${SEED_HOP_US} us per hop. Seed 000 Table 1 measures Fetch&Add at"
-echo "2.6 us (same node) / 4.6 us (remote), two packets each, i.e. ~1.3 / ~2.3 us per packet."
-echo "These TCG figures are NOT comparable to hardware: every guest instruction is emulated, a"
-echo "doorbell is an eventfd through the host scheduler, and 3 VMs share $(nproc) host cores."
-echo "Compare rows with each other and with the eventfd/pipe baselines of the same VM only."
+  echo
+  echo "Reference: seed hardware ${SEED_HOP_US} us per hop. Seed 000 Table 1 measures Fetch&Add at"
+  echo "2.6 us (same node) / 4.6 us (remote), two packets each, i.e. ~1.3 / ~2.3 us per packet."
+  echo "These TCG figures are NOT comparable to hardware: every guest instruction is emulated, a"
+  echo "doorbell is an eventfd through the host scheduler, and 3 VMs share $(nproc) host cores."
+  echo "Compare rows with each other and with the eventfd/pipe baselines of the same VM only."
+} | tee "$OUT/summary.txt"
+bench_results "$UNIMEM_ROOT/scripts/bench/plot_mailbox.py" "${MAILBOX_BENCH_NO_PLOT:-0}"
