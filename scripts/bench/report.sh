@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gathers the latest result of every benchmark under build/bench/<name>/<UTC timestamp>/ (what
-# scripts/bench/gsas.sh, dht.sh, shmem.sh and kram.sh write) into one Markdown report,
+# scripts/bench/*.sh write) into one Markdown report,
 # build/bench/report.md: per benchmark its environment (accelerator, vCPUs, kernel, commit,
 # date, repetitions), its summary (the medians and ratios it printed), its CSV files and its plot.
 #   scripts/bench/report.sh [--out FILE] [BENCH_DIR]    BENCH_DIR: default build/bench
