@@ -54,6 +54,11 @@ maps() { on 0 "awk '{for (i = 1; i <= NF; i++) if (\$i ~ /^N[0-9]+=/) { split(su
 read -r n0 n1 <<<"$(maps)"
 echo "$work MiB written on $ram_mib MiB of RAM: $n0 pages on node 0, $n1 on node 1"
 [ "$n1" -ge $(( (work - ram_mib) * 256 )) ] || fail "only $n1 pages on the remote node for $work MiB on $ram_mib MiB of RAM"
+step "removal with tiering on while the program's pages are remote and node 0 cannot take them: refused, nothing lost"
+! on_may_fail 0 "echo remove 1 > /proc/unimem_numa" 2>/dev/null || fail "remove 1 was accepted although node 0 cannot take the pages"
+on 0 "dmesg | tail -5 | grep -q 'remove 1: [0-9]* pages in use on NUMA node 1 but only [0-9]* free on other nodes'" ||
+  fail "no clear message for the refused removal"
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 1 "ranges after the refused removal"
 on 0 "touch /tmp/tier.go"
 wait_log 0 work '^exit=' 600
 out=$(on 0 "cat /tmp/$BG-work.log")
@@ -63,10 +68,17 @@ d1=$(vm pgdemote_) p1=$(vm pgpromote_success)
 echo "demoted $((d1 - d0)) pages, promoted $((p1 - p0)) pages; $(on 0 "grep -E '^pg(demote|promote)' /proc/vmstat | tr '\n' ' '")"
 [ "$((d1 - d0))" -gt 0 ] || fail "no page was demoted"
 [ "$((p1 - p0))" -gt 0 ] || fail "no page was promoted"
-on 0 "echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled"
 
-step "removal with tiering on: pages migrate back, the chunks return; unload takes the type away"
+step "removal with tiering on: a program's pages on the remote node migrate back and verify; the chunks return"
+on 0 "echo true > /sys/kernel/mm/numa/demotion_enabled && echo 2 > /proc/sys/kernel/numa_balancing"
+bg 0 move "numactl --membind=1 unimem-memtest --mib 24 --hold-until /tmp/move.go"
+wait_log 0 move 'holding until' 120
 on 0 "echo add 2 > /proc/unimem_numa && echo remove 1 > /proc/unimem_numa && echo remove 2 > /proc/unimem_numa"
+on 0 "touch /tmp/move.go"
+wait_log 0 move '^exit=' 300
+on 0 "grep -q '^exit=0' /tmp/$BG-move.log && grep -q 'wrote and verified' /tmp/$BG-move.log" ||
+  { on_may_fail 0 "cat /tmp/$BG-move.log" >&2; fail "the moved program's data did not verify"; }
+on 0 "echo 0 > /proc/sys/kernel/numa_balancing; echo false > /sys/kernel/mm/numa/demotion_enabled"
 expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 0 "ranges after removal"
 expect_eq "$(on 0 "grep '^memory_type' /proc/unimem_numa")" "memory_type adistance 2304 dram 576 given no" "memory type after removal"
 for n in 1 2; do expect_eq "$(lent "$n")" 0 "chunks still lent by node $n"; done
