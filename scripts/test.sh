@@ -110,9 +110,14 @@ if "$UNIMEM_ROOT/scripts/cluster" up -n "$nodes" "${mem_args[@]}" 2>&1 | tee "$l
     start_t=$SECONDS
     status=0
     timeout -k 60 "$test_limit" "$UNIMEM_ROOT/tests/cluster/$t.sh" 2>&1 | tee "$logdir/$t.log" || status=${PIPESTATUS[0]}
+    # Every step of a cluster test ("--- what it checks", tests/cluster/lib.sh's step) counts:
+    # all of them when the test passes; when it fails, the steps before the failing one passed.
+    steps=$(grep -c '^--- ' "$logdir/$t.log" || true)
+    [ "$steps" -ge 1 ] || steps=1
     if [ "$status" = 0 ]; then
-      passed=$((passed + 1)); log "PASS $t"
+      passed=$((passed + steps)); log "PASS $t ($steps steps)"
     else
+      passed=$((passed + steps - 1))
       if [ "$status" = 124 ] || [ "$status" = 137 ]; then
         log "$t: timed out after $test_limit s"; echo "FAIL $t: timed out after $test_limit s" >>"$logdir/$t.log"
       fi
