@@ -33,8 +33,12 @@ MODS=/opt/unimem/modules
 on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout 900 -- "$@"; }
 mkdir -p "$OUT"
 echo "run,config,metric,value" >"$OUT/runs.csv"
-# record RUN CONFIG LINES: the benchmark's "name unit value" lines as runs.csv rows.
-record() { awk -v r="$1" -v c="$2" 'NF >= 3 { m = $1; for (i = 2; i < NF - 1; i++) m = m " " $i; print r "," c "," m "," $NF }' <<<"$3" >>"$OUT/runs.csv"; }
+# record RUN CONFIG LINES: the benchmark's "name unit value" lines as runs.csv rows (metric:
+# every word but the value; "stream valid 1" is not a measurement).
+record() {
+  awk -v r="$1" -v c="$2" 'NF >= 3 && $2 != "valid" { m = $1; for (i = 2; i < NF; i++) m = m " " $i; print r "," c "," m "," $NF }' \
+    <<<"$3" >>"$OUT/runs.csv"
+}
 
 trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
 "$CLUSTER" down >/dev/null 2>&1 || true
@@ -99,6 +103,7 @@ done
 # summary.csv: per metric the median [min, max] of each configuration, and the ratios
 # remote/local and swap/spill taken within each run.
 awk -F, -v OFS=, '
+  function f(x) { return x == "" ? "" : sprintf("%.2f", x) }
   function med(s,   a, n, i, j, t) { n = split(s, a, " "); if (n == 0) { lo = hi = ""; return "" }
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     lo = a[1]; hi = a[n]; return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
@@ -109,9 +114,9 @@ awk -F, -v OFS=, '
       for (k in runs) {
         if (x[k, "local", m] > 0) r = r " " x[k, "remote", m] / x[k, "local", m]
         if (x[k, "spill", m] > 0) q = q " " x[k, "swap", m] / x[k, "spill", m] }
-      rr = med(r); rl = lo; rh = hi; qq = med(q); ql = lo; qh = hi
-      print m, med(v["local", m]), med(v["remote", m]), rr, rl, rh, med(v["sl13", m]), med(v["sl11", m]),
-            med(v["spill", m]), med(v["swap", m]), qq, ql, qh } }' "$OUT/runs.csv" >"$OUT/summary.csv"
+      rr = f(med(r)); rl = f(lo); rh = f(hi); qq = f(med(q)); ql = f(lo); qh = f(hi)
+      print m, f(med(v["local", m])), f(med(v["remote", m])), rr, rl, rh, f(med(v["sl13", m])), f(med(v["sl11", m])),
+            f(med(v["spill", m])), f(med(v["swap", m])), qq, ql, qh } }' "$OUT/runs.csv" >"$OUT/summary.csv"
 {
   echo "NUMA benchmark: medians of $RUNS runs; ratios median [min-max] within runs"
   printf '%-18s %10s %10s %-18s %10s %10s\n' metric local remote "remote/local" "sl 1:3" "sl 1:1"
