@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plotlib import finish  # noqa: E402
 
 
 def bars(a, rows, cols, title, goal):
@@ -51,12 +52,7 @@ def main(out: Path) -> None:
         a.legend(fontsize=8)
         a.set_xticks(range(len(swap)), [f"{r[1]} vCPU\n{r[2]}, vs {r[3]}" for r in swap], fontsize=8)
         a.set_ylabel("ratio (lower is better)")
-    env = dict(csv.reader((out / "environment.csv").open()))
-    fig.suptitle(f"KRAM: {env.get('accelerator', '?')}, vCPUs {env.get('vcpus_per_node', '?')}, "
-                 f"{env.get('date', '')}, commit {env.get('commit', '?')}")
-    fig.tight_layout()
-    fig.savefig(out / "kram.png", dpi=110)
-    print(f"plot: {out / 'kram.png'}")
+    finish(fig, out, "kram.png", "KRAM")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plotlib import finish  # noqa: E402
 
 
 def main(out: Path) -> None:
@@ -28,14 +29,9 @@ def main(out: Path) -> None:
     ax.set_xticks(range(len(modes)), modes, rotation=20, ha="right", fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("half round trip, µs (median, min-max)")
-    env = dict(csv.reader((out / "environment.csv").open()))
-    ax.set_title(f"mailbox: {env.get('accelerator', '?')}, {env.get('runs', '?')} runs, "
-                 f"{env.get('date', '')}, commit {env.get('commit', '?')}", fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "mailbox.png", dpi=110)
-    print(f"plot: {out / 'mailbox.png'}")
+    finish(fig, out, "mailbox.png", "mailbox half round trip")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plotlib import finish  # noqa: E402
 
 
 def main(out: Path) -> None:
@@ -31,12 +32,7 @@ def main(out: Path) -> None:
                   color=["tab:green", "tab:blue"])
         ax[1].set_title(f"{r[0].removeprefix('seconds ')} program, 96 MiB node", fontsize=9)
         ax[1].set_ylabel("seconds (median)")
-    env = dict(csv.reader((out / "environment.csv").open()))
-    fig.suptitle(f"NUMA: {env.get('accelerator', '?')}, {env.get('runs', '?')} runs, "
-                 f"{env.get('date', '')}, commit {env.get('commit', '?')}")
-    fig.tight_layout()
-    fig.savefig(out / "numa.png", dpi=110)
-    print(f"plot: {out / 'numa.png'}")
+    finish(fig, out, "numa.png", "NUMA")
 
 
 if __name__ == "__main__":

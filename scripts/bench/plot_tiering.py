@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plotlib import environment, finish  # noqa: E402
 
 
 def main(out: Path) -> None:
@@ -23,13 +24,9 @@ def main(out: Path) -> None:
         ax.annotate(f"{float(r['over_tiering']):.2f}x", (i, float(r["seconds_max"])), ha="center",
                     xytext=(0, 4), textcoords="offset points")
     ax.set_ylabel("seconds (median, min-max); label: x tiering")
-    env = dict(csv.reader((out / "environment.csv").open()))
-    ax.set_title(f"hot/cold workload {env.get('workload_mib', '?')} MiB on 96 MiB: "
-                 f"{env.get('accelerator', '?')}, commit {env.get('commit', '?')}", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "tiering.png", dpi=110)
-    print(f"plot: {out / 'tiering.png'}")
+    env = environment(out)
+    finish(fig, out, "tiering.png", f"hot/cold workload {env.get('workload_mib', '?')} MiB on 96 MiB")
 
 
 if __name__ == "__main__":

@@ -41,3 +41,17 @@ def run(main, doc):
     if len(sys.argv) != 2:
         sys.exit(doc)
     main(sys.argv[1])
+
+
+def environment(d):
+    """The run's environment.csv as a dict (accelerator, commit, date, ...)."""
+    with open(os.path.join(d, "environment.csv"), newline="") as f:
+        return dict(csv.reader(f))
+
+
+def finish(fig, d, name, what):
+    """Titles the figure with WHAT and the run's environment, then saves it as NAME in D."""
+    env = environment(d)
+    fig.suptitle(f"{what}: {env.get('accelerator', '?')}, vCPUs {env.get('vcpus_per_node', '?')}, "
+                 f"{env.get('date', '')}, commit {env.get('commit', '?')}", fontsize=10)
+    save(fig, d, name)
