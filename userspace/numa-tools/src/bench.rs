@@ -4,6 +4,7 @@
 //! a thread.
 
 use anyhow::{ensure, Result};
+use serde_json::{json, Value};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -17,6 +18,50 @@ pub struct StreamResult {
     pub scale: f64,
     pub add: f64,
     pub triad: f64,
+}
+
+impl StreamResult {
+    /// The kernels in STREAM's order, with their MB/s.
+    pub fn kernels(&self) -> [(&'static str, f64); 4] {
+        [
+            ("copy", self.copy),
+            ("scale", self.scale),
+            ("add", self.add),
+            ("triad", self.triad),
+        ]
+    }
+
+    /// `unimem-numabench stream --json`: `mib`, `reps`, `<kernel>_mb_per_s` per kernel and
+    /// `valid` (always true: [`stream`] fails unless the arrays verified).
+    pub fn json(&self, mib: usize, reps: usize) -> Value {
+        let mut v = json!({"mib": mib, "reps": reps, "valid": true});
+        for (k, mbs) in self.kernels() {
+            v[format!("{k}_mb_per_s")] = json!(mbs);
+        }
+        v
+    }
+}
+
+/// What `unimem-numabench chase` measured.
+#[derive(Debug, PartialEq)]
+pub struct ChaseResult {
+    /// Average nanoseconds per dependent load.
+    pub ns_per_access: f64,
+    pub mib: usize,
+    pub steps: u64,
+    pub seed: u64,
+}
+
+impl ChaseResult {
+    /// `unimem-numabench chase --json`: the fields above by name.
+    pub fn json(&self) -> Value {
+        json!({
+            "ns_per_access": self.ns_per_access,
+            "mib": self.mib,
+            "steps": self.steps,
+            "seed": self.seed,
+        })
+    }
 }
 
 /// STREAM copy/scale/add/triad over three arrays of `mib` MiB each, `reps` times; the best
@@ -197,6 +242,57 @@ pub fn chase(mib: usize, steps: u64, seed: u64) -> Result<f64> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    fn keys(v: &serde_json::Value) -> Vec<&str> {
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        k
+    }
+
+    #[test]
+    fn stream_json_keys() {
+        let r = StreamResult {
+            copy: 1.5,
+            scale: 2.0,
+            add: 3.0,
+            triad: 2.5,
+        };
+        let v = r.json(8, 2);
+        assert_eq!(
+            keys(&v),
+            [
+                "add_mb_per_s",
+                "copy_mb_per_s",
+                "mib",
+                "reps",
+                "scale_mb_per_s",
+                "triad_mb_per_s",
+                "valid"
+            ]
+        );
+        assert_eq!(v["copy_mb_per_s"], 1.5);
+        assert_eq!(v["triad_mb_per_s"], 2.5);
+        assert_eq!(v["valid"], true);
+        assert_eq!(v["mib"], 8);
+        assert_eq!(v["reps"], 2);
+    }
+
+    #[test]
+    fn chase_json_keys() {
+        let r = ChaseResult {
+            ns_per_access: 80.5,
+            mib: 64,
+            steps: 1000,
+            seed: 7,
+        };
+        let v = r.json();
+        assert_eq!(keys(&v), ["mib", "ns_per_access", "seed", "steps"]);
+        assert_eq!(
+            v,
+            json!({"ns_per_access": 80.5, "mib": 64, "steps": 1000, "seed": 7})
+        );
+    }
     use super::*;
 
     #[test]

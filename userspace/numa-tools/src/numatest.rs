@@ -1,9 +1,11 @@
 //! The libNUMA acceptance test (seed 000, Table 2): each call the seed lists must work on the
-//! remote node. Every step prints `PASS <step>: <detail>` or `FAIL <step>: <detail>`.
+//! remote node. Every step prints `PASS <step>: <detail>` or `FAIL <step>: <detail>` (or, with
+//! `--json`, the whole run is one object: [`Report::json`]).
 
 use crate::libnuma::{self, NodeMask, NumaBuf};
 use crate::pattern;
 use anyhow::{bail, ensure, Result};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// Share of a buffer's pages that `numa_migrate_pages` must have moved. The kernel skips pages
@@ -241,8 +243,84 @@ fn step_migrate_pages(c: &Ctx) -> Result<String> {
     Ok(format!("{detail}, data verified"))
 }
 
-/// Runs every step, printing one line each; returns whether all passed.
-pub fn run(o: &Options) -> Result<bool> {
+/// A step's verdict, as its line starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    /// Not run because `numa_available` failed.
+    Skip,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Skip => "SKIP",
+        }
+    }
+}
+
+/// One step's outcome: the line `<VERDICT> <step>: <detail>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    pub step: &'static str,
+    pub verdict: Verdict,
+    pub detail: String,
+}
+
+impl Step {
+    /// The text line (without newline).
+    pub fn line(&self) -> String {
+        format!("{} {}: {}", self.verdict.word(), self.step, self.detail)
+    }
+
+    /// `{"step", "result" ("PASS", "FAIL" or "SKIP"), "detail"}`.
+    pub fn json(&self) -> Value {
+        json!({"step": self.step, "result": self.verdict.word(), "detail": self.detail})
+    }
+}
+
+/// The whole run, for `--json`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub remote: i32,
+    pub local: i32,
+    pub mib: usize,
+    pub steps: Vec<Step>,
+}
+
+impl Report {
+    /// Whether every step passed (the exit status).
+    pub fn passed(&self) -> bool {
+        self.steps.iter().all(|s| s.verdict == Verdict::Pass)
+    }
+
+    /// `{"remote", "local", "mib", "passed", "steps": [Step::json, ...]}`.
+    pub fn json(&self) -> Value {
+        json!({
+            "remote": self.remote,
+            "local": self.local,
+            "mib": self.mib,
+            "passed": self.passed(),
+            "steps": self.steps.iter().map(Step::json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The steps in the order they run.
+pub const STEPS: [&str; 5] = [
+    "numa_available",
+    "numa_alloc_onnode",
+    "numa_alloc_interleaved",
+    "numa_move_pages",
+    "numa_migrate_pages",
+];
+
+/// Runs every step, handing each outcome to `emit` as soon as it is known (the text output
+/// prints it there); returns them all.
+pub fn run(o: &Options, mut emit: impl FnMut(&Step)) -> Result<Report> {
     ensure!(o.mib > 0, "--mib must be at least 1");
     let page = crate::page_size();
     let bytes = o.mib << 20;
@@ -258,29 +336,35 @@ pub fn run(o: &Options) -> Result<bool> {
         );
     }
 
-    let mut failed = 0;
-    let mut report = |step: &str, r: Result<String>| match r {
-        Ok(detail) => println!("PASS {step}: {detail}"),
-        Err(e) => {
-            failed += 1;
-            println!("FAIL {step}: {e:#}");
-        }
+    let mut report = Report {
+        remote: o.remote,
+        local: o.local,
+        mib: o.mib,
+        steps: Vec::new(),
+    };
+    let mut record = |step: &'static str, verdict: Verdict, detail: String| {
+        let s = Step {
+            step,
+            verdict,
+            detail,
+        };
+        emit(&s);
+        report.steps.push(s);
+    };
+    let mut outcome = |step: &'static str, r: Result<String>| match r {
+        Ok(detail) => record(step, Verdict::Pass, detail),
+        Err(e) => record(step, Verdict::Fail, format!("{e:#}")),
     };
 
     let a = step_available(o);
     let a_ok = a.is_ok();
-    report("numa_available", a);
+    outcome(STEPS[0], a);
     if !a_ok {
         // Without a usable remote node the later calls only produce libnuma's own noise.
-        for step in [
-            "numa_alloc_onnode",
-            "numa_alloc_interleaved",
-            "numa_move_pages",
-            "numa_migrate_pages",
-        ] {
-            println!("SKIP {step}: numa_available failed");
+        for step in &STEPS[1..] {
+            record(step, Verdict::Skip, "numa_available failed".to_string());
         }
-        return Ok(false);
+        return Ok(report);
     }
 
     let c = Ctx {
@@ -295,14 +379,11 @@ pub fn run(o: &Options) -> Result<bool> {
         "nodes with memory: {nodes:?}; {} pages of {page} B per buffer",
         c.pages()
     );
-    report("numa_alloc_onnode", step_alloc_onnode(&c));
-    report(
-        "numa_alloc_interleaved",
-        step_alloc_interleaved(&c, nodes.len()),
-    );
-    report("numa_move_pages", step_move_pages(&c));
-    report("numa_migrate_pages", step_migrate_pages(&c));
-    Ok(failed == 0)
+    outcome(STEPS[1], step_alloc_onnode(&c));
+    outcome(STEPS[2], step_alloc_interleaved(&c, nodes.len()));
+    outcome(STEPS[3], step_move_pages(&c));
+    outcome(STEPS[4], step_migrate_pages(&c));
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -334,5 +415,40 @@ mod tests {
     fn describe_status() {
         let h = histogram(&[1, 1, -2, 1]);
         assert_eq!(describe(&h), "1 ENOENT, 3 on node 1");
+    }
+
+    #[test]
+    fn report_json_keys_and_lines() {
+        let step = |step, verdict, detail: &str| Step {
+            step,
+            verdict,
+            detail: detail.to_string(),
+        };
+        let mut r = Report {
+            remote: 1,
+            local: 0,
+            mib: 16,
+            steps: vec![
+                step(STEPS[0], Verdict::Pass, "node 1 has 64 MiB"),
+                step(STEPS[1], Verdict::Fail, "after first touch: 3 on node 0"),
+            ],
+        };
+        assert_eq!(
+            r.steps[1].line(),
+            "FAIL numa_alloc_onnode: after first touch: 3 on node 0"
+        );
+        let v = r.json();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["local", "mib", "passed", "remote", "steps"]);
+        assert_eq!(v["remote"], 1);
+        assert_eq!(v["passed"], false);
+        assert_eq!(
+            v["steps"][1],
+            json!({"step": "numa_alloc_onnode", "result": "FAIL",
+                   "detail": "after first touch: 3 on node 0"})
+        );
+        r.steps.truncate(1);
+        assert_eq!(r.json()["passed"], true);
     }
 }

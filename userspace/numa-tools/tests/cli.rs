@@ -84,6 +84,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Stdout that must be exactly one JSON value on one line.
+fn json(b: &[u8]) -> serde_json::Value {
+    let s = text(b);
+    assert_eq!(s.lines().count(), 1, "not one line: {s}");
+    serde_json::from_str(&s).unwrap_or_else(|e| panic!("{e}: {s}"))
+}
+
 fn weight(t: &TempDir, f: &str) -> String {
     fs::read_to_string(
         t.0.join("sys/kernel/mm/mempolicy/weighted_interleave")
@@ -106,6 +113,12 @@ fn sl_weights_prints_sysfs() {
     let out = sl(&t, &["weights"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "auto=true\nnode0=1\nnode1=7\n");
+    let out = sl(&t, &["weights", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        json(&out.stdout),
+        serde_json::json!({"auto": true, "node0": 1, "node1": 7})
+    );
 }
 
 #[test]
@@ -280,6 +293,7 @@ fn sl_show_counts_group_pages() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let out = sl(&t, &["show", "--pgid", &pgid.to_string()]);
+    let out_json = sl(&t, &["show", "--pgid", &pgid.to_string(), "--json"]);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -301,6 +315,23 @@ fn sl_show_counts_group_pages() {
     assert!(field("local_pages=") > 0.0, "{line}");
     assert_eq!(field("remote_pct="), 0.0);
     assert_eq!(field("target_pct="), 50.0);
+    assert!(out_json.status.success(), "{}", text(&out_json.stderr));
+    let v = json(&out_json.stdout);
+    assert_eq!(v.as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(v[0]["pgid"], pgid);
+    assert_eq!(v[0]["ratio"], "1:1");
+    assert_eq!(v[0]["target_pct"], 50.0);
+    for key in [
+        "remote_node",
+        "local_node",
+        "procs",
+        "remote_pages",
+        "local_pages",
+        "other_pages",
+        "remote_pct",
+    ] {
+        assert!(v[0].get(key).is_some(), "no {key} in {v}");
+    }
 
     // Dead now: the entry is stale and the group is gone.
     let out = sl(&t, &["show"]);
@@ -322,6 +353,32 @@ fn numatest_fails_cleanly_without_the_node() {
         stdout.lines().filter(|l| l.starts_with("SKIP ")).count(),
         4,
         "{stdout}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_unimem-numatest"))
+        .args(["--remote", "4000", "--mib", "1", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v = json(&out.stdout);
+    assert_eq!(v["remote"], 4000);
+    assert_eq!(v["passed"], false);
+    let results: Vec<(&str, &str)> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["step"].as_str().unwrap(), s["result"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("numa_available", "FAIL"),
+            ("numa_alloc_onnode", "SKIP"),
+            ("numa_alloc_interleaved", "SKIP"),
+            ("numa_move_pages", "SKIP"),
+            ("numa_migrate_pages", "SKIP")
+        ],
+        "{v}"
     );
 }
 
@@ -388,4 +445,13 @@ fn numabench_output_format() {
     let f: Vec<&str> = chase.trim().split(' ').collect();
     assert_eq!(&f[..2], ["chase", "ns/access"], "{chase}");
     assert!(f[2].parse::<f64>().unwrap() > 0.0);
+
+    let v: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "stream", "--mib", "1", "--reps", "2"])).unwrap();
+    assert!(v["triad_mb_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(v["valid"], true);
+    let v: serde_json::Value =
+        serde_json::from_str(&run(&["chase", "--mib", "1", "--steps", "1000", "--json"])).unwrap();
+    assert!(v["ns_per_access"].as_f64().unwrap() > 0.0, "{v}");
+    assert_eq!(v["steps"], 1000);
 }

@@ -3,18 +3,21 @@
 
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
-use serde_json::json;
-use unimem_numa_tools::bench;
+use unimem_numa_tools::bench::{self, ChaseResult};
 
 #[derive(Parser)]
 #[command(
     version,
     about = "Memory bandwidth (STREAM) and latency (pointer chase) of the memory this process \
-             gets; run it under `numactl --membind=<node>`"
+             gets; run it under `numactl --membind=<node>`",
+    after_help = "--json keys: stream: mib, reps, copy_mb_per_s, scale_mb_per_s, add_mb_per_s, \
+triad_mb_per_s (MB = 10^6 bytes), valid (always true: a failed verification exits 1); chase: \
+ns_per_access, mib, steps, seed."
 )]
 struct Args {
     /// One JSON object instead of the metric lines (stream: mib, reps, copy_mb_per_s,
-    /// scale_mb_per_s, add_mb_per_s, triad_mb_per_s, valid; chase: ns_per_access, mib, steps).
+    /// scale_mb_per_s, add_mb_per_s, triad_mb_per_s, valid; chase: ns_per_access, mib, steps,
+    /// seed).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -59,17 +62,11 @@ fn main() -> Result<()> {
     match args.cmd {
         Cmd::Stream { mib, reps } => {
             let r = bench::stream(mib, reps)?;
-            let kernels = [
-                ("copy", r.copy),
-                ("scale", r.scale),
-                ("add", r.add),
-                ("triad", r.triad),
-            ];
             if args.json {
-                println!("{}", stream_json(mib, reps, &kernels));
+                println!("{}", r.json(mib, reps));
                 return Ok(());
             }
-            for (kernel, mbs) in kernels {
+            for (kernel, mbs) in r.kernels() {
                 println!("stream {kernel} MB/s {mbs:.1}");
             }
             println!("stream valid 1");
@@ -77,38 +74,17 @@ fn main() -> Result<()> {
         Cmd::Chase { mib, steps, seed } => {
             let ns = bench::chase(mib, steps, seed)?;
             if args.json {
-                println!(
-                    "{}",
-                    json!({"ns_per_access": ns, "mib": mib, "steps": steps})
-                );
+                let r = ChaseResult {
+                    ns_per_access: ns,
+                    mib,
+                    steps,
+                    seed,
+                };
+                println!("{}", r.json());
             } else {
                 println!("chase ns/access {ns:.1}");
             }
         }
     }
     Ok(())
-}
-
-/// The `stream --json` object: MB/s per kernel (`bench::stream` fails unless the arrays
-/// verified, so `valid` is always true when printed).
-fn stream_json(mib: usize, reps: usize, kernels: &[(&str, f64)]) -> serde_json::Value {
-    let mut v = json!({"mib": mib, "reps": reps, "valid": true});
-    for (k, mbs) in kernels {
-        v[format!("{k}_mb_per_s")] = json!(mbs);
-    }
-    v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stream_json_keys() {
-        let v = stream_json(8, 2, &[("copy", 1.5), ("triad", 2.5)]);
-        assert_eq!(v["copy_mb_per_s"], 1.5);
-        assert_eq!(v["triad_mb_per_s"], 2.5);
-        assert_eq!(v["valid"], true);
-        assert_eq!(v["mib"], 8);
-    }
 }

@@ -14,7 +14,9 @@ on the remote node), numa_alloc_interleaved (local and remote each get >= 30% of
 with n > 2 nodes with memory, >= 100/(2n)%), numa_move_pages (local -> remote -> local, every \
 page), numa_migrate_pages (>= 90% of a local buffer moves to remote, then the process goes \
 back). Each step prints `PASS <step>: <detail>` or `FAIL <step>: <detail>`, and data written \
-before is verified after every move. Exits 1 if any step failed."
+before is verified after every move. Exits 1 if any step failed.",
+    after_help = "With --json, one JSON object instead of the lines: remote, local, mib, passed \
+(every step passed), steps (in order: step, result (PASS, FAIL or SKIP), detail)."
 )]
 struct Args {
     /// The remote-memory node under test.
@@ -29,6 +31,10 @@ struct Args {
     /// Seed of the data pattern.
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
+    /// Print one JSON object at the end instead of a line per step (keys below); the exit
+    /// status is the same.
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() -> Result<()> {
@@ -41,7 +47,15 @@ fn main() -> Result<()> {
         mib: a.mib,
         seed: a.seed,
     };
-    if !numatest::run(&opts)? {
+    let report = numatest::run(&opts, |step| {
+        if !a.json {
+            println!("{}", step.line());
+        }
+    })?;
+    if a.json {
+        println!("{}", report.json());
+    }
+    if !report.passed() {
         std::process::exit(1);
     }
     Ok(())
