@@ -4,14 +4,19 @@
 
 use anyhow::{bail, Result};
 use clap::{CommandFactory, Parser};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 #[derive(Parser)]
 #[command(
     version,
-    about = "Fill N MiB with a pattern and verify every byte (a swap workload)"
+    about = "Fill N MiB with a pattern and verify every byte (a swap workload)",
+    after_help = "--json keys: mib, bytes (the area's size), passes (asked for), seed, \
+compressible, hot_mib, seconds (the whole run), mib_per_s (MiB written plus MiB verified per \
+second spent writing and verifying), errors (0, or 1: a wrong byte ends the run), error (its \
+message, or null), results (one object per pass completed: pass, write_s, hot_sweeps, hot_s, \
+verify_s)."
 )]
 struct Args {
     /// Size of the area in MiB.
@@ -54,41 +59,50 @@ struct Args {
         conflicts_with = "hot_seconds"
     )]
     hot_sweeps: u64,
-    /// Print one JSON object at the end instead of the lines per pass (keys: mib, passes, seed,
-    /// compressible, hot_mib, seconds, results: per pass write_s, hot_sweeps, hot_s,
-    /// verify_s). A wrong byte still ends the program with status 1 and a message on stderr.
+    /// Print one JSON object at the end instead of the lines per pass (keys below), also when a
+    /// wrong byte ends the run (then with errors 1; the message is on stderr too and the exit
+    /// status is still 1).
     #[arg(long)]
     json: bool,
-    /// Show progress on stderr (percent written / verified, at most once a second); the
-    /// default when stderr is a terminal.
+    /// Show progress on stderr (pass and percent written / verified, at most once a second):
+    /// rewritten in place on a terminal, one line per update otherwise; the default when stderr
+    /// is a terminal. Stdout is the same either way.
     #[arg(long)]
     progress: bool,
 }
 
-/// Percent done on stderr, at most once a second, when enabled.
+/// Percent done on stderr, at most once a second, when enabled: rewritten in place on a
+/// terminal, one line per update otherwise (a log file gets no control characters).
 struct Progress {
     on: bool,
+    terminal: bool,
     last: Instant,
 }
 
 impl Progress {
-    fn new(on: bool) -> Self {
+    fn new(on: bool, terminal: bool) -> Self {
         Self {
             on,
+            terminal,
             last: Instant::now(),
         }
     }
 
-    /// Called every `CHUNK` words: `done` of `total` words of `what`.
-    fn at(&mut self, what: &str, done: usize, total: usize) {
+    /// Called every `CHUNK` words: `done` of `total` words of `what` in pass `pass`.
+    fn at(&mut self, pass: u32, what: &str, done: usize, total: usize) {
         if self.on && self.last.elapsed().as_secs() >= 1 {
-            eprint!("\r{what}: {}%   ", done * 100 / total.max(1));
+            let pct = done.min(total) * 100 / total.max(1);
+            if self.terminal {
+                eprint!("\rpass {pass} {what}: {pct}%   ");
+            } else {
+                eprintln!("pass {pass} {what}: {pct}%");
+            }
             self.last = Instant::now();
         }
     }
 
     fn end(&self) {
-        if self.on {
+        if self.on && self.terminal {
             eprint!("\r\x1b[K");
         }
     }
@@ -138,7 +152,6 @@ fn word(seed: u64, index: u64) -> u64 {
 fn main() -> Result<()> {
     unimem_clidoc::generate_if_asked(Args::command, "1");
     let args = Args::parse();
-    let words = args.mib * (1 << 20) / 8;
     if args.hot_mib > args.mib {
         bail!(
             "--hot-mib {} is larger than --mib {}",
@@ -146,10 +159,29 @@ fn main() -> Result<()> {
             args.mib
         );
     }
-    let mut area = vec![0u64; words];
-    let mut progress = Progress::new(args.progress || std::io::stderr().is_terminal());
+    let terminal = std::io::stderr().is_terminal();
+    let mut progress = Progress::new(args.progress || terminal, terminal);
     let mut results = Vec::new();
     let start = Instant::now();
+    let outcome = run(&args, &mut progress, &mut results);
+    progress.end();
+    if args.json {
+        let summary = Summary {
+            args: &args,
+            seconds: start.elapsed().as_secs_f64(),
+            results,
+            error: outcome.as_ref().err().map(|e| format!("{e:#}")),
+        };
+        println!("{}", summary.json());
+    }
+    outcome
+}
+
+/// The passes: write, hold, hot part, verify. Each completed pass is added to `results`;
+/// the first wrong byte ends the run with an error.
+fn run(args: &Args, progress: &mut Progress, results: &mut Vec<PassResult>) -> Result<()> {
+    let words = args.mib * (1 << 20) / 8;
+    let mut area = vec![0u64; words];
     for pass in 0..args.passes {
         let seed = args.seed ^ u64::from(pass) << 32;
         let t = Instant::now();
@@ -158,7 +190,7 @@ fn main() -> Result<()> {
             for (j, w) in chunk.iter_mut().enumerate() {
                 *w = word(seed, ((c * CHUNK + j) / run) as u64);
             }
-            progress.at("writing", (c + 1) * CHUNK, words);
+            progress.at(pass, "writing", (c + 1) * CHUNK, words);
         }
         progress.end();
         let written = t.elapsed();
@@ -202,14 +234,13 @@ fn main() -> Result<()> {
                 let i = c * CHUNK + j;
                 let want = word(seed, (i / run) as u64);
                 if *w != want {
-                    progress.end();
                     bail!(
                         "pass {pass}: byte offset {:#x}: found {w:#018x}, expected {want:#018x}",
                         i * 8
                     );
                 }
             }
-            progress.at("verifying", (c + 1) * CHUNK, words);
+            progress.at(pass, "verifying", (c + 1) * CHUNK, words);
         }
         progress.end();
         let (write_s, verify_s) = (written.as_secs_f64(), verifying.elapsed().as_secs_f64());
@@ -219,54 +250,156 @@ fn main() -> Result<()> {
                 args.mib
             );
         }
-        results.push(json!({
-            "pass": pass,
-            "write_s": write_s,
-            "hot_sweeps": sweeps,
-            "hot_s": hot_s,
-            "verify_s": verify_s,
-        }));
-    }
-    if args.json {
-        println!("{}", summary(&args, start.elapsed().as_secs_f64(), results));
+        results.push(PassResult {
+            pass,
+            write_s,
+            hot_sweeps: sweeps,
+            hot_s,
+            verify_s,
+        });
     }
     Ok(())
 }
 
-/// The `--json` object.
-fn summary(args: &Args, seconds: f64, results: Vec<serde_json::Value>) -> serde_json::Value {
-    json!({
-        "mib": args.mib,
-        "passes": args.passes,
-        "seed": args.seed,
-        "compressible": args.compressible,
-        "hot_mib": args.hot_mib,
-        "seconds": seconds,
-        "results": results,
-    })
+/// One completed pass, in seconds.
+#[derive(Clone, Debug, PartialEq)]
+struct PassResult {
+    pass: u32,
+    write_s: f64,
+    hot_sweeps: u64,
+    hot_s: f64,
+    verify_s: f64,
+}
+
+impl PassResult {
+    fn json(&self) -> Value {
+        json!({
+            "pass": self.pass,
+            "write_s": self.write_s,
+            "hot_sweeps": self.hot_sweeps,
+            "hot_s": self.hot_s,
+            "verify_s": self.verify_s,
+        })
+    }
+}
+
+/// The `--json` object: the run's settings, what it took, and how it ended.
+struct Summary<'a> {
+    args: &'a Args,
+    /// The whole run, holds included.
+    seconds: f64,
+    results: Vec<PassResult>,
+    /// Why the run stopped early (a wrong byte), if it did.
+    error: Option<String>,
+}
+
+impl Summary<'_> {
+    /// MiB written plus MiB verified per second spent writing and verifying (0 before the
+    /// first pass completed).
+    fn mib_per_s(&self) -> f64 {
+        let busy: f64 = self.results.iter().map(|r| r.write_s + r.verify_s).sum();
+        if busy > 0.0 {
+            (2 * self.args.mib * self.results.len()) as f64 / busy
+        } else {
+            0.0
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "mib": self.args.mib,
+            "bytes": (self.args.mib as u64) << 20,
+            "passes": self.args.passes,
+            "seed": self.args.seed,
+            "compressible": self.args.compressible,
+            "hot_mib": self.args.hot_mib,
+            "seconds": self.seconds,
+            "mib_per_s": self.mib_per_s(),
+            "errors": u32::from(self.error.is_some()),
+            "error": self.error,
+            "results": self.results.iter().map(PassResult::json).collect::<Vec<_>>(),
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn keys(v: &Value) -> Vec<&str> {
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        k
+    }
+
+    fn pass(pass: u32, write_s: f64, verify_s: f64) -> PassResult {
+        PassResult {
+            pass,
+            write_s,
+            hot_sweeps: 0,
+            hot_s: 0.0,
+            verify_s,
+        }
+    }
+
     #[test]
     fn json_summary_has_the_documented_keys() {
-        let args = Args::parse_from(["unimem-memtest", "--mib", "4", "--json"]);
-        let v = summary(&args, 1.5, vec![json!({"pass": 0, "write_s": 0.1})]);
-        for key in [
-            "mib",
-            "passes",
-            "seed",
-            "compressible",
-            "hot_mib",
-            "seconds",
-            "results",
-        ] {
-            assert!(v.get(key).is_some(), "missing {key}");
-        }
+        let args = Args::parse_from(["unimem-memtest", "--mib", "4", "--passes", "2", "--json"]);
+        let s = Summary {
+            args: &args,
+            seconds: 3.5,
+            results: vec![pass(0, 0.5, 0.5), pass(1, 1.0, 2.0)],
+            error: None,
+        };
+        let v = s.json();
+        assert_eq!(
+            keys(&v),
+            [
+                "bytes",
+                "compressible",
+                "error",
+                "errors",
+                "hot_mib",
+                "mib",
+                "mib_per_s",
+                "passes",
+                "results",
+                "seconds",
+                "seed"
+            ]
+        );
         assert_eq!(v["mib"], 4);
-        assert_eq!(v["results"][0]["pass"], 0);
+        assert_eq!(v["bytes"], 4 << 20);
+        assert_eq!(v["passes"], 2);
+        assert_eq!(v["errors"], 0);
+        assert_eq!(v["error"], Value::Null);
+        // 2 passes x 4 MiB written and verified in 4 s of writing and verifying.
+        assert_eq!(v["mib_per_s"], 4.0);
+        assert_eq!(
+            keys(&v["results"][1]),
+            ["hot_s", "hot_sweeps", "pass", "verify_s", "write_s"]
+        );
+        assert_eq!(v["results"][1]["pass"], 1);
+        assert_eq!(v["results"][1]["verify_s"], 2.0);
+    }
+
+    #[test]
+    fn json_summary_of_a_failed_run() {
+        let args = Args::parse_from(["unimem-memtest", "--mib", "4", "--passes", "3", "--json"]);
+        let s = Summary {
+            args: &args,
+            seconds: 1.0,
+            results: vec![],
+            error: Some("pass 0: byte offset 0x8: found 0x1, expected 0x2".into()),
+        };
+        let v = s.json();
+        assert_eq!(v["errors"], 1);
+        assert_eq!(
+            v["error"],
+            "pass 0: byte offset 0x8: found 0x1, expected 0x2"
+        );
+        assert_eq!(v["mib_per_s"], 0.0);
+        assert_eq!(v["results"], json!([]));
     }
 
     #[test]
