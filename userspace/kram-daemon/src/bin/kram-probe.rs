@@ -8,6 +8,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -31,12 +32,17 @@ use unimem_wire::kram::{
         held: lender L instance I first F chunks N for Ss: renews R acks A revokes V\n  \
         sent: FREE node L instance I first F chunks N\n  \
         RESULT renews=R acks=A revokes=V   (renew)\n\
+        Other events: ignored:, unanswered:, warning:, sent: (a raw word), FAIL: (then exit 1).\n\
+        With --json each line is one JSON object instead: event (the first word, without its \
+        colon), line (the text above), its key=value tokens (lender, instance, first, chunks, \
+        action, acked, renews, acks, revokes), and its `name number` pairs (node, instance, \
+        first, chunks, min, align, tag, lender, renews, acks, revokes), numbers as JSON numbers; \
+        nodes (the lenders asked) is an array.\n\
         Exit status 0 on success, 1 on failure (e.g. no offer before --timeout, a REVOKE of \
         the CONFIRM)."
 )]
 struct Cli {
-    /// Each output line as one JSON object (JSON Lines): `event` (its first word), `line` (the
-    /// text above) and its key=value tokens, typed.
+    /// Each output line as one JSON object instead (JSON Lines; keys below).
     #[arg(long, global = true)]
     json: bool,
     #[command(subcommand)]
@@ -407,11 +413,45 @@ fn secs(s: f64) -> Result<Duration> {
 
 fn say(line: String) {
     if JSON.load(Ordering::Relaxed) {
-        println!("{}", unimem_clidoc::json::event_line(&line));
+        println!("{}", event_json(&line));
     } else {
         println!("{line}");
     }
     let _ = std::io::stdout().flush();
+}
+
+/// `--json`'s object for an output line: [`unimem_clidoc::json::event_line`] (`event`, `line`,
+/// the `key=value` tokens) plus each `name number...` run of the text (`from node 1 instance 0
+/// first 3 chunks 8`), one number as a number, several as an array. `nodes` is always an
+/// array; a name already set (by `key=value` or earlier in the line) keeps its value.
+fn event_json(line: &str) -> Value {
+    let mut v = unimem_clidoc::json::event_line(line);
+    let Some(map) = v.as_object_mut() else {
+        return v;
+    };
+    let tokens: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let mut i = 0;
+    while i < tokens.len() {
+        let name = tokens[i];
+        let numbers: Vec<u64> = tokens[i + 1..]
+            .iter()
+            .map_while(|t| t.parse().ok())
+            .collect();
+        i += 1 + numbers.len();
+        if numbers.is_empty()
+            || !name.bytes().all(|b| b.is_ascii_lowercase())
+            || map.contains_key(name)
+        {
+            continue;
+        }
+        let value = if numbers.len() == 1 && name != "nodes" {
+            Value::from(numbers[0])
+        } else {
+            Value::from(numbers)
+        };
+        map.insert(name.to_string(), value);
+    }
+    v
 }
 
 fn bind() -> Result<Mailbox> {
@@ -616,7 +656,7 @@ impl Probe {
                 if now >= next_request {
                     for &n in &self.nodes {
                         if let Err(e) = send(&mb, n, request.encode()) {
-                            println!("warning: {e:#}");
+                            say(format!("warning: {e:#}"));
                         }
                     }
                     next_request = now + self.interval;
@@ -721,7 +761,7 @@ impl Probe {
                 say(format!("{op}: {desc}"));
             }
         }
-        let (lender, offer) = chosen.expect("loop ends after an offer");
+        let (lender, offer) = chosen.context("the loop ended without an offer")?;
         say(format!(
             "RESULT lender={lender} instance={} first={} chunks={} action={} acked={}",
             offer.instance,
@@ -775,5 +815,65 @@ impl Probe {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_json;
+    use serde_json::{json, Value};
+
+    fn keys(v: &Value) -> Vec<&str> {
+        let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort_unstable();
+        k
+    }
+
+    #[test]
+    fn event_json_of_the_text_lines() {
+        let v = event_json("offer: from node 2 instance 0 first 3 chunks 8");
+        assert_eq!(
+            keys(&v),
+            ["chunks", "event", "first", "instance", "line", "node"]
+        );
+        assert_eq!(v["event"], "offer");
+        assert_eq!(v["line"], "offer: from node 2 instance 0 first 3 chunks 8");
+        assert_eq!(
+            (&v["node"], &v["first"], &v["chunks"]),
+            (&json!(2), &json!(3), &json!(8))
+        );
+
+        let v = event_json("request: node 0 instance 1 chunks 400 min 100 v2 to nodes 1 2 3");
+        assert_eq!(
+            keys(&v),
+            ["chunks", "event", "instance", "line", "min", "node", "nodes"]
+        );
+        assert_eq!(v["nodes"], json!([1, 2, 3]));
+        assert_eq!(v["min"], 100);
+        assert_eq!(
+            event_json("request: node 0 instance 1 chunks 4 v1 to nodes 2")["nodes"],
+            json!([2])
+        );
+
+        let v = event_json(
+            "held: lender 1 instance 0 first 0 chunks 32 for 5s: renews 5 acks 5 revokes 0",
+        );
+        assert_eq!(
+            keys(&v),
+            [
+                "acks", "chunks", "event", "first", "instance", "lender", "line", "renews",
+                "revokes"
+            ]
+        );
+        assert_eq!(v["revokes"], 0);
+
+        // key=value tokens win; words without a number and hex words stay in `line` only.
+        let v = event_json("RESULT lender=2 instance=0 first=3 chunks=8 action=confirm acked=yes");
+        assert_eq!(v["acked"], "yes");
+        assert_eq!(v["lender"], 2);
+        let v = event_json("sent: 3 x word 0x0000000000000001 to node 2");
+        assert_eq!(keys(&v), ["event", "line", "node"]);
+        let v = event_json("ack: from node 1 instance 0 first 3 chunks 8 tag 9");
+        assert_eq!(v["tag"], 9);
     }
 }
