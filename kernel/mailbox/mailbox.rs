@@ -21,6 +21,7 @@ use kernel::{
 mod chardev;
 mod iface;
 mod kmsg;
+mod poll;
 #[path = "../include/log_limit.rs"]
 mod log_limit;
 #[path = "../include/privilege.rs"]
@@ -170,9 +171,14 @@ struct MailboxModule {
 
 impl kernel::Module for MailboxModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let poll_us = *module_parameters::poll_us.value_ref();
+        if poll_us > MAX_POLL_US {
+            pr_err!("poll_us={} out of range (0-{})\n", poll_us, MAX_POLL_US);
+            return Err(EINVAL);
+        }
         let gas = Gas::attach()?;
         let info = *gas.info();
-        let state = State::new(gas.clone())?;
+        let state = State::new(gas.clone(), u64::from(poll_us) * 1000)?;
         let revoke = gas.on_revoke(state.clone())?;
         let published = Published(Arc::into_raw(state.clone()));
         STATE.store(published.0.cast_mut(), Ordering::Release);
@@ -192,11 +198,12 @@ impl kernel::Module for MailboxModule {
         )?;
         let sysfs = sysfs::create(state.clone())?;
         pr_info!(
-            "node {} of {}: {} interfaces, doorbell vector {}\n",
+            "node {} of {}: {} interfaces, doorbell vector {}, busy polling {} us\n",
             info.node_id,
             info.node_count,
             mailbox::INTERFACES,
-            mailbox::DOORBELL_VECTOR
+            mailbox::DOORBELL_VECTOR,
+            poll_us
         );
         Ok(Self {
             _revoke: revoke,
@@ -216,4 +223,13 @@ module! {
     authors: ["unimem developers"],
     description: "unimem virtualized mailbox and packetizer (atomicity driver): /dev/unimem_mailbox; serves GSAS interface areas and protection trees; counters in /sys/kernel/unimem_mailbox",
     license: "GPL v2",
+    params: {
+        poll_us: u32 {
+            default: 200,
+            description: "After serving packets for a kernel service (GSAS), keep polling its rings for this many microseconds while nothing else wants the CPU, so back-to-back requests skip the doorbell wake-up (0: never; at most 10000)",
+        },
+    },
 }
+
+/// The largest `poll_us` accepted.
+const MAX_POLL_US: u32 = 10_000;

@@ -67,6 +67,12 @@ pub(crate) struct State {
     pub(crate) services: Services,
     #[pin]
     pub(crate) work: Work<State>,
+    /// How long the dispatch work keeps polling the served rings after serving packets
+    /// (`poll_us`); 0: never.
+    pub(crate) poll_ns: u64,
+    /// Polling windows entered, and packets served while polling (`poll.rs`).
+    pub(crate) busy_polls: AtomicU64,
+    pub(crate) busy_poll_packets: AtomicU64,
     /// Ring entries rejected on receipt (bad header, wrong sender).
     pub(crate) malformed: AtomicU64,
     /// Receive rings found with impossible indices (more than a ring's worth queued) and reset.
@@ -116,7 +122,8 @@ impl WorkItem for State {
         // One ring's worth per sender and run; a peer that keeps its ring full gets another run
         // later, not a CPU spinning here.
         let more = this.drain_kmsgs();
-        let more = this.drain_served() || more;
+        let (served, more_served) = this.drain_served();
+        let more = more || more_served || (served > 0 && this.busy_poll());
         if more && !this.stopping.load(Ordering::Acquire) {
             // Already queued is fine: that run will see the rest.
             let _ = workqueue::system_percpu().enqueue(this);
@@ -125,7 +132,7 @@ impl WorkItem for State {
 }
 
 impl State {
-    pub(crate) fn new(gas: Arc<Gas>) -> Result<Arc<Self>> {
+    pub(crate) fn new(gas: Arc<Gas>, poll_ns: u64) -> Result<Arc<Self>> {
         let info = *gas.info();
         // The rings, then the interfaces' GSAS areas (mapped into their threads).
         let reserved = (layout::RESERVED as u64).max(crate::gsas::AREA_END);
@@ -171,6 +178,9 @@ impl State {
                 send_locks,
                 services <- Services::new(),
                 work <- new_work!("unimem_mailbox::kmsg"),
+                poll_ns,
+                busy_polls: AtomicU64::new(0),
+                busy_poll_packets: AtomicU64::new(0),
                 malformed: AtomicU64::new(0),
                 resynced: AtomicU64::new(0),
                 noisy: LogLimit::new(),
@@ -476,10 +486,9 @@ impl State {
                 iface.wait.notify_all();
             }
         }
-        let served = (0..KERNEL_IFACES).any(|k| {
-            self.serving[k].load(Ordering::Acquire) && self.queued(&w, USER_INTERFACES + k as u32)
-        });
-        if served || (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty()) {
+        drop(w);
+        let (served, kmsgs) = self.dispatch_pending();
+        if served || kmsgs {
             // SAFETY: `self` lives in an `Arc` (`State::new`) that outlives every doorbell
             // handler call and local send (the module keeps one reference until both stopped).
             let this: Arc<State> = unsafe { ArcBorrow::from_raw(self) }.into();
@@ -607,16 +616,18 @@ impl State {
     }
 
     /// Hands the packets the served interfaces' rings held when this pass started (at most one
-    /// ring's worth per sender) to their services; `true` when peers have queued more since.
-    fn drain_served(&self) -> bool {
+    /// ring's worth per sender) to their services: how many, and whether peers have queued more
+    /// since.
+    pub(crate) fn drain_served(&self) -> (usize, bool) {
         // Handlers may sleep, so each ring's entries are copied out of the window first.
         let Ok(mut batch) =
             KVec::<[u8; PACKET_LEN]>::with_capacity(layout::SLOTS as usize, GFP_KERNEL)
         else {
-            return true;
+            return (0, true);
         };
         let served = self.served.lock();
         let mut more = false;
+        let mut handed = 0;
         for (k, service) in served.iter().enumerate() {
             let Some(service) = service else { continue };
             let id = USER_INTERFACES + k as u32;
@@ -625,7 +636,7 @@ impl State {
                 batch.clear();
                 {
                     let Some(w) = self.gas.access() else {
-                        return false;
+                        return (handed, false);
                     };
                     let mut pass = match self.packet_ring(&w, self.node, id, sender).pass() {
                         Ok(pass) => pass,
@@ -657,6 +668,7 @@ impl State {
                         drop(batch.push_within_capacity(packet));
                     }
                 }
+                handed += batch.len();
                 for packet in batch.iter() {
                     Iface::count(&iface.received);
                     // SAFETY: the registrant promised `func` is callable with `ctx` in process
@@ -667,7 +679,19 @@ impl State {
             }
             more |= self.gas.access().is_some_and(|w| self.queued(&w, id));
         }
-        more
+        (handed, more)
+    }
+
+    /// Whether packets wait for a served interface or kernel messages for this node.
+    pub(crate) fn dispatch_pending(&self) -> (bool, bool) {
+        let Some(w) = self.gas.access() else {
+            return (false, false);
+        };
+        let served = (0..KERNEL_IFACES).any(|k| {
+            self.serving[k].load(Ordering::Acquire) && self.queued(&w, USER_INTERFACES + k as u32)
+        });
+        let kmsgs = (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty());
+        (served, kmsgs)
     }
 
     /// Runs `map` (which maps part of the GAS window into user space through `file`) unless the

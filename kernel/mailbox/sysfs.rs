@@ -7,7 +7,7 @@ use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-const NAMES: [&CStr; 13] = [
+const NAMES: [&CStr; 16] = [
     c"node",
     c"nodes",
     c"interfaces_allocated",
@@ -21,6 +21,9 @@ const NAMES: [&CStr; 13] = [
     c"messages_received",
     c"messages_rejected",
     c"messages_dropped",
+    c"poll_us",
+    c"busy_polls",
+    c"busy_poll_packets",
 ];
 
 impl State {
@@ -50,6 +53,9 @@ impl State {
             b"messages_received" => services(&c.received),
             b"messages_rejected" => services(&c.rejected),
             b"messages_dropped" => services(&c.dropped),
+            b"poll_us" => self.poll_ns / 1000,
+            b"busy_polls" => load(&self.busy_polls),
+            b"busy_poll_packets" => load(&self.busy_poll_packets),
             _ => return None,
         })
     }
