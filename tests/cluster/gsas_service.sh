@@ -146,13 +146,20 @@ out=$(raw 0 --tree $TREE "read:$C")
 expect_resp "$out" 0 OK $((2 * FAA))
 expect_eq "$(( $(counter requests_fetch_add) - before ))" $((2 * FAA)) "fetch_add requests counted"
 
-step "round trips (informational): NOP and Fetch&Add, remote (node 0 -> $HOME_NODE) and local"
+step "round trips: NOP and Fetch&Add, remote (node 0 -> $HOME_NODE) and local; the home's busy polling serves remote ones"
+polled=$(on "$HOME_NODE" cat /sys/kernel/unimem_mailbox/busy_poll_packets)
+expect_eq "$(on "$HOME_NODE" cat /sys/kernel/unimem_mailbox/poll_us)" 200 "node $HOME_NODE's poll_us (the default)"
 for n in 0 "$HOME_NODE"; do
   for req in nop "fetch_add:$C:1"; do
     r=$(on "$n" "unimem-mbox gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat 200 $req | tail -1")
     echo "node $n -> $HOME_NODE ${req%%:*}: $r"
   done
 done
+polled=$(( $(on "$HOME_NODE" cat /sys/kernel/unimem_mailbox/busy_poll_packets) - polled ))
+echo "node $HOME_NODE served $polled requests while busy polling"
+# 400 remote requests, each sent right after the previous answer: most arrive while the home
+# polls (unless the host descheduled its vCPU); none would without polling.
+[ "$polled" -ge 40 ] || fail "node $HOME_NODE served only $polled of 400 back-to-back remote requests by busy polling"
 raw 0 --tree $TREE "write:$C:$((2 * FAA))" >/dev/null
 
 step "another tree (a fresh one on node 1) is DENIED, counted, memory unchanged"
