@@ -1,63 +1,102 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Busy polling of the served interfaces' rings (`poll_us`).
+//! Adaptive busy polling of the served interfaces' rings (`poll_us`).
 //!
 //! A request from a peer normally costs a doorbell interrupt and the wake-up of the dispatch
 //! work on this node; under TCG a halted vCPU's wake-up alone is tens of microseconds, several
 //! times the polled mailbox round trip (docs/GSAS.md). After a run that served packets, the
-//! work keeps looking at the served rings for `poll_us` more, as KVM's halt polling does for a
-//! vCPU: back-to-back requests (the common case for a thread doing GSAS operations) are then
-//! found without either. It stops at once when another task wants this CPU, so a local issuer
-//! (or anything else) never waits for it, and it never spins longer than `POLL_RUN_NS` in one
-//! run: kernel messages and other work items get their turn in between.
+//! work keeps looking at the served rings for a while, as KVM's halt polling does for a vCPU:
+//! back-to-back requests (a thread doing GSAS operations on this node's memory) are then found
+//! without either.
+//!
+//! The window adapts as KVM's `halt_poll_ns` does: it grows (doubling from `POLL_START_NS`, up
+//! to `poll_us`) when a request came after the window had closed but within `poll_us`, and it
+//! halves (to 0 below the start) when a window passed without any. So a node that gets requests
+//! now and then stops spinning: on the virtual cluster, where four one-vCPU nodes share two host
+//! cores, idle spinning takes host time from the nodes that issue the requests.
+//!
+//! Polling stops at once when another task wants this CPU, so a local issuer (or anything else)
+//! never waits for it, and one run never spins longer than `POLL_RUN_NS`: kernel messages and
+//! other work items get their turn in between.
 
 use crate::state::State;
 use core::sync::atomic::Ordering;
-use kernel::{
-    processor::cpu_relax,
-    task,
-    time::{Instant, Monotonic},
-};
+use kernel::{processor::cpu_relax, task};
 
 /// The longest one run of the dispatch work spins (it queues itself again if still busy).
-const POLL_RUN_NS: i64 = 2_000_000;
+const POLL_RUN_NS: u64 = 2_000_000;
+/// The first window after none (KVM's `halt_poll_ns_grow_start`).
+const POLL_START_NS: u64 = 10_000;
 
 impl State {
-    /// Polls the served rings for up to `poll_ns` after the last packet, serving what arrives;
+    /// Nanoseconds since the module's epoch.
+    pub(crate) fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(0)
+    }
+
+    /// After a run (begun at `started`) that served packets: polls the served rings for the
+    /// current window after the last packet, serving what arrives, and adapts the window.
     /// `true` if the work should run again (kernel messages arrived, or it stopped while
     /// packets kept coming).
-    pub(crate) fn busy_poll(&self) -> bool {
-        let window = i64::try_from(self.poll_ns).unwrap_or(i64::MAX);
-        if window == 0 {
+    pub(crate) fn busy_poll(&self, started: u64) -> bool {
+        let max = self.poll_ns;
+        if max == 0 {
             return false;
         }
+        let mut window = self.poll_window.load(Ordering::Relaxed);
+        let gap = started.saturating_sub(self.poll_idle_at.load(Ordering::Relaxed));
+        if gap > window && gap <= max {
+            window = window.saturating_mul(2).clamp(POLL_START_NS, max);
+        }
+        let (again, served) = if window == 0 {
+            (false, 0)
+        } else {
+            self.poll_window(window)
+        };
+        if served == 0 {
+            window /= 2;
+            if window < POLL_START_NS {
+                window = 0;
+            }
+        }
+        self.poll_window.store(window, Ordering::Relaxed);
+        self.poll_idle_at.store(self.now_ns(), Ordering::Relaxed);
+        again
+    }
+
+    /// Polls for up to `window` ns after the last packet: whether to run again, and how many
+    /// packets were served.
+    fn poll_window(&self, window: u64) -> (bool, u64) {
         self.busy_polls.fetch_add(1, Ordering::Relaxed);
-        let run = Instant::<Monotonic>::now();
+        let run = self.now_ns();
         let mut last = run;
-        loop {
+        let mut served = 0u64;
+        let again = loop {
             if self.stopping.load(Ordering::Acquire)
                 || !task::single_task_running()
                 || task::need_resched()
             {
-                return false;
+                break false;
             }
-            let (served, kmsgs) = self.dispatch_pending();
+            let (packets, kmsgs) = self.dispatch_pending();
             if kmsgs {
-                return true;
+                break true;
             }
-            if served {
+            let now = self.now_ns();
+            if packets {
                 let (handed, more) = self.drain_served();
-                self.busy_poll_packets
-                    .fetch_add(handed as u64, Ordering::Relaxed);
-                if more || run.elapsed().as_nanos() > POLL_RUN_NS {
-                    return true;
+                served += handed as u64;
+                if more || now.saturating_sub(run) > POLL_RUN_NS {
+                    break true;
                 }
-                last = Instant::now();
+                last = self.now_ns();
                 continue;
             }
-            if last.elapsed().as_nanos() > window {
-                return false;
+            if now.saturating_sub(last) > window {
+                break false;
             }
             cpu_relax();
-        }
+        };
+        self.busy_poll_packets.fetch_add(served, Ordering::Relaxed);
+        (again, served)
     }
 }

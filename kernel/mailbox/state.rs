@@ -73,13 +73,17 @@ pub(crate) struct State {
     /// Polling windows entered, and packets served while polling (`poll.rs`).
     pub(crate) busy_polls: AtomicU64,
     pub(crate) busy_poll_packets: AtomicU64,
+    /// The current polling window (ns, at most `poll_ns`), and when the last one ended (ns
+    /// since `epoch`); only the dispatch work, which never runs twice at once, writes them.
+    pub(crate) poll_window: AtomicU64,
+    pub(crate) poll_idle_at: AtomicU64,
     /// Ring entries rejected on receipt (bad header, wrong sender).
     pub(crate) malformed: AtomicU64,
     /// Receive rings found with impossible indices (more than a ring's worth queued) and reset.
     pub(crate) resynced: AtomicU64,
     /// Peer-caused warnings; the counters above count everything.
     noisy: LogLimit,
-    epoch: Instant<Monotonic>,
+    pub(crate) epoch: Instant<Monotonic>,
     /// Set at module exit: the dispatch work no longer queues itself again.
     pub(crate) stopping: AtomicBool,
     /// Kernel services of the interfaces `USER_INTERFACES..`; held while a handler runs (so
@@ -119,11 +123,12 @@ impl WorkItem for State {
     type Pointer = Arc<State>;
 
     fn run(this: Arc<State>) {
+        let started = this.now_ns();
         // One ring's worth per sender and run; a peer that keeps its ring full gets another run
         // later, not a CPU spinning here.
         let more = this.drain_kmsgs();
         let (served, more_served) = this.drain_served();
-        let more = more || more_served || (served > 0 && this.busy_poll());
+        let more = more || more_served || (served > 0 && this.busy_poll(started));
         if more && !this.stopping.load(Ordering::Acquire) {
             // Already queued is fine: that run will see the rest.
             let _ = workqueue::system_percpu().enqueue(this);
@@ -181,6 +186,8 @@ impl State {
                 poll_ns,
                 busy_polls: AtomicU64::new(0),
                 busy_poll_packets: AtomicU64::new(0),
+                poll_window: AtomicU64::new(0),
+                poll_idle_at: AtomicU64::new(0),
                 malformed: AtomicU64::new(0),
                 resynced: AtomicU64::new(0),
                 noisy: LogLimit::new(),

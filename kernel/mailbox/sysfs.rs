@@ -7,7 +7,7 @@ use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-const NAMES: [&CStr; 16] = [
+const NAMES: [&CStr; 17] = [
     c"node",
     c"nodes",
     c"interfaces_allocated",
@@ -24,6 +24,7 @@ const NAMES: [&CStr; 16] = [
     c"poll_us",
     c"busy_polls",
     c"busy_poll_packets",
+    c"busy_poll_window_ns",
 ];
 
 impl State {
@@ -56,6 +57,7 @@ impl State {
             b"poll_us" => self.poll_ns / 1000,
             b"busy_polls" => load(&self.busy_polls),
             b"busy_poll_packets" => load(&self.busy_poll_packets),
+            b"busy_poll_window_ns" => load(&self.poll_window),
             _ => return None,
         })
     }
