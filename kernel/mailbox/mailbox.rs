@@ -21,9 +21,9 @@ use kernel::{
 mod chardev;
 mod iface;
 mod kmsg;
-mod poll;
 #[path = "../include/log_limit.rs"]
 mod log_limit;
+mod poll;
 #[path = "../include/privilege.rs"]
 #[allow(dead_code)]
 mod privilege;
