@@ -8,8 +8,9 @@ use crate::{
         self, op, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
         USER_INTERFACES,
     },
+    kmsg_api,
     mailbox::INTERFACES,
-    packet::{Packet, PACKET_LEN},
+    packet::{Packet, MAX_24, PACKET_LEN},
     pool::Pool,
     stats::Counter,
     Inner, Service,
@@ -94,6 +95,9 @@ impl Service {
         if base == op::NOP {
             return Ok(());
         }
+        if base == op::IFACE_STATE {
+            return self.iface_state(tree, req, value);
+        }
         let pool = inner.pool.as_mut().ok_or(status::NO_POOL)?;
         if !pool.clock.usable(self.epoch.now()) {
             return Err(status::NO_POOL);
@@ -149,6 +153,32 @@ impl Service {
             op::BULK_WRITE => self.copy(&w, at, self.area(from, iface, BULK_OUT_PAGE), len),
             _ => apply_word(&w, at, req, value),
         }
+    }
+
+    /// IFACE_STATE: who holds interface `arg1` of this node, told only to its own tree.
+    fn iface_state(
+        &self,
+        tree: u32,
+        req: &crate::packet::Payload,
+        value: &mut [u8; 32],
+    ) -> Result<(), u8> {
+        if gsas::node_of(req.address) != self.node as u16 {
+            return Err(status::FAULT);
+        }
+        let iface = u32::try_from(req.arg1)
+            .ok()
+            .filter(|&i| i < USER_INTERFACES)
+            .ok_or(status::INVALID)?;
+        // SAFETY: `unimem_mbox_iface_state` may be called in any context but hard IRQ.
+        let held = unsafe { kmsg_api::unimem_mbox_iface_state(iface) };
+        let answer =
+            if held & kmsg_api::IFACE_HELD != 0 && tree != 0 && held as u32 & MAX_24 == tree {
+                op::IFACE_HELD | (held >> 24) & u64::from(u32::MAX)
+            } else {
+                0
+            };
+        value[..8].copy_from_slice(&answer.to_le_bytes());
+        Ok(())
     }
 
     /// Window offset of page `page` of the area of `iface` of node `node`.

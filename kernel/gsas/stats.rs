@@ -17,7 +17,7 @@ use core::{
 use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 18] = [
+const OPS: [(u8, &str); 19] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -36,6 +36,7 @@ const OPS: [(u8, &str); 18] = [
     (op::FREE, "free"),
     (op::FORK, "fork"),
     (op::WAIT, "wait"),
+    (op::IFACE_STATE, "iface_state"),
 ];
 
 /// Counters other than the per-opcode ones.
@@ -198,7 +199,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 42] = [
+const NAMES: [&CStr; 43] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -219,6 +220,7 @@ const NAMES: [&CStr; 42] = [
     c"requests_bulk_write",
     c"requests_alloc",
     c"requests_free",
+    c"requests_iface_state",
     c"requests_fork",
     c"requests_wait",
     c"requests_unknown",

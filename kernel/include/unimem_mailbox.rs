@@ -27,6 +27,9 @@ pub type PacketHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, 
 pub type MapCheck =
     unsafe extern "C" fn(ctx: *mut c_void, tree: u32, offset: u64, len: u64) -> c_int;
 
+/// Set in `unimem_mbox_iface_state`'s answer when a thread holds the interface.
+pub const IFACE_HELD: u64 = 1 << 63;
+
 extern "C" {
     /// Installs `handler` for messages of `service` whose opcode (4 most significant bits of
     /// the word) is `opcode`: `-EINVAL` for a bad service or opcode, `-EBUSY` if taken (also
@@ -57,4 +60,8 @@ extern "C" {
     /// the end of the partition): pages freed or lost. Waits for a mapping being made. May
     /// sleep; must not be called with a lock that `check` takes.
     pub fn unimem_mbox_zap_pages(offset: u64, len: u64) -> c_int;
+    /// Who holds local interface `iface` (`0..INTERFACES`): 0 if nobody, else [`IFACE_HELD`] |
+    /// the pair's allocation count (32 bits, from a random start) `<< 24` | the holder's
+    /// protection tree (24 bits). The answer may be stale at once. Any context but hard IRQ.
+    pub fn unimem_mbox_iface_state(iface: u32) -> u64;
 }

@@ -12,3 +12,4 @@ EXPORT_SYMBOL_RUST_GPL(unimem_mbox_send);
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_serve);
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_map_check);
 EXPORT_SYMBOL_RUST_GPL(unimem_mbox_zap_pages);
+EXPORT_SYMBOL_RUST_GPL(unimem_mbox_iface_state);

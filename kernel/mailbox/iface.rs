@@ -2,7 +2,7 @@
 //! One mailbox/packetizer interface pair: who owns it, what its packetizer stamps on packets,
 //! and its counters.
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     new_poll_condvar, new_spinlock_irq,
     prelude::*,
@@ -26,6 +26,10 @@ pub(crate) struct Iface {
     pub(crate) wait: PollCondVar,
     /// Mirrors `owner.is_some()` for the doorbell handler's quick scan.
     pub(crate) in_use: AtomicBool,
+    /// Counts the allocations of this pair (from a random start): with the interface number it
+    /// names one owner, so a lock left by a dead thread is not taken for a later owner's
+    /// (`unimem_mbox_iface_state`).
+    pub(crate) generation: AtomicU32,
     pub(crate) sent: AtomicU64,
     pub(crate) received: AtomicU64,
     /// Sends refused because the destination queue was full (the sender got `EAGAIN`).
@@ -35,11 +39,12 @@ pub(crate) struct Iface {
 }
 
 impl Iface {
-    pub(crate) fn new() -> impl PinInit<Self> {
+    pub(crate) fn new(generation: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             owner <- new_spinlock_irq!(None, "unimem_mailbox::iface"),
             wait <- new_poll_condvar!("unimem_mailbox::iface_wait"),
             in_use: AtomicBool::new(false),
+            generation: AtomicU32::new(generation),
             sent: AtomicU64::new(0),
             received: AtomicU64::new(0),
             rejected: AtomicU64::new(0),

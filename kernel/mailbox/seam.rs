@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The C ABI for kernel clients (declared in `kernel/include/unimem_mailbox.rs`).
 
-use crate::kmsg_api::{KmsgHandler, MapCheck, PacketHandler};
+use crate::kmsg_api::{KmsgHandler, MapCheck, PacketHandler, IFACE_HELD};
 use kernel::{
     error::from_result,
     ffi::{c_int, c_void},
@@ -87,4 +87,15 @@ pub extern "C" fn unimem_mbox_zap_pages(offset: u64, len: u64) -> c_int {
             .zap_pages(offset, len)?;
         Ok(0)
     })
+}
+
+/// Who holds local interface `iface`: 0 if nobody (or no such interface, or the device is
+/// gone), else `IFACE_HELD | generation << 24 | tree`. Any context but hard IRQ.
+#[no_mangle]
+pub extern "C" fn unimem_mbox_iface_state(iface: u32) -> u64 {
+    crate::current_state()
+        .and_then(|s| s.iface_state(iface))
+        .map_or(0, |(tree, generation)| {
+            IFACE_HELD | u64::from(generation) << 24 | u64::from(tree)
+        })
 }

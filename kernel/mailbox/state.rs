@@ -163,7 +163,13 @@ impl State {
         }
         let mut ifaces = KVec::with_capacity(INTERFACES as usize, GFP_KERNEL)?;
         for _ in 0..INTERFACES {
-            ifaces.push(KBox::pin_init(Iface::new(), GFP_KERNEL)?, GFP_KERNEL)?;
+            // SAFETY: `get_random_u32` has no preconditions. A random start keeps owners of a
+            // previous load from matching this load's.
+            let generation = unsafe { bindings::get_random_u32() };
+            ifaces.push(
+                KBox::pin_init(Iface::new(generation), GFP_KERNEL)?,
+                GFP_KERNEL,
+            )?;
         }
         let mut send_locks = KVec::with_capacity(info.node_count as usize, GFP_KERNEL)?;
         for _ in 0..info.node_count {
@@ -263,6 +269,7 @@ impl State {
             }
             *owner = Some(Owner { thread_id, prot_id });
             iface.in_use.store(true, Ordering::Release);
+            iface.generation.fetch_add(1, Ordering::Relaxed);
             // Whatever a previous owner left unread is not for this thread.
             let Some(w) = self.gas.access() else {
                 *owner = None;
@@ -295,6 +302,17 @@ impl State {
             }
         }
         Err(EBUSY)
+    }
+
+    /// Local interface `id`'s tree and generation while a thread holds it.
+    pub(crate) fn iface_state(&self, id: u32) -> Option<(u32, u32)> {
+        let iface = self.ifaces.get(id as usize)?;
+        let owner = iface.owner.lock();
+        // Read under the owner lock, which `alloc` holds while it bumps the generation.
+        Some((
+            owner.as_ref()?.prot_id,
+            iface.generation.load(Ordering::Relaxed),
+        ))
     }
 
     /// The protection tree of local interface `id`, if allocated.

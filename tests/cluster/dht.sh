@@ -4,6 +4,8 @@
 #  - a table over nodes 0-3: put, get, replace, delete from different nodes, each result
 #    checked; the invalid value and bad roots refused with clear errors;
 #  - a create that cannot finish (a node without room) leaves no allocation behind;
+#  - a writer stopped while holding a lock makes others fail with EBUSY; once killed, its lock
+#    is broken by the next put (the holder's interface is asked with IFACE_STATE);
 #  - the concurrency checker: 4 nodes x 4 threads put, get and delete on one table at once; every
 #    get returned a value put for that key, never a torn one, and no update is lost; the checker
 #    itself fails when values are torn on purpose;
@@ -91,6 +93,19 @@ echo "$out"; grep -q "not enough free GSAS pages" <<<"$out" || fail "no clear er
 expect_eq "$(allocations)" "$before" "allocations per node after the failed create"
 g 0 free "$F"; drop ALLOCS "$F"
 g 0 free "$P"; drop ALLOCS "$P"
+
+step "a writer that stops holding a lock: others fail with EBUSY naming it; once it is killed, the next put breaks its lock"
+d 0 put "$T" 77 0x77
+bg 2 hold "unimem-dht --tree $TREE hold $T 77"
+wait_log 2 hold '^held key'
+on 2 "kill -STOP \$(cat /tmp/$BG-hold.pid)"
+out=$(on_may_fail 1 "DHT_BUSY_MS=2000 unimem-dht --tree $TREE put $T 77 0x78 2>&1") && fail "a put went through the lock of a live holder"
+echo "$out"; grep -q "still locked by node 2 interface" <<<"$out" || fail "no clear EBUSY naming the holder"
+on 2 "kill -9 \$(cat /tmp/$BG-hold.pid)"
+wait_log 2 hold '^exit='
+out=$(on 1 "unimem-dht --tree $TREE put $T 77 0x79 2>&1")
+echo "$out"; grep -q "broke the lock of node 2 interface" <<<"$out" || fail "the dead holder's lock was not broken (or not said)"
+expect_eq "$(d 3 get "$T" 77)" "0x79 0x0" "the put that broke the lock (get from node 3)"
 
 step "the concurrency checker: 4 nodes x 4 threads x $CHECK_OPS operations on table $T at once"
 B=$(g 0 alloc --node 0); ALLOCS+=("$B")

@@ -61,15 +61,20 @@ impl Entry {
     }
 }
 
-/// The lock value a handle writes: unique per (node, interface) at a time, never 0.
-pub fn holder_id(node: u16, iface: u32) -> u16 {
-    1 + (node & 0x3ff) * 64 + (iface & 63) as u16
+/// Bits of an interface's allocation count a lock keeps.
+pub const GENERATION_MASK: u32 = 31;
+
+/// The lock value a handle writes: its node (4 bits), interface (6) and the low 5 bits of the
+/// interface's allocation count (`Gsas::iface_state`), plus one: never 0, and unique per holder
+/// unless 32 owners of one interface came and went while the lock was held.
+pub fn holder_id(node: u16, iface: u32, generation: u32) -> u16 {
+    1 + (((generation & GENERATION_MASK) as u16) << 10 | (node & 15) << 6 | (iface & 63) as u16)
 }
 
-/// Who holds a lock, for error messages: (node, interface).
-pub fn holder_of(lock: u16) -> (u16, u16) {
+/// Who holds a lock: (node, interface, generation bits).
+pub fn holder_of(lock: u16) -> (u16, u16, u32) {
     let l = lock.wrapping_sub(1);
-    (l / 64, l % 64)
+    ((l >> 6) & 15, l & 63, u32::from(l >> 10) & GENERATION_MASK)
 }
 
 #[cfg(test)]
@@ -92,12 +97,19 @@ mod tests {
 
     #[test]
     fn holder_ids_are_never_zero_and_name_their_holder() {
+        let mut seen = std::collections::BTreeSet::new();
         for node in 0..16 {
             for iface in 0..63 {
-                let h = holder_id(node, iface);
-                assert_ne!(h, 0);
-                assert_eq!(holder_of(h), (node, iface as u16));
+                for generation in [0, 1, 30, 31, 32, 33, u32::MAX] {
+                    let h = holder_id(node, iface, generation);
+                    assert_ne!(h, 0);
+                    let g = generation & GENERATION_MASK;
+                    assert_eq!(holder_of(h), (node, iface as u16, g));
+                    seen.insert((h, node, iface, g));
+                }
             }
         }
+        let ids: std::collections::BTreeSet<u16> = seen.iter().map(|s| s.0).collect();
+        assert_eq!(ids.len(), seen.len(), "two holders share an id");
     }
 }

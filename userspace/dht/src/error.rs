@@ -22,8 +22,9 @@ pub enum Error {
         container: u64,
         entries: u64,
     },
-    /// An entry stayed locked (or kept changing) through every retry: a writer holds it, or
-    /// died holding it.
+    /// An entry stayed locked (or kept changing) through every retry: a live writer holds it
+    /// (stopped, or slow), or the holder's node did not answer whether it lives. A dead
+    /// holder's lock is broken instead.
     #[error("entry at {addr:#x} still locked by node {node} interface {iface} after {tries} tries in {after:?}")]
     Busy {
         addr: u64,

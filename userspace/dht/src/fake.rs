@@ -20,6 +20,10 @@ struct State {
     /// (node, page) -> (tree, first page of the allocation, pages).
     owner: BTreeMap<(u16, u64), (u32, u64, u64)>,
     allocs: u64,
+    /// (node, interface) -> (tree, generation) of the handles alive: dropping a handle is a
+    /// thread that died.
+    ifaces: BTreeMap<(u16, u32), (u32, u32)>,
+    generations: u32,
 }
 
 /// The nodes' memories: `pages` per node (page 0 never allocated, as a pool never starts at 0).
@@ -47,11 +51,19 @@ impl Cluster {
 
     /// A GSAS handle of `tree` on `node`.
     pub fn handle(&self, node: u16, iface: u32, tree: u32) -> gsas::Gsas<Handle> {
+        let generation = {
+            let mut s = self.s.lock().unwrap();
+            s.generations += 1;
+            let g = s.generations;
+            s.ifaces.insert((node, iface), (tree, g));
+            g
+        };
         gsas::Gsas::with_transport(Handle {
             c: self.clone(),
             node,
             iface,
             tree,
+            generation,
             slots: RefCell::new(BTreeMap::new()),
             bulk_in: RefCell::new(vec![0; BULK_MAX as usize]),
             bulk_out: RefCell::new(vec![0; BULK_MAX as usize]),
@@ -81,6 +93,17 @@ impl Cluster {
         let base = p.opcode & !op::WIDTH32;
         match base {
             op::NOP => return Ok(()),
+            op::IFACE_STATE => {
+                if p.arg1 >= u64::from(unimem_wire::gsas::USER_INTERFACES) {
+                    return Err(status::INVALID);
+                }
+                let w = match s.ifaces.get(&(home, p.arg1 as u32)) {
+                    Some(&(t, g)) if t == h.tree => op::IFACE_HELD | u64::from(g),
+                    _ => 0,
+                };
+                value[..8].copy_from_slice(&w.to_le_bytes());
+                return Ok(());
+            }
             op::ALLOC => {
                 let n = p.arg1;
                 if n == 0 || n > gsas::MAX_ALLOC_PAGES {
@@ -170,9 +193,19 @@ pub struct Handle {
     node: u16,
     iface: u32,
     tree: u32,
+    generation: u32,
     slots: RefCell<BTreeMap<u16, Response>>,
     bulk_in: RefCell<Vec<u8>>,
     bulk_out: RefCell<Vec<u8>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let mut s = self.c.s.lock().unwrap();
+        if s.ifaces.get(&(self.node, self.iface)).map(|e| e.1) == Some(self.generation) {
+            s.ifaces.remove(&(self.node, self.iface));
+        }
+    }
 }
 
 impl Transport for Handle {

@@ -5,7 +5,9 @@
 //! reader's READ256 sees an entry before or after it, never half of it. Readers retry while an
 //! entry is locked (the seed's protocol), up to [`Config`]'s bounds. See `docs/DHT.md`.
 
-use crate::entry::{holder_id, holder_of, state, Entry, CONTAINER_ENTRIES, ENTRY_BYTES};
+use crate::entry::{
+    holder_id, holder_of, state, Entry, CONTAINER_ENTRIES, ENTRY_BYTES, GENERATION_MASK,
+};
 use crate::error::{Error, Result};
 use crate::hash::{h1, h2, mix};
 use crate::layout::{Layout, DESTROYED, HEADER_WORDS, LIVE, MAX_NODES, STATE_WORD};
@@ -17,11 +19,13 @@ use std::time::{Duration, Instant};
 /// The value [`Dht::get`] reports as "no value" in the C API (`DHT_INVALID`): never stored.
 pub const INVALID: u128 = u128::MAX;
 
-/// How long an operation waits for a locked entry before it fails with [`Error::Busy`].
+/// How long an operation waits for a locked entry before it fails with [`Error::Busy`], and
+/// after how long an unchanged lock makes it ask whether the holder still lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     pub busy_tries: u32,
     pub busy_timeout: Duration,
+    pub stale_after: Duration,
 }
 
 impl Default for Config {
@@ -29,19 +33,27 @@ impl Default for Config {
         Config {
             busy_tries: 1_000_000,
             busy_timeout: Duration::from_secs(5),
+            stale_after: Duration::from_millis(100),
         }
     }
 }
 
 impl Config {
-    /// The default, with the timeout from `DHT_BUSY_MS` if set.
+    /// The default, with the timeout from `DHT_BUSY_MS` and the stale time from
+    /// `DHT_STALE_MS` if set.
     pub fn from_env() -> Self {
         let mut c = Config::default();
-        if let Some(ms) = std::env::var("DHT_BUSY_MS")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-        {
-            c.busy_timeout = Duration::from_millis(ms.max(1));
+        let ms = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|ms| Duration::from_millis(ms.max(1)))
+        };
+        if let Some(d) = ms("DHT_BUSY_MS") {
+            c.busy_timeout = d;
+        }
+        if let Some(d) = ms("DHT_STALE_MS") {
+            c.stale_after = d;
         }
         c
     }
@@ -59,6 +71,8 @@ pub struct OpStats {
     pub probes: u64,
     /// Containers this handle allocated.
     pub containers: u64,
+    /// Locks this handle broke because their holder was gone.
+    pub broken_locks: u64,
 }
 
 /// What [`Dht::destroy`] freed.
@@ -96,6 +110,8 @@ struct Backoff {
     cfg: Config,
     tries: u32,
     t0: Instant,
+    /// The locked word 0 waited for, and since when (or since its holder was last found alive).
+    seen: Option<(u64, Instant)>,
 }
 
 impl Backoff {
@@ -104,14 +120,39 @@ impl Backoff {
             cfg,
             tries: 0,
             t0: Instant::now(),
+            seen: None,
         }
+    }
+
+    /// Whether the locked `word0` has stayed the same for the stale time since it was first
+    /// seen (or since the last time this said so): then the waiter asks if the holder lives.
+    fn stale(&mut self, word0: u64) -> bool {
+        let now = Instant::now();
+        match self.seen {
+            Some((w, since)) if w == word0 => {
+                let stale = now.duration_since(since) >= self.cfg.stale_after;
+                if stale {
+                    self.seen = Some((w, now));
+                }
+                stale
+            }
+            _ => {
+                self.seen = Some((word0, now));
+                false
+            }
+        }
+    }
+
+    /// Whether the next [`again`](Self::again) gives up.
+    fn last_try(&self) -> bool {
+        self.tries + 1 >= self.cfg.busy_tries || self.t0.elapsed() >= self.cfg.busy_timeout
     }
 
     fn again(&mut self, addr: u64, lock: u16) -> Result<()> {
         self.tries += 1;
         let after = self.t0.elapsed();
         if self.tries >= self.cfg.busy_tries || after >= self.cfg.busy_timeout {
-            let (node, iface) = holder_of(lock);
+            let (node, iface, _) = holder_of(lock);
             return Err(Error::Busy {
                 addr,
                 node,
@@ -141,7 +182,8 @@ pub struct Dht<T: Transport = Device> {
     g: Gsas<T>,
     l: Layout,
     cfg: Config,
-    me: u16,
+    /// This handle's lock value, once known ([`me`](Self::me)); 0 before.
+    me: Cell<u16>,
     st: Cell<OpStats>,
 }
 
@@ -216,12 +258,11 @@ impl<T: Transport> Dht<T> {
 
     /// A handle on a table whose layout is known (another thread's [`layout`](Self::layout)).
     pub fn attach(g: Gsas<T>, l: Layout) -> Self {
-        let me = holder_id(g.node(), g.iface());
         Dht {
             g,
             l,
             cfg: Config::from_env(),
-            me,
+            me: Cell::new(0),
             st: Cell::new(OpStats::default()),
         }
     }
@@ -251,6 +292,61 @@ impl<T: Transport> Dht<T> {
         let mut s = self.st.get();
         f(&mut s);
         self.st.set(s);
+    }
+
+    /// The lock value of this handle: its node, interface and the interface's allocation count,
+    /// asked of this node's service at the first write.
+    fn me(&self) -> Result<u16> {
+        if self.me.get() == 0 {
+            let (node, iface) = (self.g.node(), self.g.iface());
+            let generation = self.g.iface_state(node, iface)?.ok_or_else(|| {
+                Error::Argument(format!(
+                    "node {node}'s service does not know interface {iface} as this tree's"
+                ))
+            })?;
+            self.me.set(holder_id(node, iface, generation));
+        }
+        Ok(self.me.get())
+    }
+
+    /// Waits once more for the locked first-level entry at `a` whose word 0 is `word0`, first
+    /// breaking the lock if its holder is gone, asked when the lock has not moved for the stale
+    /// time and before giving up.
+    fn wait_locked(&self, b: &mut Backoff, a: u64, word0: u64) -> Result<()> {
+        if (b.stale(word0) || b.last_try()) && self.break_dead_lock(a, word0) {
+            return Ok(());
+        }
+        b.again(a, Entry::decode([word0, 0, 0, 0]).lock)
+    }
+
+    /// Unlocks the entry at `a` (word 0 `word0`, locked) if its holder is gone: the holder's
+    /// interface is free, another tree's, or held by a later owner (its allocation count moved
+    /// on). The entry stays as the holder left it (a writer publishes with one write, so it is
+    /// whole), one version further. Whether this call broke it; a holder that cannot be asked
+    /// (its node does not answer) counts as alive.
+    fn break_dead_lock(&self, a: u64, word0: u64) -> bool {
+        let e = Entry::decode([word0, 0, 0, 0]);
+        let (node, iface, generation) = holder_of(e.lock);
+        match self.g.iface_state(node, u32::from(iface)) {
+            Ok(Some(g)) if g & GENERATION_MASK == generation => return false,
+            Ok(_) => {}
+            Err(err) => {
+                log::debug!("dht: entry {a:#x}: cannot ask about its lock holder (node {node} interface {iface}): {err}");
+                return false;
+            }
+        }
+        match self.g.cas(a, word0, e.next_head(e.state)) {
+            Ok(old) if old == word0 => {
+                self.count(|s| s.broken_locks += 1);
+                log::warn!("dht: entry {a:#x}: broke the lock of node {node} interface {iface}, whose holder is gone");
+                true
+            }
+            Ok(_) => false,
+            Err(err) => {
+                log::debug!("dht: entry {a:#x}: breaking a dead holder's lock: {err}");
+                false
+            }
+        }
     }
 
     fn slot(&self, key: u64) -> u64 {
@@ -298,7 +394,7 @@ impl<T: Transport> Dht<T> {
             let e = self.read(a)?;
             if e.locked() {
                 self.count(|s| s.retries += 1);
-                b.again(a, e.lock)?;
+                self.wait_locked(&mut b, a, e.word0())?;
                 continue;
             }
             match e.state {
@@ -356,17 +452,18 @@ impl<T: Transport> Dht<T> {
 
     /// Takes the lock of the first-level entry at `a`: the entry as it was (unlocked).
     fn lock(&self, a: u64) -> Result<Entry> {
+        let me = self.me()?;
         let mut b = Backoff::new(self.cfg);
         loop {
             let e = self.read(a)?;
             if e.locked() {
-                b.again(a, e.lock)?;
+                self.wait_locked(&mut b, a, e.word0())?;
                 continue;
             }
             if !matches!(e.state, state::EMPTY | state::PAIR | state::INDIRECT) {
                 return Err(Self::corrupt_state(a, &e));
             }
-            let want = Entry::head(e.state, self.me, e.version);
+            let want = Entry::head(e.state, me, e.version);
             let old = self.g.cas(a, e.word0(), want)?;
             if old == e.word0() {
                 return Ok(e);
@@ -395,7 +492,7 @@ impl<T: Transport> Dht<T> {
             Ok((Release::Done, r)) => Ok(r),
             Err(err) => {
                 let unlock = self.read(a).and_then(|cur| {
-                    if cur.lock == self.me {
+                    if cur.lock == self.me.get() {
                         self.g.write(a, cur.next_head(cur.state))?;
                     }
                     Ok(())
@@ -406,6 +503,26 @@ impl<T: Transport> Dht<T> {
                 Err(err)
             }
         }
+    }
+
+    /// Takes the lock of `key`'s first-level entry and keeps it; the entry's address. For
+    /// showing what a holder that stops or dies does to the others (`unimem-dht hold`).
+    pub fn hold(&self, key: u64) -> Result<u64> {
+        let a = self.slot(key);
+        self.lock(a)?;
+        Ok(a)
+    }
+
+    /// Releases what [`hold`](Self::hold) took: the entry as it is, one version further.
+    pub fn release(&self, key: u64) -> Result<()> {
+        let a = self.slot(key);
+        let cur = self.read(a)?;
+        if cur.lock == 0 || cur.lock != self.me.get() {
+            return Err(Error::Argument(format!(
+                "entry {a:#x} of key {key:#x} is not locked by this handle"
+            )));
+        }
+        Ok(self.g.write(a, cur.next_head(cur.state))?)
     }
 
     /// dhtPut: inserts `key` with `value`, or replaces its value.

@@ -3,7 +3,7 @@
 //! concurrency checker on threads (and that it can fail).
 
 use crate::check::{self, Op, Plan};
-use crate::entry::{state, Entry, CONTAINER_ENTRIES, ENTRY_BYTES};
+use crate::entry::{holder_id, state, Entry, CONTAINER_ENTRIES, ENTRY_BYTES};
 use crate::fake::{Cluster, Handle, OTHER_TREE, TREE};
 use crate::hash::h1;
 use crate::{Config, Dht, Error, INVALID};
@@ -32,6 +32,7 @@ fn quick(t: &mut Dht<Handle>) {
     t.set_config(Config {
         busy_tries: 50,
         busy_timeout: Duration::from_secs(2),
+        stale_after: Duration::from_millis(10),
     });
 }
 
@@ -148,6 +149,59 @@ fn a_put_that_fails_after_locking_unlocks_and_changes_no_pair() {
     assert_eq!(t.get(keys[1]).unwrap(), None);
     t.destroy().unwrap();
     assert_eq!(c.allocations(), 0);
+}
+
+#[test]
+fn a_dead_holders_lock_is_broken_a_live_or_stopped_ones_is_not() {
+    let c = Cluster::new(4, 64);
+    let mut t = table(&c, 100);
+    quick(&mut t);
+    t.put(1, 10).unwrap();
+    // A live holder on node 2 keeps key 1 locked: others wait, then give up.
+    let w = Dht::open(c.handle(2, 5, TREE), t.root()).unwrap();
+    let a = w.hold(1).unwrap();
+    assert!(matches!(
+        t.put(1, 11),
+        Err(Error::Busy {
+            node: 2,
+            iface: 5,
+            ..
+        })
+    ));
+    assert!(matches!(t.get(1), Err(Error::Busy { .. })));
+    assert_eq!(
+        t.stats().broken_locks,
+        0,
+        "a live holder's lock is never broken"
+    );
+    assert!(
+        matches!(t.release(1), Err(Error::Argument(_))),
+        "not this handle's lock"
+    );
+    // It releases: nothing was broken, the pair is as it was.
+    w.release(1).unwrap();
+    assert_eq!(t.get(1).unwrap(), Some(10));
+    // It takes the lock again and dies: the next writer breaks the lock and goes on.
+    w.hold(1).unwrap();
+    drop(w);
+    t.put(1, 12).unwrap();
+    assert_eq!(t.get(1).unwrap(), Some(12));
+    assert_eq!(t.stats().broken_locks, 1);
+    // A holder whose interface another thread of the tree got since: still dead.
+    let w = Dht::open(c.handle(2, 5, TREE), t.root()).unwrap();
+    w.hold(1).unwrap();
+    drop(w);
+    let _later = c.handle(2, 5, TREE);
+    assert_eq!(t.get(1).unwrap(), Some(12));
+    assert_eq!(t.stats().broken_locks, 2);
+    // The interface held by another tree tells this tree nothing: the holder counts as gone.
+    let w = Dht::open(c.handle(3, 9, TREE), t.root()).unwrap();
+    w.hold(1).unwrap();
+    drop(w);
+    let _other = c.handle(3, 9, OTHER_TREE);
+    t.put(1, 13).unwrap();
+    assert_eq!(t.stats().broken_locks, 3);
+    assert_eq!(Entry::decode(t.gsas().read256(a).unwrap()).lock, 0);
 }
 
 #[test]
@@ -270,13 +324,28 @@ fn malformed_entries_are_clear_errors_never_panics_or_endless_loops() {
             "{r:?}"
         );
     }
-    // A lock nobody releases: every operation gives up, naming the holder.
-    c.poke_word(a, Entry::head(state::PAIR, 1 + 2 * 64 + 7, 1));
+    // A lock whose holder lives and never releases it: every operation gives up, naming the
+    // holder.
+    let holder = c.handle(2, 7, TREE);
+    let g = holder
+        .iface_state(2, 7)
+        .unwrap()
+        .expect("the holder's interface is held");
+    c.poke_word(a, Entry::head(state::PAIR, holder_id(2, 7, g), 1));
     match t.get(keys[0]) {
         Err(Error::Busy { node, iface, .. }) => assert_eq!((node, iface), (2, 7)),
         r => panic!("{r:?}"),
     }
     assert!(matches!(t.put(keys[0], 1), Err(Error::Busy { .. })));
+    // Once the holder is gone the lock is broken: the entry as it was, one version further.
+    drop(holder);
+    assert!(t.get(keys[0]).is_ok());
+    assert_eq!(t.stats().broken_locks, 1);
+    assert_eq!(
+        t.gsas().read(a).unwrap(),
+        Entry::head(state::PAIR, 0, 2),
+        "unlocked, version + 1"
+    );
     // Indirect entries pointing elsewhere: another node, unaligned, page 0, the table's root.
     for ptr in [
         gsas::addr((gsas::node_of(a) + 1) % 4, 0x1000),

@@ -46,6 +46,7 @@ pub fn op_name(opcode: u8) -> &'static str {
         (op::FREE, _) => "FREE",
         (op::FORK, _) => "FORK",
         (op::WAIT, _) => "WAIT",
+        (op::IFACE_STATE, _) => "IFACE_STATE",
         _ => "opcode",
     }
 }

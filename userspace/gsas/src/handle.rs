@@ -292,6 +292,23 @@ impl<T: Transport> Gsas<T> {
         self.call_at(op::FREE, addr, 0, 0).map(drop)
     }
 
+    /// The allocation count of interface `iface` of `node` while a thread of this handle's
+    /// tree holds it, else `None` (free, or another tree's). With [`iface`](Self::iface) and
+    /// [`node`](Self::node) it names a holder: a lock whose holder's count moved on, or whose
+    /// interface is free, was left by a thread that is gone.
+    pub fn iface_state(&self, node: u16, iface: u32) -> Result<Option<u32>> {
+        let w = self
+            .call(
+                node,
+                op::IFACE_STATE,
+                gsas::addr(node, 0),
+                u64::from(iface),
+                0,
+            )?
+            .word();
+        Ok((w & op::IFACE_HELD != 0).then_some(w as u32))
+    }
+
     /// A round trip to `node`'s service (its NOP).
     pub fn nop(&self, node: u16) -> Result<()> {
         let n = self.nonce.get().wrapping_add(1);

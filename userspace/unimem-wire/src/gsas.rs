@@ -88,13 +88,21 @@ pub mod op {
     /// it exited, and the child is forgotten; `RUNNING` while it runs; `NO_CHILD` if the node
     /// knows no such child; `DENIED` for a child of another tree.
     pub const WAIT: u8 = 0x61;
+    /// Who holds interface `arg1` (`0..USER_INTERFACES`) of the node the request is sent to
+    /// (`address`: that node's address 0): value = [`IFACE_HELD`] | the interface's allocation
+    /// count (32 bits) while a thread of the issuer's protection tree holds it, else 0 (free,
+    /// or another tree's: nothing about other trees is told). Lets a tree find out that the
+    /// holder of one of its locks died (docs/DHT.md, "A dead lock holder").
+    pub const IFACE_STATE: u8 = 0x62;
+    /// Set in an [`IFACE_STATE`] answer when a thread of the issuer's tree holds the interface.
+    pub const IFACE_HELD: u64 = 1 << 63;
 
     /// Whether `opcode` names an operation (with an allowed width flag).
     pub const fn valid(opcode: u8) -> bool {
         match opcode & !WIDTH32 {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => true,
             NOP | READ128 | READ256 | WRITE128 | BULK_READ | BULK_WRITE | ALLOC | FREE | FORK
-            | WAIT => opcode & WIDTH32 == 0,
+            | WAIT | IFACE_STATE => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -505,6 +513,7 @@ mod tests {
             op::FREE,
             op::FORK,
             op::WAIT,
+            op::IFACE_STATE,
         ];
         for (i, &o) in all.iter().enumerate() {
             assert_eq!(o & op::WIDTH32, 0, "{o:#x} has the width bit");
@@ -513,6 +522,9 @@ mod tests {
         }
         assert_eq!(check(&request(op::ALLOC, 0, 1, 0)), Ok(()));
         assert_eq!(check(&request(op::FREE, 0x1000, 0, 0)), Ok(()));
+        assert_eq!(check(&request(op::IFACE_STATE, 0, 5, 0)), Ok(()));
+        assert!(!op::valid(op::IFACE_STATE | op::WIDTH32));
+        assert_eq!(op::size(op::IFACE_STATE), None);
     }
 
     #[test]

@@ -81,6 +81,17 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Takes the lock of KEY's entry and keeps it for SECONDS (default: until killed), then
+    /// releases it: shows what a writer that stops (SIGSTOP: others wait, then fail with
+    /// EBUSY) or dies (the next operation breaks its lock) does to the others.
+    Hold {
+        #[arg(value_parser = parse_u64)]
+        root: u64,
+        #[arg(value_parser = parse_u64)]
+        key: u64,
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
     /// The concurrency checker: threads put, get and delete, then the history is verified
     /// (exit status 1 on any violation).
     Check(check::Check),
@@ -194,6 +205,24 @@ fn run(cli: Cli) -> Result<i32> {
                 );
             }
             Ok(if d.free_errors == 0 { 0 } else { 1 })
+        }
+        Cmd::Hold { root, key, seconds } => {
+            let t = ctx.open(root)?;
+            let a = t.hold(key)?;
+            let g = t.gsas();
+            println!(
+                "held key {key:#x}: entry {a:#x} locked by node {} interface {}",
+                g.node(),
+                g.iface()
+            );
+            let wait = seconds.map_or(std::time::Duration::MAX, std::time::Duration::from_secs);
+            let t0 = std::time::Instant::now();
+            while t0.elapsed() < wait {
+                std::thread::sleep(std::time::Duration::from_millis(200).min(wait - t0.elapsed()));
+            }
+            t.release(key)?;
+            println!("released key {key:#x}");
+            Ok(0)
         }
         Cmd::Check(c) => check::run(&ctx, c),
         Cmd::Denied(d) => check::denied(&ctx, d),
