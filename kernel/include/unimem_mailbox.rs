@@ -11,8 +11,8 @@ use kernel::ffi::{c_int, c_void};
 /// opcode, with the sending node. May sleep; must not call `unimem_mbox_register`.
 pub type KmsgHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, word: u64);
 
-/// Called in process context (the mailbox's dispatch work) for every packet that reached the
-/// served interface: `packet` points to the 32 bytes as the sending node's driver sealed them
+/// Called in process context (the mailbox's dispatch work, or for a packet from this node the
+/// sending thread's `SEND`) for every packet that reached the served interface: `packet` points to the 32 bytes as the sending node's driver sealed them
 /// (`packet::Packet`), copied out of the ring, valid for the call only. The mailbox has checked
 /// that the header's node is the node whose ring the packet came from and that the reserved
 /// byte is zero; everything else (the sender's interface, the payload) is the handler's to

@@ -2,9 +2,12 @@
 //! Single-producer single-consumer rings in the GAS (layout: `unimem-wire` `mailbox::layout`).
 //!
 //! Producer and consumer run on different nodes (different VMs), so the only shared state is
-//! two 32-bit indices, each written by one side: no read-modify-write across nodes is needed.
+//! two 32-bit indices and the consumer's polling flag, each written by one side: no
+//! read-modify-write across nodes is needed.
 
-use crate::mailbox::layout::{HEAD_OFFSET, RING_HEADER, SLOTS, SLOT_LEN, TAIL_OFFSET};
+use crate::mailbox::layout::{
+    HEAD_OFFSET, POLLING_OFFSET, RING_HEADER, SLOTS, SLOT_LEN, TAIL_OFFSET,
+};
 use core::{
     marker::PhantomData,
     sync::atomic::{AtomicU32, Ordering},
@@ -65,7 +68,7 @@ impl<'a> Ring<'a> {
     }
 
     fn index(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: `offset` is one of the two aligned index words inside the ring (invariant).
+        // SAFETY: `offset` is one of the three aligned header words inside the ring (invariant).
         unsafe { AtomicU32::from_ptr(self.base.add(offset).cast()) }
     }
 
@@ -118,8 +121,23 @@ impl<'a> Ring<'a> {
     /// Forgets whatever the ring held before this receiver existed (consumer side, at load).
     /// A producer racing with this leaves impossible indices, which [`Ring::pass`] resyncs.
     pub(crate) fn reset(&self) {
+        self.index(POLLING_OFFSET).store(0, Ordering::Relaxed);
         self.index(TAIL_OFFSET).store(0, Ordering::Relaxed);
         self.index(HEAD_OFFSET).store(0, Ordering::Release);
+    }
+
+    /// Consumer side: says whether the consumer busy-polls the ring.
+    pub(crate) fn set_polling(&self, on: bool) {
+        self.index(POLLING_OFFSET)
+            .store(u32::from(on), Ordering::Release);
+    }
+
+    /// Producer side, after a push: whether the consumer said it polls the ring (then no
+    /// doorbell is needed). Orders the push before the read of the flag, which pairs with the
+    /// consumer's clearing of the flag and its last look at the ring (`poll.rs`).
+    pub(crate) fn consumer_polling(&self) -> bool {
+        core::sync::atomic::fence(Ordering::SeqCst);
+        self.index(POLLING_OFFSET).load(Ordering::Relaxed) != 0
     }
 
     /// Drops every queued entry (consumer side) and returns how many there were (at most

@@ -7,7 +7,7 @@ use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-const NAMES: [&CStr; 17] = [
+const NAMES: [&CStr; 18] = [
     c"node",
     c"nodes",
     c"interfaces_allocated",
@@ -25,6 +25,7 @@ const NAMES: [&CStr; 17] = [
     c"busy_polls",
     c"busy_poll_packets",
     c"busy_poll_window_ns",
+    c"doorbells_skipped",
 ];
 
 impl State {
@@ -58,6 +59,7 @@ impl State {
             b"busy_polls" => load(&self.busy_polls),
             b"busy_poll_packets" => load(&self.busy_poll_packets),
             b"busy_poll_window_ns" => load(&self.poll_window),
+            b"doorbells_skipped" => load(&self.doorbells_skipped),
             _ => return None,
         })
     }

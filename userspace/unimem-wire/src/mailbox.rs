@@ -152,6 +152,11 @@ pub mod layout {
     /// Ring header: `head` at 0 and `tail` at 64 (separate cache lines), little-endian u32.
     pub const HEAD_OFFSET: usize = 0;
     pub const TAIL_OFFSET: usize = 64;
+    /// Little-endian u32 beside `head`, written by the receiving driver only: nonzero while it
+    /// busy-polls the ring, so that the sender may skip the doorbell (`unimem_mailbox`
+    /// `poll_us`). A sender that reads it just as the receiver stops polling is covered by the
+    /// receiver's last look after clearing it.
+    pub const POLLING_OFFSET: usize = 8;
     pub const RING_HEADER: usize = 128;
     /// Bytes from one ring to the next.
     pub const RING_STRIDE: usize = 2048;
@@ -169,6 +174,7 @@ pub mod layout {
     }
 
     const _: () = assert!(RING_HEADER + SLOTS as usize * SLOT_LEN <= RING_STRIDE);
+    const _: () = assert!(POLLING_OFFSET >= HEAD_OFFSET + 4 && POLLING_OFFSET + 4 <= TAIL_OFFSET);
 }
 
 /// A kernel message as stored in a ring slot.
