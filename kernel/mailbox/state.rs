@@ -657,12 +657,10 @@ impl State {
     /// ring's worth per sender) to their services: how many, and whether peers have queued more
     /// since.
     pub(crate) fn drain_served(&self) -> (usize, bool) {
-        // Handlers may sleep, so each ring's entries are copied out of the window first.
-        let Ok(mut batch) =
-            KVec::<[u8; PACKET_LEN]>::with_capacity(layout::SLOTS as usize, GFP_KERNEL)
-        else {
-            return (0, true);
-        };
+        // Handlers may sleep, so each ring's entries are copied out of the window first: into
+        // 1 KiB of stack rather than an allocation per pass (this runs for every request while
+        // the work busy-polls).
+        let mut batch = [[0u8; PACKET_LEN]; layout::SLOTS as usize];
         let served = self.served.lock();
         let mut more = false;
         let mut handed = 0;
@@ -671,7 +669,7 @@ impl State {
             let id = USER_INTERFACES + k as u32;
             let iface = &self.ifaces[id as usize];
             for sender in 0..self.nodes {
-                batch.clear();
+                let mut n = 0;
                 {
                     let Some(w) = self.gas.access() else {
                         return (handed, false);
@@ -700,14 +698,15 @@ impl State {
                             }
                             continue;
                         }
-                        let mut packet = [0u8; PACKET_LEN];
-                        packet.copy_from_slice(&slot[..PACKET_LEN]);
-                        // A pass takes at most `SLOTS` entries, the capacity.
-                        drop(batch.push_within_capacity(packet));
+                        // A pass takes at most `SLOTS` entries, the batch's length.
+                        if let Some(packet) = batch.get_mut(n) {
+                            packet.copy_from_slice(&slot[..PACKET_LEN]);
+                            n += 1;
+                        }
                     }
                 }
-                handed += batch.len();
-                for packet in batch.iter() {
+                handed += n;
+                for packet in &batch[..n] {
                     Iface::count(&iface.received);
                     // SAFETY: the registrant promised `func` is callable with `ctx` in process
                     // context until removed, which waits for `served`, held here; `packet` is

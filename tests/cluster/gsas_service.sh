@@ -148,6 +148,7 @@ expect_eq "$(( $(counter requests_fetch_add) - before ))" $((2 * FAA)) "fetch_ad
 
 step "round trips: NOP and Fetch&Add, remote (node 0 -> $HOME_NODE) and local; the home's busy polling serves remote ones"
 polled=$(on "$HOME_NODE" cat /sys/kernel/unimem_mailbox/busy_poll_packets)
+skipped=$(on 0 cat /sys/kernel/unimem_mailbox/doorbells_skipped)
 expect_eq "$(on "$HOME_NODE" cat /sys/kernel/unimem_mailbox/poll_us)" 200 "node $HOME_NODE's poll_us (the default)"
 for n in 0 "$HOME_NODE"; do
   for req in nop "fetch_add:$C:1"; do
@@ -160,6 +161,10 @@ echo "node $HOME_NODE served $polled requests while busy polling"
 # 400 remote requests, each sent right after the previous answer: most arrive while the home
 # polls (unless the host descheduled its vCPU); none would without polling.
 [ "$polled" -ge 40 ] || fail "node $HOME_NODE served only $polled of 400 back-to-back remote requests by busy polling"
+# While the home polls, node 0 does not ring its doorbell.
+skipped=$(( $(on 0 cat /sys/kernel/unimem_mailbox/doorbells_skipped) - skipped ))
+echo "node 0 skipped $skipped doorbells"
+[ "$skipped" -ge 40 ] || fail "node 0 skipped only $skipped doorbells to a polling home"
 raw 0 --tree $TREE "write:$C:$((2 * FAA))" >/dev/null
 
 step "another tree (a fresh one on node 1) is DENIED, counted, memory unchanged"
