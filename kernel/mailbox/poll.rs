@@ -52,7 +52,8 @@ impl State {
         let mut window = self.poll_window.load(Ordering::Relaxed);
         let gap = started.saturating_sub(self.poll_idle_at.load(Ordering::Relaxed));
         if gap > window && gap <= max {
-            window = window.saturating_mul(2).clamp(POLL_START_NS, max);
+            // Not `clamp`: `poll_us` may be below the start (then the window is `poll_us`).
+            window = window.saturating_mul(2).max(POLL_START_NS).min(max);
         }
         let (again, served) = if window == 0 {
             (false, 0)

@@ -6,7 +6,7 @@
 //! read-modify-write across nodes is needed.
 
 use crate::mailbox::layout::{
-    HEAD_OFFSET, POLLING_OFFSET, RING_HEADER, SLOTS, SLOT_LEN, TAIL_OFFSET,
+    HEAD_OFFSET, POLLING, POLLING_OFFSET, RING_HEADER, SLOTS, SLOT_LEN, TAIL_OFFSET,
 };
 use core::{
     marker::PhantomData,
@@ -129,7 +129,7 @@ impl<'a> Ring<'a> {
     /// Consumer side: says whether the consumer busy-polls the ring.
     pub(crate) fn set_polling(&self, on: bool) {
         self.index(POLLING_OFFSET)
-            .store(u32::from(on), Ordering::Release);
+            .store(if on { POLLING } else { 0 }, Ordering::Release);
     }
 
     /// Producer side, after a push: whether the consumer said it polls the ring (then no
@@ -137,7 +137,7 @@ impl<'a> Ring<'a> {
     /// consumer's clearing of the flag and its last look at the ring (`poll.rs`).
     pub(crate) fn consumer_polling(&self) -> bool {
         core::sync::atomic::fence(Ordering::SeqCst);
-        self.index(POLLING_OFFSET).load(Ordering::Relaxed) != 0
+        self.index(POLLING_OFFSET).load(Ordering::Relaxed) == POLLING
     }
 
     /// Drops every queued entry (consumer side) and returns how many there were (at most

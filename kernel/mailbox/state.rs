@@ -131,6 +131,11 @@ impl WorkItem for State {
         let more = this.drain_kmsgs();
         let (served, more_served) = this.drain_served();
         let more = more || more_served || (served > 0 && this.busy_poll(started));
+        if served == 0 {
+            // The flags are ours to write, but a peer may have scribbled on them: a run that did
+            // not poll leaves them cleared, so senders ring again (polling clears its own).
+            this.set_polling(false);
+        }
         if more && !this.stopping.load(Ordering::Acquire) {
             // Already queued is fine: that run will see the rest.
             let _ = workqueue::system_percpu().enqueue(this);
@@ -379,7 +384,9 @@ impl State {
             let w = self.gas.access().ok_or(ENODEV)?;
             let ring = self.packet_ring(&w, node, iface, self.node);
             let pushed = ring.push(&packet);
-            (pushed, pushed && ring.consumer_polling())
+            // Only kernel services poll; a user interface's receiver sleeps until rung.
+            let polled = pushed && iface >= USER_INTERFACES && ring.consumer_polling();
+            (pushed, polled)
         };
         if !pushed {
             Iface::count(&src.rejected);

@@ -72,7 +72,7 @@ on 1 "rmmod unimem_mailbox"
 ! on_may_fail 1 "insmod $KO poll_us=10001" 2>/dev/null || fail "insmod poll_us=10001 succeeded"
 on 1 "dmesg | tail -5 | grep -q 'poll_us=10001 out of range (0-10000)' && ! lsmod | grep -q '^unimem_mailbox'" ||
   fail "no clear message for poll_us=10001, or the module stayed loaded"
-on 1 "insmod $KO poll_us=0 && test \$(cat /sys/kernel/unimem_mailbox/poll_us) = 0 && rmmod unimem_mailbox && insmod $KO"
+on 1 "insmod $KO poll_us=0 && test \$(cat /sys/kernel/unimem_mailbox/poll_us) = 0 && rmmod unimem_mailbox && insmod $KO poll_us=3 && test \$(cat /sys/kernel/unimem_mailbox/poll_us) = 3 && rmmod unimem_mailbox && insmod $KO"
 
 step "cross-node ping-pong: node 0 <-> node 2 (blocking, poll, epoll; server polls); sysfs counts it"
 SYSC=/sys/kernel/unimem_mailbox

@@ -152,11 +152,15 @@ pub mod layout {
     /// Ring header: `head` at 0 and `tail` at 64 (separate cache lines), little-endian u32.
     pub const HEAD_OFFSET: usize = 0;
     pub const TAIL_OFFSET: usize = 64;
-    /// Little-endian u32 beside `head`, written by the receiving driver only: nonzero while it
-    /// busy-polls the ring, so that the sender may skip the doorbell (`unimem_mailbox`
-    /// `poll_us`). A sender that reads it just as the receiver stops polling is covered by the
-    /// receiver's last look after clearing it.
+    /// Little-endian u32 beside `head`, written by the receiving driver only: [`POLLING`] while
+    /// it busy-polls the ring of a kernel service, so that the sender may skip the doorbell
+    /// (`unimem_mailbox` `poll_us`), else 0. A sender that reads it just as the receiver stops
+    /// polling is covered by the receiver's last look after clearing it. Senders to a user
+    /// interface always ring.
     pub const POLLING_OFFSET: usize = 8;
+    /// The polling flag's value while the receiver polls: anything else (a peer's scribbles
+    /// included) means "ring".
+    pub const POLLING: u32 = 0x4c4c_4f50;
     pub const RING_HEADER: usize = 128;
     /// Bytes from one ring to the next.
     pub const RING_STRIDE: usize = 2048;
