@@ -15,6 +15,8 @@ pub(crate) struct Pool {
     owner: KVVec<u32>,
     /// Pages of the allocation that starts at this page; 0 elsewhere.
     len: KVVec<u32>,
+    /// The tag of the allocation that starts at this page (ALLOC's `arg2`); 0 elsewhere.
+    tag: KVVec<u64>,
     /// Pages not free (allocated or being zeroed).
     pub(crate) used: usize,
     /// Allocations not freed yet.
@@ -25,13 +27,16 @@ impl Pool {
     pub(crate) fn new(pages: usize) -> Result<Self> {
         let mut owner = KVVec::with_capacity(pages, GFP_KERNEL)?;
         let mut len = KVVec::with_capacity(pages, GFP_KERNEL)?;
+        let mut tag = KVVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
             owner.push(FREE, GFP_KERNEL)?;
             len.push(0, GFP_KERNEL)?;
+            tag.push(0, GFP_KERNEL)?;
         }
         Ok(Self {
             owner,
             len,
+            tag,
             used: 0,
             allocations: 0,
         })
@@ -41,8 +46,9 @@ impl Pool {
         self.owner.len()
     }
 
-    /// First fit: `n` contiguous free pages, now owned by `tree`; the first page's index.
-    pub(crate) fn alloc(&mut self, n: usize, tree: u32) -> Option<usize> {
+    /// First fit: `n` contiguous free pages, now owned by `tree` with `tag`; the first page's
+    /// index.
+    pub(crate) fn alloc(&mut self, n: usize, tree: u32, tag: u64) -> Option<usize> {
         let mut run = 0;
         for i in 0..self.pages() {
             run = if self.owner[i] == FREE { run + 1 } else { 0 };
@@ -50,6 +56,7 @@ impl Pool {
                 let first = i + 1 - n;
                 self.owner[first..=i].fill(tree);
                 self.len[first] = n as u32;
+                self.tag[first] = tag;
                 self.used += n;
                 self.allocations += 1;
                 return Some(first);
@@ -84,8 +91,14 @@ impl Pool {
         }
         self.owner[first..first + n].fill(ZEROING);
         self.len[first] = 0;
+        self.tag[first] = 0;
         self.allocations -= 1;
         Ok(n)
+    }
+
+    /// The first page of the first allocation of `tree` tagged `tag`.
+    pub(crate) fn find_tagged(&self, tree: u32, tag: u64) -> Option<usize> {
+        (0..self.pages()).find(|&i| self.len[i] != 0 && self.tag[i] == tag && self.owner[i] == tree)
     }
 
     /// The zeroed pages of a freed allocation are free again.

@@ -112,11 +112,26 @@ impl Service {
             }
             let first = pool
                 .pages
-                .alloc(n as usize, tree)
+                .alloc(n as usize, tree, req.arg2)
                 .ok_or(status::NO_MEMORY)?;
             let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
             value[..8].copy_from_slice(&addr.to_le_bytes());
             self.hold_module(inner);
+            return Ok(());
+        }
+        if base == op::FREE_TAG {
+            if gsas::node_of(req.address) != self.node as u16 {
+                return Err(status::FAULT);
+            }
+            if req.arg1 == 0 {
+                return Err(status::INVALID);
+            }
+            if let Some(first) = pool.pages.find_tagged(tree, req.arg1) {
+                let n = pool.pages.start_free(first, tree)?;
+                let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
+                value[..8].copy_from_slice(&addr.to_le_bytes());
+                *after = After::Zero(first, n);
+            }
             return Ok(());
         }
         // Every other operation names an address of this node's pool.

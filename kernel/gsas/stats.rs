@@ -17,7 +17,7 @@ use core::{
 use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 19] = [
+const OPS: [(u8, &str); 20] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -37,6 +37,7 @@ const OPS: [(u8, &str); 19] = [
     (op::FORK, "fork"),
     (op::WAIT, "wait"),
     (op::IFACE_STATE, "iface_state"),
+    (op::FREE_TAG, "free_tag"),
 ];
 
 /// Counters other than the per-opcode ones.
@@ -199,7 +200,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 43] = [
+const NAMES: [&CStr; 44] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -221,6 +222,7 @@ const NAMES: [&CStr; 43] = [
     c"requests_alloc",
     c"requests_free",
     c"requests_iface_state",
+    c"requests_free_tag",
     c"requests_fork",
     c"requests_wait",
     c"requests_unknown",

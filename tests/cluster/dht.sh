@@ -11,12 +11,15 @@
 #    itself fails when values are torn on purpose;
 #  - a process of another protection tree is denied every operation; the table is unchanged;
 #  - the C examples (gcc via pkg-config dht on the host) on the nodes;
-#  - destroy frees every page: the services' allocation counts are back where they started.
+#  - destroy frees every page, also containers allocated but never linked (found by their tag,
+#    the root), and not another tree's page with the same tag: the services' allocation counts
+#    are back where they started.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 SYS=/sys/kernel/unimem_gsas
 # A protection tree no node makes (node field 14, another serial than gsas.sh's).
 TREE=0x0e0011
+OTHER_TREE=0x0e0012
 CHECK_OPS=${DHT_CHECK_OPS:-300}
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=dhtt
@@ -156,11 +159,21 @@ expect_out 1 '4 threads x 40 keys, 0 errors' "dht-threads on node 1 (its own tab
 expect_out 3 '2 threads x 20 keys, 0 errors' "dht-threads on node 3 (table $T, opened by its root)" \
   "unimem-gsas --tree $TREE exec -- dht-threads 2 20 $T"
 
-step "destroy frees every page; no kernel warnings"
+step "destroy frees every page, also containers allocated but never linked (tagged with the root); not another tree's; no kernel warnings"
+# Containers of this tree that a writer lost (the allocation answered too late, or it died
+# before linking them): pages tagged with the table's root, linked nowhere.
+LOST1=$(g 2 alloc --node 1 --tag "$T") LOST2=$(g 0 alloc --node 3 --pages 2 --tag "$T")
+# Another tree's page with the same tag survives.
+FOREIGN=$(on 2 "unimem-gsas --tree $OTHER_TREE alloc --node 1 --tag $T")
 out=$(d 3 destroy "$T" --json)
 echo "node 3: $out"
 drop TABLES "$T"
 expect_eq "$(num free_errors "$out")" 0 "frees that failed"
+expect_eq "$(num unlinked "$out")" 2 "unlinked containers freed ($LOST1, $LOST2)"
+out=$(on_may_fail 0 "unimem-gsas --tree $TREE free $LOST1 2>&1") && fail "$LOST1 was still allocated after destroy"
+on 2 "unimem-gsas --tree $OTHER_TREE free $FOREIGN" || fail "another tree's page with the table's tag did not survive destroy"
+out=$(on_may_fail 0 "unimem-gsas --tree $TREE free-tag --node 1 --tag 0 2>&1") && fail "FREE_TAG of tag 0 succeeded"
+echo "$out"; grep -q "INVALID\|invalid" <<<"$out" || fail "no clear error for FREE_TAG of tag 0"
 out=$(on_may_fail 0 "unimem-dht --tree $TREE get $T 42 2>&1") && fail "a destroyed table opened"
 g 0 free "$B"; drop ALLOCS "$B"
 expect_eq "$(allocations)" "$base" "allocations per node after destroy"

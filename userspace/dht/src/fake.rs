@@ -24,6 +24,8 @@ struct State {
     /// thread that died.
     ifaces: BTreeMap<(u16, u32), (u32, u32)>,
     generations: u32,
+    /// (node, first page) -> the allocation's tag, if it has one.
+    tags: BTreeMap<(u16, u64), u64>,
 }
 
 /// The nodes' memories: `pages` per node (page 0 never allocated, as a pool never starts at 0).
@@ -104,6 +106,32 @@ impl Cluster {
                 value[..8].copy_from_slice(&w.to_le_bytes());
                 return Ok(());
             }
+            op::FREE_TAG => {
+                if p.arg1 == 0 {
+                    return Err(status::INVALID);
+                }
+                let found = s
+                    .owner
+                    .iter()
+                    .find(|(&(n, q), &(t, first, _))| {
+                        n == home
+                            && q == first
+                            && t == h.tree
+                            && s.tags.get(&(n, q)) == Some(&p.arg1)
+                    })
+                    .map(|(&(_, q), &(_, _, len))| (q, len));
+                let mut w = 0u64;
+                if let Some((first, len)) = found {
+                    for q in first..first + len {
+                        s.owner.remove(&(home, q));
+                    }
+                    s.tags.remove(&(home, first));
+                    s.allocs -= 1;
+                    w = addr(home, first * PAGE_SIZE);
+                }
+                value[..8].copy_from_slice(&w.to_le_bytes());
+                return Ok(());
+            }
             op::ALLOC => {
                 let n = p.arg1;
                 if n == 0 || n > gsas::MAX_ALLOC_PAGES {
@@ -118,6 +146,9 @@ impl Cluster {
                     s.owner.insert((home, q), (h.tree, first, n));
                 }
                 s.allocs += 1;
+                if p.arg2 != 0 {
+                    s.tags.insert((home, first), p.arg2);
+                }
                 let m = s.mem.get_mut(&home).unwrap();
                 m[(first * PAGE_SIZE) as usize..((first + n) * PAGE_SIZE) as usize].fill(0);
                 value[..8].copy_from_slice(&addr(home, first * PAGE_SIZE).to_le_bytes());
@@ -152,6 +183,7 @@ impl Cluster {
             for q in first..first + n {
                 s.owner.remove(&(home, q));
             }
+            s.tags.remove(&(home, first));
             s.allocs -= 1;
             return Ok(());
         }

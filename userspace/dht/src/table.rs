@@ -16,6 +16,9 @@ use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+/// Bound of `destroy`'s sweep for unlinked containers per node (a pool's pages at 4 GiB).
+const MAX_TAG_SWEEP: u32 = 1 << 20;
+
 /// The value [`Dht::get`] reports as "no value" in the C API (`DHT_INVALID`): never stored.
 pub const INVALID: u128 = u128::MAX;
 
@@ -83,6 +86,8 @@ pub struct Destroyed {
     pub malformed: u64,
     /// Frees that failed (logged).
     pub free_errors: u64,
+    /// Containers found by their tag only: allocated but never linked into the table.
+    pub unlinked: u64,
 }
 
 /// The contents of a table, counted by [`Dht::scan`].
@@ -557,7 +562,9 @@ impl<T: Transport> Dht<T> {
     /// A container for a direct entry's pair and a new one, on the entry's node, filled before
     /// the entry points to it. Freed again if filling fails.
     fn split(&self, a: u64, e: &Entry, key: u64, value: u128) -> Result<u64> {
-        let c = self.g.alloc_shared_page(node_of(a), 1)?;
+        // Tagged with the root: a container this handle loses track of (the ALLOC answered
+        // after it gave up, or it dies before linking it) is still freed by `destroy`.
+        let c = self.g.alloc_tagged(node_of(a), 1, self.l.root)?;
         self.count(|s| s.containers += 1);
         let r = self
             .put_in(c, e.key, e.value)
@@ -731,6 +738,30 @@ impl<T: Transport> Dht<T> {
             }
         }
         d.containers = cs.len() as u64;
+        // Containers allocated but never linked (tagged with the root), at most as many as a
+        // node's pool has pages.
+        for n in self.l.nodes() {
+            for _ in 0..MAX_TAG_SWEEP {
+                match self.g.free_tag(n, self.l.root) {
+                    Ok(Some(a)) => {
+                        log::info!(
+                            "dht: destroy {:#x}: freed unlinked container {a:#x}",
+                            self.l.root
+                        );
+                        d.unlinked += 1;
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        log::warn!(
+                            "dht: destroy {:#x}: freeing unlinked containers on node {n}: {e}",
+                            self.l.root
+                        );
+                        d.free_errors += 1;
+                        break;
+                    }
+                }
+            }
+        }
         Ok(d)
     }
 }

@@ -205,6 +205,46 @@ fn a_dead_holders_lock_is_broken_a_live_or_stopped_ones_is_not() {
 }
 
 #[test]
+fn destroy_frees_containers_that_were_never_linked_and_nothing_of_another_tree() {
+    let c = Cluster::new(4, 64);
+    let before = c.allocations();
+    let t = table(&c, 100);
+    let keys = colliding(&t, 7, 2);
+    t.put(keys[0], 1).unwrap();
+    t.put(keys[1], 2).unwrap();
+    assert_eq!(t.stats().containers, 1, "the second key split the entry");
+    // Containers this tree allocated and lost: tagged with the root, linked nowhere.
+    let g = c.handle(2, 8, TREE);
+    let lost = [
+        g.alloc_tagged(1, 1, t.root()).unwrap(),
+        g.alloc_tagged(3, 2, t.root()).unwrap(),
+    ];
+    // Another tree's page with the same tag, and this tree's page with another tag.
+    let other = c.handle(2, 9, OTHER_TREE);
+    let foreign = other.alloc_tagged(1, 1, t.root()).unwrap();
+    let mine = g.alloc_tagged(1, 1, t.root() + 1).unwrap();
+    let d = t.destroy().unwrap();
+    assert_eq!(
+        (d.containers, d.unlinked, d.free_errors),
+        (1, 2, 0),
+        "{d:?}"
+    );
+    assert_eq!(
+        c.allocations(),
+        before + 2,
+        "only the foreign and the other-tag page are left"
+    );
+    assert!(g.free(lost[0]).is_err(), "freed by destroy");
+    other.free(foreign).unwrap();
+    g.free(mine).unwrap();
+    assert_eq!(c.allocations(), before);
+    assert!(
+        matches!(g.free_tag(1, 0), Err(gsas::Error::Invalid(_))),
+        "tag 0 names nothing"
+    );
+}
+
+#[test]
 fn deleted_entries_keep_probes_going_and_are_reused() {
     let c = Cluster::new(4, 64);
     let t = table(&c, 100);

@@ -47,6 +47,7 @@ pub fn op_name(opcode: u8) -> &'static str {
         (op::FORK, _) => "FORK",
         (op::WAIT, _) => "WAIT",
         (op::IFACE_STATE, _) => "IFACE_STATE",
+        (op::FREE_TAG, _) => "FREE_TAG",
         _ => "opcode",
     }
 }
@@ -71,8 +72,8 @@ impl fmt::Display for Request {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// `status::INVALID`: unknown opcode or width, bad length or page count.
-    #[error("{0}: invalid request (unknown operation or width, bad length or page count)")]
+    /// `status::INVALID`: unknown opcode or width, bad length, page count or tag.
+    #[error("{0}: invalid request (unknown operation or width, bad length, page count or tag)")]
     Invalid(Request),
     /// `status::UNALIGNED`: the address is not aligned to the operation's size.
     #[error("{0}: address not aligned to the operation's size")]

@@ -287,6 +287,23 @@ impl<T: Transport> Gsas<T> {
             .word())
     }
 
+    /// [`alloc_shared_page`](Self::alloc_shared_page) with a tag (not 0) the allocation keeps:
+    /// [`free_tag`](Self::free_tag) finds it again even if its address was lost.
+    pub fn alloc_tagged(&self, node: u16, pages: u64, tag: u64) -> Result<u64> {
+        Ok(self
+            .call(node, op::ALLOC, gsas::addr(node, 0), pages, tag)?
+            .word())
+    }
+
+    /// Frees one allocation of this handle's tree on `node` tagged `tag`: its address, or
+    /// `None` when there is none left.
+    pub fn free_tag(&self, node: u16, tag: u64) -> Result<Option<u64>> {
+        let a = self
+            .call(node, op::FREE_TAG, gsas::addr(node, 0), tag, 0)?
+            .word();
+        Ok((a != 0).then_some(a))
+    }
+
     /// Frees the allocation that starts at `addr`.
     pub fn free(&self, addr: u64) -> Result<()> {
         self.call_at(op::FREE, addr, 0, 0).map(drop)

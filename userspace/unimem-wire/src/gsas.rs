@@ -71,11 +71,18 @@ pub mod op {
     /// Write `arg1` bytes (1..=`BULK_MAX`) from the issuer's bulk-out page to `address`.
     pub const BULK_WRITE: u8 = 0x21;
     /// AllocSharedPage: `arg1` zeroed pages (1..=`MAX_ALLOC_PAGES`) on the node the request is
-    /// sent to, owned by the issuer's protection tree; value = address of the first.
+    /// sent to, owned by the issuer's protection tree; value = address of the first. `arg2` is
+    /// a tag the allocation keeps (0: none), for [`FREE_TAG`].
     /// (0x40, not 0x30: bit 4 is [`WIDTH32`], and 0x30 would read as `BULK_READ | WIDTH32`.)
     pub const ALLOC: u8 = 0x40;
     /// Frees the allocation that starts at `address` (the issuer's tree must own it).
     pub const FREE: u8 = 0x41;
+    /// Frees the first allocation of the issuer's tree on the node the request is sent to
+    /// (`address`: that node's address 0) whose tag is `arg1` (not 0): value = its address, 0
+    /// when there is none. One per request (the pool is scanned once); repeat until 0. What a
+    /// tree allocated and lost track of (an ALLOC answered after its issuer gave up, a writer
+    /// that died between ALLOC and linking the page) is found again by its tag.
+    pub const FREE_TAG: u8 = 0x42;
     /// remoteFork: start a program on the node the request is sent to, in the issuer's
     /// protection tree. The issuer's bulk-out page holds `arg1` bytes (1..=`fork::BLOB_MAX`),
     /// the program's absolute path and its arguments, each ended by a NUL ([`fork::check`]).
@@ -102,7 +109,7 @@ pub mod op {
         match opcode & !WIDTH32 {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => true,
             NOP | READ128 | READ256 | WRITE128 | BULK_READ | BULK_WRITE | ALLOC | FREE | FORK
-            | WAIT | IFACE_STATE => opcode & WIDTH32 == 0,
+            | WAIT | IFACE_STATE | FREE_TAG => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -514,6 +521,7 @@ mod tests {
             op::FORK,
             op::WAIT,
             op::IFACE_STATE,
+            op::FREE_TAG,
         ];
         for (i, &o) in all.iter().enumerate() {
             assert_eq!(o & op::WIDTH32, 0, "{o:#x} has the width bit");
@@ -523,6 +531,8 @@ mod tests {
         assert_eq!(check(&request(op::ALLOC, 0, 1, 0)), Ok(()));
         assert_eq!(check(&request(op::FREE, 0x1000, 0, 0)), Ok(()));
         assert_eq!(check(&request(op::IFACE_STATE, 0, 5, 0)), Ok(()));
+        assert_eq!(check(&request(op::FREE_TAG, 0, 7, 0)), Ok(()));
+        assert!(!op::valid(op::FREE_TAG | op::WIDTH32));
         assert!(!op::valid(op::IFACE_STATE | op::WIDTH32));
         assert_eq!(op::size(op::IFACE_STATE), None);
     }

@@ -197,11 +197,12 @@ fn run(cli: Cli) -> Result<i32> {
                         .num("containers", d.containers)
                         .num("malformed", d.malformed)
                         .num("free_errors", d.free_errors)
+                        .num("unlinked", d.unlinked)
                 );
             } else {
                 println!(
-                    "destroyed {root:#x}: {} containers freed, {} malformed entries skipped, {} frees failed",
-                    d.containers, d.malformed, d.free_errors
+                    "destroyed {root:#x}: {} containers freed, {} unlinked containers freed, {} malformed entries skipped, {} frees failed",
+                    d.containers, d.unlinked, d.malformed, d.free_errors
                 );
             }
             Ok(if d.free_errors == 0 { 0 } else { 1 })

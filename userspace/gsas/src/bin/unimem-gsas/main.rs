@@ -46,6 +46,9 @@ enum Cmd {
         node: u16,
         #[arg(long, default_value_t = 1)]
         pages: u64,
+        /// A tag the allocation keeps (not 0), for `free-tag`.
+        #[arg(long, value_parser = parse_u64)]
+        tag: Option<u64>,
         /// One JSON object on stdout.
         #[arg(long)]
         json: bool,
@@ -54,6 +57,13 @@ enum Cmd {
     Free {
         #[arg(value_parser = parse_u64)]
         addr: u64,
+    },
+    /// Free every allocation of this tree on NODE tagged TAG; prints each address freed.
+    FreeTag {
+        #[arg(long)]
+        node: u16,
+        #[arg(long, value_parser = parse_u64)]
+        tag: u64,
     },
     /// Read at ADDR (prints the value in hex; 128 and 256 bits as words, lowest address first).
     Read {
@@ -235,9 +245,18 @@ fn run(cli: Cli) -> Result<i32> {
     let ctx = cli.handle.ctx();
     match cli.cmd {
         Cmd::Info { nodes, json } => info(&ctx, nodes, json),
-        Cmd::Alloc { node, pages, json } => {
+        Cmd::Alloc {
+            node,
+            pages,
+            tag,
+            json,
+        } => {
             let g = ctx.open()?;
-            let a = g.alloc_shared_page(node, pages)?;
+            let a = match tag {
+                Some(0) => anyhow::bail!("--tag 0 means no tag: leave it out"),
+                Some(t) => g.alloc_tagged(node, pages, t)?,
+                None => g.alloc_shared_page(node, pages)?,
+            };
             if json {
                 println!(
                     "{}",
@@ -256,6 +275,17 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Free { addr } => {
             ctx.open()?.free(addr)?;
             Ok(0)
+        }
+        Cmd::FreeTag { node, tag } => {
+            let g = ctx.open()?;
+            // Each request frees one; a pool has fewer allocations than this.
+            for _ in 0..1u32 << 20 {
+                match g.free_tag(node, tag)? {
+                    Some(a) => println!("{a:#x}"),
+                    None => return Ok(0),
+                }
+            }
+            anyhow::bail!("node {node} kept answering FREE_TAG {tag:#x}")
         }
         Cmd::Read { addr, width, json } => {
             let g = ctx.open()?;
