@@ -32,6 +32,7 @@ const KSEND: u32 = _IOW::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KSEND);
 const KRECV: u32 = _IOR::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KRECV);
 const INHERIT: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_INHERIT);
 const SET_TREE: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_SET_TREE);
+const KICK: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_KICK);
 
 // The interface area is mapped page by page with the kernel's pages.
 const _: () = assert!(GSAS_PAGE as usize == bindings::PAGE_SIZE);
@@ -126,8 +127,17 @@ impl MboxFile {
         if args.reserved.iter().any(|&b| b != 0) {
             return Err(EINVAL);
         }
-        self.state
+        let polled = self
+            .state
             .send(self.iface()?, args.node, args.iface, &args.payload)?;
+        Ok(isize::from(polled))
+    }
+
+    /// `KICK(node)`: after `ALLOC`, ring `node` (a request waits in a submission slot).
+    fn kick(&self, arg: usize) -> Result<isize> {
+        let node: u32 = read_arg(arg)?;
+        self.iface()?;
+        self.state.kick_node(node)?;
         Ok(0)
     }
 
@@ -309,13 +319,14 @@ impl MiscDevice for MboxFile {
             KRECV => this.krecv(file, arg),
             INHERIT => this.inherit(file, arg),
             SET_TREE => this.set_tree(arg),
+            KICK => this.kick(arg),
             _ => Err(ENOTTY),
         }
     }
 
     /// The interface's GSAS area in this node's partition (`gsas::AREA_*`): offset
-    /// `MMAP_RESPONSES` (responses, bulk-in) read-only, `MMAP_BULK_OUT` (bulk-out) read-write
-    /// and shared. From `MMAP_GSAS` on: pages of this node's partition that the GSAS service
+    /// `MMAP_RESPONSES` (responses, bulk-in) read-only, `MMAP_BULK_OUT` (bulk-out, submission
+    /// slots) read-write and shared. From `MMAP_GSAS` on: pages of this node's partition that the GSAS service
     /// allocated to the file's protection tree, shared. Only after `ALLOC`; never executable.
     fn mmap(this: Pin<&Self>, file: &File, vma: &VmaNew) -> Result {
         let id = this.iface()?;
@@ -358,7 +369,7 @@ impl MiscDevice for MboxFile {
                 }
                 vma.try_clear_maywrite()?;
             } else if private_write {
-                // A private copy of bulk-out would never reach the service.
+                // A private copy of bulk-out or the slots would never reach the service.
                 return Err(EINVAL);
             }
             (partition + area_page(id, 0) + offset, None)

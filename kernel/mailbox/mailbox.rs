@@ -33,6 +33,7 @@ mod ring;
 mod seam;
 mod state;
 mod stats;
+mod submit;
 mod sysfs;
 #[path = "../include/sysfs_group.rs"]
 mod sysfs_group;

@@ -3,7 +3,7 @@
 
 use crate::{
     fabric_client::{Access, Gas},
-    gsas::{prot, USER_INTERFACES},
+    gsas::{owner, prot, SERVICE_IFACE, USER_INTERFACES},
     iface::{Iface, Owner},
     kmsg::Services,
     kmsg_api::{MapCheck, PacketHandler},
@@ -12,7 +12,7 @@ use crate::{
     packet::{Header, Packet, MAX_24, PACKET_LEN, PAYLOAD_LEN},
     ring::{Resynced, Ring},
 };
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::{
     bindings,
     ffi::c_void,
@@ -58,8 +58,8 @@ pub(crate) struct State {
     pub(crate) node: u32,
     pub(crate) nodes: u32,
     gas: Arc<Gas>,
-    ctl_size: usize,
-    partition_size: usize,
+    pub(crate) ctl_size: usize,
+    pub(crate) partition_size: usize,
     pub(crate) ifaces: KVec<Pin<KBox<Iface>>>,
     /// Serializes this node's producers per destination node (one producer per ring).
     send_locks: KVec<Pin<KBox<SpinLockIrq<()>>>>,
@@ -83,6 +83,14 @@ pub(crate) struct State {
     pub(crate) malformed: AtomicU64,
     /// Receive rings found with impossible indices (more than a ring's worth queued) and reset.
     pub(crate) resynced: AtomicU64,
+    /// Numbers the owner-table publications of this load (`submit.rs`), from a random start.
+    pub(crate) publications: AtomicU32,
+    /// Per (peer node, user interface): the submission this node's service last took from
+    /// that peer's slot (`submit.rs`). Written by the one consumer of the service's rings.
+    pub(crate) last_taken: KVec<AtomicU64>,
+    /// Requests taken from submission slots, and `KICK`s this node's threads asked for.
+    pub(crate) submitted: AtomicU64,
+    pub(crate) kicks: AtomicU64,
     /// Peer-caused warnings; the counters above count everything.
     noisy: LogLimit,
     pub(crate) epoch: Instant<Monotonic>,
@@ -147,7 +155,7 @@ impl State {
     pub(crate) fn new(gas: Arc<Gas>, poll_ns: u64) -> Result<Arc<Self>> {
         let info = *gas.info();
         // The rings, then the interfaces' GSAS areas (mapped into their threads).
-        let reserved = (layout::RESERVED as u64).max(crate::gsas::AREA_END);
+        let reserved = (layout::RESERVED as u64).max(owner::TABLE_END);
         let partitions_end = u64::from(info.node_count)
             .checked_mul(info.partition_size)
             .and_then(|p| p.checked_add(info.ctl_size));
@@ -178,6 +186,11 @@ impl State {
                 GFP_KERNEL,
             )?;
         }
+        let slots = info.node_count as usize * USER_INTERFACES as usize;
+        let mut last_taken = KVec::with_capacity(slots, GFP_KERNEL)?;
+        for _ in 0..slots {
+            last_taken.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
         let mut send_locks = KVec::with_capacity(info.node_count as usize, GFP_KERNEL)?;
         for _ in 0..info.node_count {
             send_locks.push(
@@ -204,6 +217,12 @@ impl State {
                 poll_idle_at: AtomicU64::new(0),
                 malformed: AtomicU64::new(0),
                 resynced: AtomicU64::new(0),
+                // SAFETY: `get_random_u32` has no preconditions. A random start keeps a peer's
+                // memory of this node's previous load from matching a new owner.
+                publications: AtomicU32::new(unsafe { bindings::get_random_u32() }),
+                last_taken,
+                submitted: AtomicU64::new(0),
+                kicks: AtomicU64::new(0),
                 noisy: LogLimit::new(),
                 epoch: Instant::now(),
                 stopping: AtomicBool::new(false),
@@ -226,6 +245,7 @@ impl State {
             }
             state.kmsg_ring(&w, state.node, sender).reset();
         }
+        state.reset_owner_table(&w);
         drop(w);
         Ok(state)
     }
@@ -288,6 +308,7 @@ impl State {
                 let stale = self.packet_ring(&w, self.node, id as u32, sender).discard();
                 iface.dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
             }
+            self.publish_owner(&w, id as u32, Some(prot_id));
             return Ok((id as u32, prot_id));
         }
         Err(EBUSY)
@@ -330,7 +351,11 @@ impl State {
 
     pub(crate) fn free(&self, id: u32) {
         if let Some(iface) = self.ifaces.get(id as usize) {
-            *iface.owner.lock() = None;
+            let mut owner = iface.owner.lock();
+            if let Some(w) = self.gas.access() {
+                self.publish_owner(&w, id, None);
+            }
+            *owner = None;
             iface.in_use.store(false, Ordering::Release);
         }
     }
@@ -349,6 +374,11 @@ impl State {
         match &mut *owner {
             Some(owner) => {
                 owner.prot_id = prot_id;
+                // A request already in a submission slot is dropped rather than run in the new
+                // tree (docs/GSAS.md).
+                if let Some(w) = self.gas.access() {
+                    self.publish_owner(&w, id, Some(prot_id));
+                }
                 Ok(())
             }
             None => Err(ENOENT),
@@ -356,14 +386,15 @@ impl State {
     }
 
     /// Sends `payload` from local interface `from` to interface `iface` of node `node`. The
-    /// header comes from the interface's owner record, never from the caller.
+    /// header comes from the interface's owner record, never from the caller. `true` if the
+    /// receiver was polling (no doorbell rung): the caller may use its submission slot next.
     pub(crate) fn send(
         &self,
         from: u32,
         node: u32,
         iface: u32,
         payload: &[u8; PAYLOAD_LEN],
-    ) -> Result {
+    ) -> Result<bool> {
         if node >= self.nodes || iface >= INTERFACES {
             return Err(EINVAL);
         }
@@ -377,7 +408,7 @@ impl State {
         let packet = Packet::seal(header, payload);
         if node == self.node && self.serve_now(iface, &packet) {
             Iface::count(&src.sent);
-            return Ok(());
+            return Ok(false);
         }
         let (pushed, polled) = {
             let _producer = self.send_locks[node as usize].lock();
@@ -401,6 +432,17 @@ impl State {
         } else {
             self.notify(node);
         }
+        Ok(polled)
+    }
+
+    /// `KICK`: rings node `node`, whose service a local thread left a request in a submission
+    /// slot for and did not hear from.
+    pub(crate) fn kick_node(&self, node: u32) -> Result {
+        if node >= self.nodes {
+            return Err(EINVAL);
+        }
+        self.kicks.fetch_add(1, Ordering::Relaxed);
+        self.notify(node);
         Ok(())
     }
 
@@ -645,6 +687,9 @@ impl State {
                         .dropped
                         .fetch_add(u64::from(stale), Ordering::Relaxed);
                 }
+                if iface == SERVICE_IFACE {
+                    self.skip_submissions(&w);
+                }
                 drop(w);
                 served[k] = Some(Served {
                     func,
@@ -712,6 +757,16 @@ impl State {
                         }
                     }
                 }
+                if id == SERVICE_IFACE {
+                    let Some(w) = self.gas.access() else {
+                        return (handed, false);
+                    };
+                    let room = batch.len() - n;
+                    let taken = self.take_submissions(&w, sender, &mut batch[n..]);
+                    // Full: more slots may hold requests; the next pass takes them.
+                    more |= room > 0 && taken == room;
+                    n += taken;
+                }
                 handed += n;
                 for packet in &batch[..n] {
                     Iface::count(&iface.received);
@@ -774,7 +829,9 @@ impl State {
             return (false, false);
         };
         let served = (0..KERNEL_IFACES).any(|k| {
-            self.serving[k].load(Ordering::Acquire) && self.queued(&w, USER_INTERFACES + k as u32)
+            let id = USER_INTERFACES + k as u32;
+            self.serving[k].load(Ordering::Acquire)
+                && (self.queued(&w, id) || (id == SERVICE_IFACE && self.submissions_pending(&w)))
         });
         let kmsgs = (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty());
         (served, kmsgs)

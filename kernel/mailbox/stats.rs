@@ -32,6 +32,8 @@ impl State {
         }
         writeln!(f, "malformed {}", load(&self.malformed))?;
         writeln!(f, "resynced {}", load(&self.resynced))?;
+        writeln!(f, "submissions {}", load(&self.submitted))?;
+        writeln!(f, "kicks {}", load(&self.kicks))?;
         writeln!(f, "service sent received rejected dropped")?;
         let c = &self.services.counters;
         for s in 1..c.sent.len() {

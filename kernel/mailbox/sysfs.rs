@@ -7,7 +7,7 @@ use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-const NAMES: [&CStr; 18] = [
+const NAMES: [&CStr; 20] = [
     c"node",
     c"nodes",
     c"interfaces_allocated",
@@ -26,6 +26,8 @@ const NAMES: [&CStr; 18] = [
     c"busy_poll_packets",
     c"busy_poll_window_ns",
     c"doorbells_skipped",
+    c"submissions",
+    c"kicks",
 ];
 
 impl State {
@@ -60,6 +62,8 @@ impl State {
             b"busy_poll_packets" => load(&self.busy_poll_packets),
             b"busy_poll_window_ns" => load(&self.poll_window),
             b"doorbells_skipped" => load(&self.doorbells_skipped),
+            b"submissions" => load(&self.submitted),
+            b"kicks" => load(&self.kicks),
             _ => return None,
         })
     }

@@ -250,7 +250,14 @@ impl Transport for Handle {
     fn prot_id(&self) -> u32 {
         self.tree
     }
-    fn send(&self, home: u16, req: &Payload) -> Result<(), Errno> {
+    fn submit(&self, home: u16, _seq: u32, req: &Payload) {
+        // Never polling (`send` says so), but a slot request is served like a SEND anyway.
+        let _ = self.send(home, req);
+    }
+    fn kick(&self, _home: u16) -> Result<(), Errno> {
+        Ok(())
+    }
+    fn send(&self, home: u16, req: &Payload) -> Result<bool, Errno> {
         let mut r = Response {
             opcode: req.opcode,
             address: req.address,
@@ -265,7 +272,7 @@ impl Transport for Handle {
         slots.insert(home, r);
         // Let other threads' requests in between this thread's: more interleavings.
         std::thread::yield_now();
-        Ok(())
+        Ok(false)
     }
     fn seq(&self, home: u16) -> u32 {
         self.slots.borrow().get(&home).map_or(0, |s| s.seq)

@@ -35,7 +35,10 @@
  * is a possible value, check gsas_errno().
  *
  * Environment: GSAS_TIMEOUT_MS (timeout per operation), GSAS_SPINS and GSAS_YIELDS (how long
- * a thread polls and then yields before it sleeps between looks at its answer), GSAS_TREE_FD.
+ * a thread polls and then yields before it sleeps between looks at its answer), GSAS_TREE_FD,
+ * GSAS_SUBMIT (0: always a SEND system call; 1, the default: requests to another node's
+ * polling service go through the submission slot, no system call; 2: always the slot) and
+ * GSAS_KICK_POLLS (looks at an answer before a slot request rings the home, default 200).
  */
 #ifndef GSAS_H
 #define GSAS_H

@@ -2,7 +2,8 @@
 //! services: one `SEND` per operation, the answer read from the mapped response slot.
 
 use crate::error::{Error, Request, Result};
-use crate::transport::{send_error, Device, Pause, Transport};
+use crate::submit::Slots;
+use crate::transport::{kick_error, send_error, Device, Pause, Transport};
 use crate::tree::TreeSource;
 use nix::errno::Errno;
 use std::cell::Cell;
@@ -118,6 +119,10 @@ pub struct Stats {
     pub sends: u64,
     /// `SEND`s that found the ring full (`EAGAIN`) and were retried.
     pub send_retries: u64,
+    /// Requests left in a submission slot (no system call).
+    pub submits: u64,
+    /// `KICK`s: slot requests the home did not take while polling.
+    pub kicks: u64,
     /// `sched_yield()`s while waiting.
     pub yields: u64,
     /// Sleeps while waiting.
@@ -129,11 +134,24 @@ pub struct Stats {
 }
 
 impl Stats {
-    /// System calls made by the operations: sends + yields + sleeps (clock reads, which are
-    /// vDSO calls where the clock source allows, are not counted; they happen only once the
-    /// waiting has reached the yield phase).
+    /// System calls made by the operations: sends + kicks + yields + sleeps (clock reads,
+    /// which are vDSO calls where the clock source allows, are not counted; they happen only
+    /// once the waiting has reached the yield phase).
     pub fn syscalls(&self) -> u64 {
-        self.sends + self.yields + self.sleeps
+        self.sends + self.kicks + self.yields + self.sleeps
+    }
+
+    /// Adds `other`'s counts (the threads of a run).
+    pub fn add(&mut self, other: &Stats) {
+        self.requests += other.requests;
+        self.sends += other.sends;
+        self.send_retries += other.send_retries;
+        self.submits += other.submits;
+        self.kicks += other.kicks;
+        self.yields += other.yields;
+        self.sleeps += other.sleeps;
+        self.mismatches += other.mismatches;
+        self.timeouts += other.timeouts;
     }
 
     /// System calls per request.
@@ -151,6 +169,8 @@ impl Stats {
             requests: self.requests - earlier.requests,
             sends: self.sends - earlier.sends,
             send_retries: self.send_retries - earlier.send_retries,
+            submits: self.submits - earlier.submits,
+            kicks: self.kicks - earlier.kicks,
             yields: self.yields - earlier.yields,
             sleeps: self.sleeps - earlier.sleeps,
             mismatches: self.mismatches - earlier.mismatches,
@@ -170,6 +190,8 @@ pub struct Gsas<T: Transport = Device> {
     unsynced: Cell<u64>,
     /// Makes every NOP's address distinct, so that its answer cannot be an older one.
     nonce: Cell<u64>,
+    /// Which homes take requests from the submission slots now.
+    slots: Cell<Slots>,
 }
 
 /// Which width an operation has.
@@ -229,6 +251,7 @@ impl<T: Transport> Gsas<T> {
             stats: Cell::new(Stats::default()),
             unsynced: Cell::new(0),
             nonce: Cell::new(0),
+            slots: Cell::new(Slots::from_env()),
         }
     }
 
@@ -609,20 +632,37 @@ impl<T: Transport> Gsas<T> {
         }
         let mut w = Waiter::new(policy);
         let mut last = self.t.seq(home);
-        // SEND, retrying while the ring to the service is full.
-        loop {
-            self.count(|s| s.sends += 1);
-            match self.t.send(home, &payload) {
-                Ok(()) => break,
-                Err(Errno::EAGAIN) => {
-                    self.count(|s| s.send_retries += 1);
-                    if !w.pause(self) {
-                        return Err(self.timed_out(home, req, &w));
+        let mut slots = self.slots.get();
+        // In the slot while the home polls (no system call), else SEND, retrying while the
+        // ring to the service is full.
+        let in_slot = home != self.t.node() && slots.use_slot(home);
+        if in_slot {
+            self.count(|s| s.submits += 1);
+            self.t.submit(home, slots.next_seq(home), &payload);
+        } else {
+            loop {
+                self.count(|s| s.sends += 1);
+                match self.t.send(home, &payload) {
+                    Ok(polled) => {
+                        slots.set_polling(home, polled);
+                        break;
+                    }
+                    Err(Errno::EAGAIN) => {
+                        self.count(|s| s.send_retries += 1);
+                        if !w.pause(self) {
+                            self.slots.set(slots);
+                            return Err(self.timed_out(home, req, &w));
+                        }
+                    }
+                    Err(e) => {
+                        self.slots.set(slots);
+                        return Err(send_error(e));
                     }
                 }
-                Err(e) => return Err(send_error(e)),
             }
         }
+        self.slots.set(slots);
+        let mut kick_at = in_slot.then_some(slots.kick_polls);
         loop {
             if self.t.seq(home) != last {
                 let r = self.t.response(home);
@@ -640,6 +680,15 @@ impl<T: Transport> Gsas<T> {
                     last = r.seq;
                 }
                 continue;
+            }
+            if kick_at.is_some_and(|n| w.polls >= n) {
+                // Not taken: the home stopped polling. Ring it, and SEND next time.
+                kick_at = None;
+                self.count(|s| s.kicks += 1);
+                let mut slots = self.slots.get();
+                slots.set_polling(home, false);
+                self.slots.set(slots);
+                self.t.kick(home).map_err(kick_error)?;
             }
             if !w.pause(self) {
                 return Err(self.timed_out(home, req, &w));

@@ -26,6 +26,7 @@ mod error;
 mod handle;
 pub mod json;
 pub mod measure;
+mod submit;
 pub mod transport;
 pub mod tree;
 

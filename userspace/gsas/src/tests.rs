@@ -42,6 +42,13 @@ struct Fake {
     pauses: RefCell<Vec<Pause>>,
     /// WAITs answered for the fake child.
     waits: Cell<u32>,
+    /// The service polls: SEND says so, and slot requests are taken at once.
+    polling: Cell<bool>,
+    /// Slot requests: (home, seq, payload).
+    submitted: RefCell<Vec<(u16, u32, Payload)>>,
+    /// Slot requests a sleeping service has not seen yet (until a KICK).
+    parked: RefCell<Vec<(u16, Payload)>>,
+    kicks: Cell<u32>,
 }
 
 impl Fake {
@@ -63,6 +70,10 @@ impl Fake {
             sent: RefCell::new(Vec::new()),
             pauses: RefCell::new(Vec::new()),
             waits: Cell::new(0),
+            polling: Cell::new(false),
+            submitted: RefCell::new(Vec::new()),
+            parked: RefCell::new(Vec::new()),
+            kicks: Cell::new(0),
         }
     }
 
@@ -312,7 +323,7 @@ impl Transport for &Fake {
     fn prot_id(&self) -> u32 {
         MY_TREE
     }
-    fn send(&self, home: u16, req: &Payload) -> std::result::Result<(), Errno> {
+    fn send(&self, home: u16, req: &Payload) -> std::result::Result<bool, Errno> {
         if let Some(e) = self.send_errno.get() {
             return Err(e);
         }
@@ -323,11 +334,28 @@ impl Transport for &Fake {
         self.sent.borrow_mut().push((home, *req));
         if self.lose.get() > 0 {
             self.lose.set(self.lose.get() - 1);
-            return Ok(());
+            return Ok(self.polling.get());
         }
         self.pending
             .borrow_mut()
             .push_back((home, *req, self.delay.get()));
+        self.run_pending();
+        Ok(self.polling.get())
+    }
+    fn submit(&self, home: u16, seq: u32, req: &Payload) {
+        self.submitted.borrow_mut().push((home, seq, *req));
+        if self.polling.get() {
+            self.pending.borrow_mut().push_back((home, *req, 0));
+            self.run_pending();
+        } else {
+            self.parked.borrow_mut().push((home, *req));
+        }
+    }
+    fn kick(&self, _home: u16) -> std::result::Result<(), Errno> {
+        self.kicks.set(self.kicks.get() + 1);
+        for (home, req) in self.parked.borrow_mut().drain(..) {
+            self.pending.borrow_mut().push_back((home, req, 0));
+        }
         self.run_pending();
         Ok(())
     }
@@ -769,4 +797,46 @@ fn remote_fork_wait_and_their_errors() {
         .errno(),
         Errno::ESRCH
     );
+}
+
+#[test]
+fn requests_to_a_polling_home_use_its_slot_without_a_system_call() {
+    let f = Fake::new();
+    f.polling.set(true);
+    let g = handle(&f);
+    let a = g.alloc_shared_page(2, 1).unwrap();
+    // The ALLOC was a SEND, which said the home polls: the rest go through the slot.
+    for i in 1..=5u64 {
+        assert_eq!(g.fetch_add(a, 1).unwrap(), i - 1);
+    }
+    let s = g.stats();
+    assert_eq!((s.sends, s.submits, s.kicks), (1, 5, 0));
+    assert_eq!(s.syscalls(), 1, "six requests, one system call");
+    let seqs: Vec<u32> = f.submitted.borrow().iter().map(|x| x.1).collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert!(f.submitted.borrow().iter().all(|x| x.0 == 2));
+    // This node's own service is always SENT to: that applies the request at once.
+    let local = g.alloc_shared_page(1, 1).unwrap();
+    g.write(local, 9).unwrap();
+    assert_eq!(g.stats().since(&s).sends, 2);
+    assert_eq!(f.submitted.borrow().len(), 5);
+}
+
+#[test]
+fn a_slot_request_the_home_does_not_take_is_kicked_and_the_next_one_sent() {
+    let f = Fake::new();
+    f.polling.set(true);
+    let g = handle(&f);
+    let a = g.alloc_shared_page(2, 1).unwrap();
+    g.write(a, 5).unwrap();
+    // The home stops polling: the next slot request waits for a KICK, then SEND again.
+    f.polling.set(false);
+    assert_eq!(g.fetch_add(a, 2).unwrap(), 5);
+    assert_eq!(f.kicks.get(), 1);
+    assert_eq!(g.read(a).unwrap(), 7);
+    let s = g.stats();
+    assert_eq!((s.sends, s.submits, s.kicks), (2, 2, 1));
+    // The kicked request waited (yields and sleeps): a kick costs more than a SEND.
+    assert!(s.syscalls() > 3);
+    assert_eq!(f.kicks.get(), 1, "a SEND needs no kick");
 }

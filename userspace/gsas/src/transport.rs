@@ -28,9 +28,15 @@ pub trait Transport {
     fn iface(&self) -> u32;
     /// The protection tree of this handle.
     fn prot_id(&self) -> u32;
-    /// Sends `req` to the atomic service of `home` (one `SEND` ioctl). `EAGAIN`: the ring to
-    /// that service is full (the caller retries).
-    fn send(&self, home: u16, req: &Payload) -> std::result::Result<(), Errno>;
+    /// Sends `req` to the atomic service of `home` (one `SEND` ioctl): `true` if the service
+    /// was polling (see [`submit`](Self::submit)). `EAGAIN`: the ring to that service is full
+    /// (the caller retries).
+    fn send(&self, home: u16, req: &Payload) -> std::result::Result<bool, Errno>;
+    /// Leaves `req` as request `seq` in the submission slot of `home` (no system call); only
+    /// a polling service sees it.
+    fn submit(&self, home: u16, seq: u32, req: &Payload);
+    /// Rings `home` (one `KICK` ioctl), for a request left in its slot.
+    fn kick(&self, home: u16) -> std::result::Result<(), Errno>;
     /// The current `seq` of the slot `home` writes for this interface.
     fn seq(&self, home: u16) -> u32;
     /// A consistent copy of that slot (seq read before and after the other bytes agree).
@@ -84,10 +90,26 @@ impl Transport for Device {
         self.iface.info.prot_id
     }
 
-    fn send(&self, home: u16, req: &Payload) -> std::result::Result<(), Errno> {
+    fn send(&self, home: u16, req: &Payload) -> std::result::Result<bool, Errno> {
         self.iface
             .mailbox
-            .send(u32::from(home), unimem_wire::gsas::SERVICE_IFACE, req)
+            .send_polled(&unimem_wire::mailbox::SendArgs {
+                node: u32::from(home),
+                iface: unimem_wire::gsas::SERVICE_IFACE,
+                payload: req.encode(),
+                reserved: [0; 7],
+            })
+            .map_err(|e| e.errno().unwrap_or(Errno::EIO))
+    }
+
+    fn submit(&self, home: u16, seq: u32, req: &Payload) {
+        self.iface.submit(home, seq, req);
+    }
+
+    fn kick(&self, home: u16) -> std::result::Result<(), Errno> {
+        self.iface
+            .mailbox
+            .kick(u32::from(home))
             .map_err(|e| e.errno().unwrap_or(Errno::EIO))
     }
 
@@ -120,4 +142,9 @@ impl Transport for Device {
 /// Maps a failed SEND to the error the API returns.
 pub(crate) fn send_error(errno: Errno) -> Error {
     Error::Mailbox(unimem_mailbox::Error::sys(unimem_mailbox::Op::Send, errno))
+}
+
+/// Maps a failed KICK to the error the API returns.
+pub(crate) fn kick_error(errno: Errno) -> Error {
+    Error::Mailbox(unimem_mailbox::Error::sys(unimem_mailbox::Op::Kick, errno))
 }

@@ -84,6 +84,12 @@ impl Interface {
         r
     }
 
+    /// Leaves `req` as request `seq` in the submission slot for `home`.
+    pub fn submit(&self, home: u16, seq: u32, req: &unimem_wire::packet::Payload) {
+        self.area
+            .submit(u32::from(home % SLOTS), seq, &req.encode());
+    }
+
     /// Copies the start of the bulk-in page.
     pub fn read_bulk_in(&self, dst: &mut [u8]) {
         fence(Ordering::Acquire);

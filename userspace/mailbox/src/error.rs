@@ -25,6 +25,7 @@ pub enum Op {
     SetTree,
     /// `mmap(2)` of the interface's GSAS area.
     Mmap,
+    Kick,
 }
 
 impl fmt::Display for Op {
@@ -43,6 +44,7 @@ impl fmt::Display for Op {
             Op::Inherit => "INHERIT",
             Op::SetTree => "SET_TREE",
             Op::Mmap => "mmap",
+            Op::Kick => "KICK",
         })
     }
 }

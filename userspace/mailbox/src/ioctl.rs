@@ -8,7 +8,7 @@
 
 use unimem_wire::mailbox::{
     AllocInfo, KmsgArgs, RecvArgs, SendArgs, SetProtArgs, IOCTL_TYPE, NR_ALLOC, NR_INHERIT,
-    NR_KBIND, NR_KRECV, NR_KSEND, NR_RECV, NR_SEND, NR_SET_PROT, NR_SET_TREE,
+    NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_SEND, NR_SET_PROT, NR_SET_TREE,
 };
 
 const TY: u8 = IOCTL_TYPE as u8;
@@ -22,6 +22,7 @@ nix::ioctl_write_ptr!(ksend, TY, NR_KSEND as u8, KmsgArgs);
 nix::ioctl_read!(krecv, TY, NR_KRECV as u8, KmsgArgs);
 nix::ioctl_write_ptr!(inherit, TY, NR_INHERIT as u8, u32);
 nix::ioctl_write_ptr!(set_tree, TY, NR_SET_TREE as u8, u32);
+nix::ioctl_write_ptr!(kick, TY, NR_KICK as u8, u32);
 
 /// `_IOC_WRITE` of asm-generic (x86, arm64, riscv): user space writes, the kernel reads.
 pub const IOC_WRITE: u32 = 1;
@@ -47,6 +48,7 @@ pub mod code {
     pub const KRECV: u32 = ioc(IOC_READ, IOCTL_TYPE, NR_KRECV, size_of::<KmsgArgs>());
     pub const INHERIT: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_INHERIT, size_of::<u32>());
     pub const SET_TREE: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SET_TREE, size_of::<u32>());
+    pub const KICK: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_KICK, size_of::<u32>());
 }
 
 #[cfg(test)]
@@ -57,7 +59,11 @@ mod tests {
     #[test]
     fn kernel_formula_matches_nix() {
         let ty = IOCTL_TYPE as u8;
-        let pairs: [(u32, u64); 9] = [
+        let pairs: [(u32, u64); 10] = [
+            (
+                code::KICK,
+                nix::request_code_write!(ty, NR_KICK, size_of::<u32>()) as u64,
+            ),
             (
                 code::INHERIT,
                 nix::request_code_write!(ty, NR_INHERIT, size_of::<u32>()) as u64,

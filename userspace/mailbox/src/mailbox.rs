@@ -113,8 +113,23 @@ impl Mailbox {
 
     /// Issues `SEND` with exactly these arguments, reserved bytes included (for ABI tests).
     pub fn send_args(&self, args: &SendArgs) -> Result<()> {
+        self.send_polled(args).map(drop)
+    }
+
+    /// As [`send_args`](Self::send_args); `true` if the destination was busy-polling its ring
+    /// (a kernel service: no doorbell was rung), so a request left in a submission slot of the
+    /// GSAS area ([`Area::submit`]) would be seen without [`kick`](Self::kick).
+    pub fn send_polled(&self, args: &SendArgs) -> Result<bool> {
         // SAFETY: the driver reads one `SendArgs` from the pointer, valid for the call.
-        unsafe { ioctl::send(self.raw(), args) }.map_err(|e| Error::sys(Op::Send, e))?;
+        let r = unsafe { ioctl::send(self.raw(), args) }.map_err(|e| Error::sys(Op::Send, e))?;
+        Ok(r == 1)
+    }
+
+    /// Rings node `node`'s doorbell (`KICK`): its service then looks at the submission slots
+    /// even if it was not polling. Errors: `EINVAL` (bad node, no `ALLOC`).
+    pub fn kick(&self, node: u32) -> Result<()> {
+        // SAFETY: the driver reads one `u32` from the pointer, valid for the call.
+        unsafe { ioctl::kick(self.raw(), &node) }.map_err(|e| Error::sys(Op::Kick, e))?;
         Ok(())
     }
 
@@ -357,8 +372,9 @@ impl Mailbox {
 
 /// The mapped GSAS area of an interface (`unimem_wire::gsas::AREA_*`, docs/GSAS.md): page 0
 /// holds one 64-byte response slot per home node, written by that node's atomic service; page
-/// 1 is bulk-in (what `BULK_READ` brought); both are read-only. Bulk-out is one writable page,
-/// read by a service for `BULK_WRITE`. The memory is shared with other nodes: every access is
+/// 1 is bulk-in (what `BULK_READ` brought); both are read-only. Bulk-out is a writable page,
+/// read by a service for `BULK_WRITE`, and after it the page of submission slots, one per home
+/// node, where a request is left without a system call (`gsas::submit_slot`). The memory is shared with other nodes: every access is
 /// volatile, and a slot's `seq` is read with acquire ordering (the service writes it last,
 /// with release). Unmapped on drop; the mapping keeps the mailbox file (and so the interface)
 /// alive.
@@ -381,7 +397,6 @@ impl Area {
         use std::num::NonZeroUsize;
         let err = |e| Error::sys(Op::Mmap, e);
         let two = NonZeroUsize::new(2 * PAGE).expect("nonzero");
-        let one = NonZeroUsize::new(PAGE).expect("nonzero");
         let off = |o: u64| o as nix::libc::off_t;
         // SAFETY: a new mapping of the device at an address the kernel chooses; nothing else
         // is affected.
@@ -400,7 +415,7 @@ impl Area {
         let out = unsafe {
             mmap(
                 None,
-                one,
+                two,
                 ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
                 MapFlags::MAP_SHARED,
                 fd,
@@ -460,6 +475,25 @@ impl Area {
         }
     }
 
+    /// Leaves `payload` in the submission slot for node `home` as request number `seq` (not
+    /// 0): the payload first, then `seq` with release ordering. The slots start at 0 for each
+    /// new owner of the interface; the home takes a request when `seq` changes.
+    pub fn submit(&self, home: u32, seq: u32, payload: &[u8; unimem_wire::packet::PAYLOAD_LEN]) {
+        use unimem_wire::gsas::{SUBMIT_LEN, SUBMIT_PAYLOAD_OFFSET, SUBMIT_SEQ_OFFSET};
+        let off = home as usize * SUBMIT_LEN;
+        assert!(off < PAGE, "home node {home} out of range");
+        // SAFETY: the slot lies in the mapped submission page (the second page of `out`).
+        let slot = unsafe { self.out.as_ptr().cast::<u8>().add(PAGE + off) };
+        for (i, byte) in payload.iter().enumerate() {
+            // SAFETY: inside the slot.
+            unsafe { slot.add(SUBMIT_PAYLOAD_OFFSET + i).write_volatile(*byte) };
+        }
+        // SAFETY: `seq` is an aligned word of the slot, mapped for the life of `self`; the
+        // home reads it with acquire ordering.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(slot.add(SUBMIT_SEQ_OFFSET).cast()) }
+            .store(seq.to_le(), std::sync::atomic::Ordering::Release);
+    }
+
     /// The response and bulk-in pages, for callers that read them themselves (volatile).
     pub fn responses_ptr(&self) -> *const u8 {
         self.ro.as_ptr().cast()
@@ -477,7 +511,7 @@ impl Drop for Area {
         // `self`.
         unsafe {
             let _ = nix::sys::mman::munmap(self.ro, 2 * PAGE);
-            let _ = nix::sys::mman::munmap(self.out, PAGE);
+            let _ = nix::sys::mman::munmap(self.out, 2 * PAGE);
         }
     }
 }

@@ -301,23 +301,28 @@ pub mod daemon {
 /// KRAM lease record: [`AREA_PAGES`] pages for each of the node's interfaces.
 /// Page 0: one [`RESPONSE_LEN`]-byte response slot per home node (written by that node's
 /// service, read-only to the thread); page 1: bulk-in (data of `BULK_READ`, read-only to the
-/// thread); page 2: bulk-out (data for `BULK_WRITE`, written by the thread, untrusted).
+/// thread); page 2: bulk-out (data for `BULK_WRITE`, written by the thread, untrusted); page 3:
+/// one [`SUBMIT_LEN`]-byte submission slot per home node (requests without a system call,
+/// written by the thread, untrusted).
 pub const AREA_OFFSET: u64 = (layout::RESERVED as u64).div_ceil(PAGE_SIZE) * PAGE_SIZE;
 /// Pages per interface.
-pub const AREA_PAGES: u64 = 3;
+pub const AREA_PAGES: u64 = 4;
 /// Page index of the response slots.
 pub const RESPONSES_PAGE: u64 = 0;
 /// Page index of bulk-in.
 pub const BULK_IN_PAGE: u64 = 1;
 /// Page index of bulk-out.
 pub const BULK_OUT_PAGE: u64 = 2;
+/// Page index of the submission slots.
+pub const SUBMIT_PAGE: u64 = 3;
 /// End of the areas of all interfaces.
 pub const AREA_END: u64 = AREA_OFFSET + INTERFACES as u64 * AREA_PAGES * PAGE_SIZE;
 /// Bytes of one response slot.
 pub const RESPONSE_LEN: usize = 64;
 
-const _: () = assert!(AREA_END <= crate::lease_record::RECORD_OFFSET);
+const _: () = assert!(owner::TABLE_END <= crate::lease_record::RECORD_OFFSET);
 const _: () = assert!(crate::gas::MAX_NODES as usize * RESPONSE_LEN <= PAGE_SIZE as usize);
+const _: () = assert!(crate::gas::MAX_NODES as usize * SUBMIT_LEN <= PAGE_SIZE as usize);
 
 /// Partition offset of page `page` of interface `iface`'s area.
 pub const fn area_page(iface: u32, page: u64) -> u64 {
@@ -327,6 +332,68 @@ pub const fn area_page(iface: u32, page: u64) -> u64 {
 /// Partition offset of the response slot that node `home`'s service writes for `iface`.
 pub const fn response_slot(iface: u32, home: u32) -> u64 {
     area_page(iface, RESPONSES_PAGE) + home as u64 * RESPONSE_LEN as u64
+}
+
+/// Bytes of one submission slot.
+pub const SUBMIT_LEN: usize = 64;
+/// Byte offset of a submission slot's `seq` (little-endian u32, written last, with release
+/// ordering) and of its request (the 25 payload bytes of a packet).
+pub const SUBMIT_SEQ_OFFSET: usize = 0;
+pub const SUBMIT_PAYLOAD_OFFSET: usize = 8;
+
+/// Partition offset of the slot in which `iface` leaves requests for node `home`'s service.
+/// The home's mailbox finds a request there by `seq` changing, while it polls (or when
+/// rung: `mailbox::NR_KICK`), and seals it with the header of the slot's place: this node,
+/// `iface`, and the tree the [`owner`] table names. The thread cannot choose the header.
+pub const fn submit_slot(iface: u32, home: u32) -> u64 {
+    area_page(iface, SUBMIT_PAGE) + home as u64 * SUBMIT_LEN as u64
+}
+
+/// The owner table: one page after the areas, written only by the node's own mailbox driver
+/// (no thread can map it), read by the homes that take requests from the submission slots.
+/// Word 0 (u64): bit `i` set while interface `i` has an owner. Entry `i` at
+/// `ENTRIES + i * ENTRY_LEN`: a u64 [`owner::word`] (valid bit, publication number, tree), then
+/// the u32 `base`: the slot `seq`s when the entry was published. A home takes a slot's request
+/// only if `seq` is neither `base` (a request of a previous owner, or of the same owner under
+/// its previous tree) nor the last value it took, and the entry word is the same before and
+/// after it copied the request (so it belongs to the owner the word names).
+pub mod owner {
+    use super::{AREA_END, PAGE_SIZE};
+
+    /// Partition offset of the table.
+    pub const TABLE_OFFSET: u64 = AREA_END;
+    /// End of the table.
+    pub const TABLE_END: u64 = TABLE_OFFSET + PAGE_SIZE;
+    /// Offset of entry 0 in the table.
+    pub const ENTRIES: u64 = 64;
+    /// Bytes per entry.
+    pub const ENTRY_LEN: u64 = 16;
+    /// Offset of `base` in an entry.
+    pub const BASE_OFFSET: u64 = 8;
+    /// Bit 63 of an entry word: the interface has an owner.
+    pub const VALID: u64 = 1 << 63;
+
+    const _: () = assert!(ENTRIES + super::INTERFACES as u64 * ENTRY_LEN <= PAGE_SIZE);
+
+    /// Partition offset of entry `iface`.
+    pub const fn entry(iface: u32) -> u64 {
+        TABLE_OFFSET + ENTRIES + iface as u64 * ENTRY_LEN
+    }
+
+    /// The entry word of an interface owned by `tree`, published as number `publication`.
+    pub const fn word(publication: u32, tree: u32) -> u64 {
+        VALID | (publication as u64) << 24 | (tree & 0xff_ffff) as u64
+    }
+
+    /// The tree a word names, if it is valid (tree 0 is nobody's: not valid).
+    pub const fn tree(word: u64) -> Option<u32> {
+        let tree = (word & 0xff_ffff) as u32;
+        if word & VALID == 0 || tree == 0 {
+            None
+        } else {
+            Some(tree)
+        }
+    }
 }
 
 /// A request as the thread writes it (the packet's payload).
@@ -582,6 +649,31 @@ mod tests {
         // Garbage decodes to something the reader can reject (no panic, fields as written).
         let g = Response::decode(&[0xff; RESPONSE_LEN]);
         assert_eq!((g.seq, g.status), (u32::MAX, 0xff));
+    }
+
+    #[test]
+    fn submission_slots_and_owner_words() {
+        assert_eq!(
+            submit_slot(2, 3),
+            area_page(2, SUBMIT_PAGE) + 3 * SUBMIT_LEN as u64
+        );
+        assert!(
+            submit_slot(SERVICE_IFACE, 15) + (SUBMIT_LEN as u64) <= area_page(SERVICE_IFACE + 1, 0)
+        );
+        let w = owner::word(0xdead_beef, prot::new(3, 9));
+        assert_eq!(owner::tree(w), Some(prot::new(3, 9)));
+        assert_ne!(
+            w,
+            owner::word(0xdead_bef0, prot::new(3, 9)),
+            "publications differ"
+        );
+        // Malformed words name nobody: not valid, or tree 0.
+        assert_eq!(owner::tree(w & !owner::VALID), None);
+        assert_eq!(owner::tree(owner::VALID), None);
+        assert_eq!(owner::tree(0), None);
+        assert_eq!(owner::tree(u64::MAX), Some(0xff_ffff));
+        assert!(owner::entry(INTERFACES - 1) + owner::ENTRY_LEN <= owner::TABLE_END);
+        const { assert!(owner::TABLE_END <= crate::lease_record::RECORD_OFFSET) };
     }
 
     #[test]

@@ -36,12 +36,11 @@
 //! GSAS atomic service's page pool, borrowed from its own node's daemon ([`reply_service`]).
 //! This file is included by the kernel modules with `#[path]`; `core` only.
 
-use crate::mailbox::layout::RESERVED;
-
 /// Bytes per chunk ("sizes in MB").
 pub const CHUNK_SIZE: u64 = 1 << 20;
-/// Where chunk 0 starts in a lender's partition: after the mailbox rings, chunk-aligned.
-pub const LENDABLE_OFFSET: u64 = (RESERVED as u64).div_ceil(CHUNK_SIZE) * CHUNK_SIZE;
+/// Where chunk 0 starts in a lender's partition: after the mailbox rings, the interfaces' GSAS
+/// areas, their owner table and the lease record (asserted in `gsas` and `lease_record`).
+pub const LENDABLE_OFFSET: u64 = 3 * CHUNK_SIZE;
 /// v1 chunk indices and counts are 8-bit: a v1 grant lies within the first 256 chunks.
 pub const MAX_CHUNKS_V1: u32 = 256;
 /// Largest v1 request: one message can ask for at most 255 chunks.

@@ -38,10 +38,14 @@ pub const NR_INHERIT: u32 = 8;
 /// `_IOW(SET_TREE, u32 prot_id)`: before `ALLOC`, put this file in tree `prot_id`
 /// (`CAP_SYS_ADMIN`; remoteFork gives a child its issuer's tree this way).
 pub const NR_SET_TREE: u32 = 9;
+/// `KICK` (`u32` node): ring node's doorbell, for a request left in a submission slot
+/// (`gsas::submit_slot`) while that node's service may not be polling.
+pub const NR_KICK: u32 = 10;
 
 /// `mmap` offsets on a mailbox file that has allocated an interface: its GSAS area
 /// (`gsas::AREA_*`) in this node's partition. Responses and bulk-in: 2 pages from offset
-/// [`MMAP_RESPONSES`], read-only; bulk-out: 1 page at [`MMAP_BULK_OUT`], read-write.
+/// [`MMAP_RESPONSES`], read-only; bulk-out and the submission slots: 2 pages from
+/// [`MMAP_BULK_OUT`], read-write.
 pub const MMAP_RESPONSES: u64 = 0;
 /// See [`MMAP_RESPONSES`].
 pub const MMAP_BULK_OUT: u64 = 2 * 4096;
@@ -162,8 +166,9 @@ pub mod layout {
     /// included) means "ring".
     pub const POLLING: u32 = 0x4c4c_4f50;
     pub const RING_HEADER: usize = 128;
-    /// Bytes from one ring to the next.
-    pub const RING_STRIDE: usize = 2048;
+    /// Bytes from one ring to the next (a multiple of 128: the header's cache lines stay
+    /// aligned).
+    pub const RING_STRIDE: usize = 1536;
     /// Bytes of a partition the mailbox reserves (the rest can be lent).
     pub const RESERVED: usize = (INTERFACES as usize + 1) * MAX_NODES as usize * RING_STRIDE;
 
@@ -178,6 +183,7 @@ pub mod layout {
     }
 
     const _: () = assert!(RING_HEADER + SLOTS as usize * SLOT_LEN <= RING_STRIDE);
+    const _: () = assert!(RING_STRIDE % 128 == 0);
     const _: () = assert!(POLLING_OFFSET >= HEAD_OFFSET + 4 && POLLING_OFFSET + 4 <= TAIL_OFFSET);
 }
 
@@ -278,7 +284,7 @@ mod tests {
             layout::kmsg_ring(15) + layout::RING_STRIDE,
             layout::RESERVED
         );
-        assert_eq!(layout::RESERVED, 65 * 16 * 2048);
+        assert_eq!(layout::RESERVED, 65 * 16 * 1536);
     }
 
     #[test]

@@ -143,6 +143,11 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
             .float("max_us", max)
             .float("syscalls_per_op", s.syscalls_per_request())
             .float("sends_per_op", s.sends as f64 / s.requests.max(1) as f64)
+            .float(
+                "submits_per_op",
+                s.submits as f64 / s.requests.max(1) as f64,
+            )
+            .float("kicks_per_op", s.kicks as f64 / s.requests.max(1) as f64)
             .float("yields_per_op", s.yields as f64 / s.requests.max(1) as f64)
             .float("sleeps_per_op", s.sleeps as f64 / s.requests.max(1) as f64);
         if let Some(m) = mbps {
@@ -160,15 +165,17 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
         println!("{}", o.str("reps_us", &rs.join(" ")));
     } else {
         println!(
-            "bench {name}: node {} -> node {}: median {med:.2} us/op (min {min:.2}, max {max:.2}) over {} x {}; {:.2} syscalls/op ({:.2} sends, {:.2} yields, {:.2} sleeps){}",
+            "bench {name}: node {} -> node {}: median {med:.2} us/op (min {min:.2}, max {max:.2}) over {} x {}; {:.2} syscalls/op ({:.2} sends, {:.2} kicks, {:.2} yields, {:.2} sleeps; {:.2} in slots){}",
             g.node(),
             b.node,
             b.reps,
             b.count,
             s.syscalls_per_request(),
             s.sends as f64 / s.requests.max(1) as f64,
+            s.kicks as f64 / s.requests.max(1) as f64,
             s.yields as f64 / s.requests.max(1) as f64,
             s.sleeps as f64 / s.requests.max(1) as f64,
+            s.submits as f64 / s.requests.max(1) as f64,
             mbps.map(|m| format!(", {m:.1} MB/s")).unwrap_or_default()
         );
         if b.per_op {

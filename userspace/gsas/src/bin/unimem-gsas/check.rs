@@ -187,10 +187,7 @@ fn faa_sum(ctx: &Ctx, a: u64, threads: usize, count: u64, twice: bool, json: boo
                 sum += s;
                 max = max.max(m);
                 ok &= inc;
-                st.requests += stats.requests;
-                st.sends += stats.sends;
-                st.yields += stats.yields;
-                st.sleeps += stats.sleeps;
+                st.add(&stats);
             }
             Err(e) => {
                 eprintln!("faa-sum: {e:#}");
@@ -519,12 +516,14 @@ fn ops(ctx: &Ctx, node: u16, json: bool) -> Result<i32> {
     c.expect_err("READ after FREE", g.read(a), &["fault"]);
     let s = g.stats();
     c.expect(
-        "one SEND per request",
-        s.sends == s.requests + s.send_retries,
+        "one SEND or submission slot per request",
+        s.sends + s.submits == s.requests + s.send_retries,
         format!(
-            "{} requests, {} sends, {} yields, {} sleeps: {:.2} syscalls/op",
+            "{} requests, {} sends, {} in slots, {} kicks, {} yields, {} sleeps: {:.2} syscalls/op",
             s.requests,
             s.sends,
+            s.submits,
+            s.kicks,
             s.yields,
             s.sleeps,
             s.syscalls_per_request()

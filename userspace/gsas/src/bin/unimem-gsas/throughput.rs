@@ -122,10 +122,7 @@ pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
         let (c, s, n) = r?;
         node = Some(n);
         per_thread.push(c);
-        st.requests += s.requests;
-        st.sends += s.sends;
-        st.yields += s.yields;
-        st.sleeps += s.sleeps;
+        st.add(&s);
     }
     let w = tm.window().as_secs_f64();
     let (med, min, max) = tm.rates(&per_thread);
