@@ -98,7 +98,7 @@ reps_csv=$OUT/latency_reps.csv
 echo "issuer,home,rep,faa_median_us,faa_p25_us,faa_p75_us,nop_median_us,nop_p25_us,nop_p75_us,faa_syscalls_per_op,mbox_rtt_median_us,mbox_rtt_min_us,mbox_rtt_p99_us,faa_ratio_to_mbox,nop_ratio_to_mbox" >"$reps_csv"
 lat_csv=$OUT/latency.csv
 echo "issuer,home,op,median_us,min_us,max_us,p25_us,p75_us,syscalls_per_op,mbox_rtt_median_us,mbox_rtt_min_us,mbox_rtt_max_us,ratio_to_mbox,ratio_min,ratio_max,mbox_rtt_best_us,ratio_to_mbox_best" >"$lat_csv"
-declare -A FAA NOP MBOX RATIO MBMIN
+declare -A FAA NOP MBOX RATIO MBMIN SC
 for i in $(seq 0 $((NODES - 1))); do
   for h in $(seq 0 $((NODES - 1))); do
     log "latency: node $i -> node $h ($REPS x: $PINGS polled mailbox round trips, $OPS Fetch&Add, $OPS NOP)"
@@ -131,6 +131,7 @@ for i in $(seq 0 $((NODES - 1))); do
         NOP[$i,$h]=$m
       fi
       read -r scm _ _ <<<"$(stats "${sc[@]}")"
+      [ $op = nop ] || SC[$i,$h]=$scm
       echo "$i,$h,$op,$m,$lo,$hi,$p25,$p75,$scm,$mbm,$mblo,$mbhi,$rm,$rlo,$rhi,$best,$(calc %.3f "$m / $best")" >>"$lat_csv"
     done
   done
@@ -228,10 +229,10 @@ for i in $(seq 0 $((NODES - 1))); do
   for h in $(seq 0 $((NODES - 1))); do printf ' | %6.1f %7.1f %6.1f' "${NOP[$i,$h]}" "${MBOX[$i,$h]}" "${MBMIN[$i,$h]}"; done
   echo
 done
-loc=() rem=() rat=()
+loc=() rem=() rat=() scl=() scr=()
 for i in $(seq 0 $((NODES - 1))); do
   for h in $(seq 0 $((NODES - 1))); do
-    if [ "$i" = "$h" ]; then loc+=("${FAA[$i,$h]}"); else rem+=("${FAA[$i,$h]}"); fi
+    if [ "$i" = "$h" ]; then loc+=("${FAA[$i,$h]}") scl+=("${SC[$i,$h]}"); else rem+=("${FAA[$i,$h]}") scr+=("${SC[$i,$h]}"); fi
     rat+=("${RATIO[$i,$h]}")
   done
 done
@@ -248,7 +249,9 @@ done
 echo "Fetch&Add / polled mailbox round trip: mean $(mean "${rat[@]}"), best $(calc %.2f "$(printf '%s\n' "${rat[@]}" | sort -g | head -1)"), worst $(calc %.2f "$(maxof "${rat[@]}")") (goal <= 1.3);"
 echo "  remote Fetch&Add mean / mean of the remote pairs' fastest polled round trip (both VMs on a host core): $(calc %.1f "$rm / $(mean "${best[@]}")")"
 echo "  (a polled round trip needs both VMs on a host core at once: about 5-8 us when they are, milliseconds when"
-echo "  the host time-slices them, so its median swings between runs; the service answers from its interrupt and is steadier)"
+echo "  the host time-slices them, so its median swings between runs; the service polls and is steadier)"
+echo "System calls per Fetch&Add: local mean $(mean "${scl[@]}") (a SEND, which applies it), remote mean $(mean "${scr[@]}")" \
+  "(the submission slot while the home polls; a SEND to learn that it does, a KICK when it stopped)"
 echo
 echo "Fetch&Add throughput (ops/s, sum over nodes; median of $WINDOWS windows of $(calc %.2f "$SECONDS_PER_POINT / $WINDOWS") s)"
 echo "single variable on node $HOME_NODE (seed Figure 11) | $((VARS * NODES)) variables, $VARS on each node, picked at random (Figure 12)"
