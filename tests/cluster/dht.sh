@@ -113,7 +113,7 @@ expect_eq "$(d 3 get "$T" 77)" "0x79 0x0" "the put that broke the lock (get from
 step "the concurrency checker: 4 nodes x 4 threads x $CHECK_OPS operations on table $T at once"
 B=$(g 0 alloc --node 0); ALLOCS+=("$B")
 for n in $(seq 0 3); do
-  bg "$n" check "unimem-dht --tree $TREE check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --json"
+  bg "$n" check "unimem-dht --tree $TREE check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --last-writes /tmp/dht-last-$n --json"
 done
 ops=0 foreign=0 found=0
 for n in $(seq 0 3); do
@@ -131,11 +131,27 @@ expect_eq "$ops" $((16 * CHECK_OPS)) "operations checked"
 [ "$found" -gt 0 ] || fail "no get found a value"
 [ "$foreign" -gt 0 ] || fail "no get saw another node's value: the processes did not share keys"
 echo "$ops operations, $found gets found a value ($foreign written on another node): no violation"
+# The keys all four processes wrote: every process's last writes, through the 9p share.
+SHARE=${UNIMEM_RUN:-$ROOT/build/cluster}/share
+for n in $(seq 0 3); do on "$n" "cat /tmp/dht-last-$n" >"$SHARE/dht-last-$n"; done
+out=$(on 1 "unimem-dht --tree $TREE check-final $T /opt/unimem/dht-last-0 /opt/unimem/dht-last-1 /opt/unimem/dht-last-2 /opt/unimem/dht-last-3 --json") || { echo "$out"; fail "an update to a key all nodes shared was lost"; }
+echo "node 1: $out"
+[ "$(num keys "$out")" -gt 0 ] || fail "no key shared by all nodes was checked"
+lw=$(cat "$SHARE"/dht-last-*)
+rm -f "$SHARE"/dht-last-*
 out=$(d 2 stats "$T" --json)
 echo "node 2: $out"
 expect_eq "$(num locked "$out")" 0 "locked entries after the check"
 expect_eq "$(num malformed "$out")" 0 "malformed entries after the check"
 [ "$(num containers "$out")" -gt 0 ] || fail "hundreds of keys in 512 first-level entries made no container"
+
+step "can fail: check-final reports a shared key that holds an earlier write (a lost update)"
+read -r k _ <<<"$(grep -v ' -$' <<<"$lw" | head -1)"
+[ -n "$k" ] || fail "no put among the last writes"
+printf '%s\n' "$lw" >"$SHARE/dht-last-all"
+d 2 put "$T" "$k" 0x5 >/dev/null
+! on_may_fail 1 "unimem-dht --tree $TREE check-final $T /opt/unimem/dht-last-all" >/dev/null || fail "check-final passed a value no thread wrote last"
+rm -f "$SHARE/dht-last-all"
 
 step "can fail: the checker reports values torn on purpose"
 out=$(on_may_fail 2 "unimem-dht --tree $TREE check $T --threads 2 --ops 50 --inject-torn 5 --seed 9 --json 2>&1") && fail "the checker passed torn values"

@@ -9,7 +9,9 @@
 //!
 //! and [`final_check`] that, when everyone is done, no update is lost: an owned key holds its
 //! owner's last put (or nothing after a delete), a key of this process the last put of one of
-//! its threads.
+//! its threads. Keys every process shares need every process's history: each process hands
+//! its threads' last writes of them on ([`global_last_writes`], [`format_last_writes`]), and
+//! [`final_global`] checks the table against all of them once every process is done.
 
 use crate::hash::mix;
 use crate::{Dht, Result};
@@ -235,25 +237,12 @@ pub fn final_check<T: Transport>(
     // Per key of this process: each thread's last operation on it (None: a delete).
     let mut last: BTreeMap<u64, Vec<Option<u128>>> = BTreeMap::new();
     for h in histories {
-        let mut mine: BTreeMap<u64, Option<u128>> = BTreeMap::new();
-        for o in h {
-            match *o {
-                Op::Put { key, value } => {
-                    mine.insert(key, Some(value));
-                }
-                Op::Delete { key, .. } => {
-                    mine.insert(key, None);
-                }
-                Op::Get { .. } => {}
-            }
-        }
-        for (k, v) in mine {
+        for (k, v) in last_writes(h) {
             if class(k) != Class::Global {
                 last.entry(k).or_default().push(v);
             }
         }
     }
-    let mut checked = 0;
     for p in plans {
         let me = writer_id(p.node, p.thread);
         for i in 0..p.own_keys {
@@ -261,7 +250,98 @@ pub fn final_check<T: Transport>(
             last.entry(k).or_insert_with(|| vec![None]);
         }
     }
-    for (k, candidates) in &last {
+    check_last(t, &last, r)
+}
+
+/// A thread's last write of each key it wrote (None: a delete).
+fn last_writes(h: &[Op]) -> BTreeMap<u64, Option<u128>> {
+    let mut mine = BTreeMap::new();
+    for o in h {
+        match *o {
+            Op::Put { key, value } => {
+                mine.insert(key, Some(value));
+            }
+            Op::Delete { key, .. } => {
+                mine.insert(key, None);
+            }
+            Op::Get { .. } => {}
+        }
+    }
+    mine
+}
+
+/// Each thread's last write of every key all processes share: (key, value or None).
+pub fn global_last_writes(histories: &[Vec<Op>]) -> Vec<(u64, Option<u128>)> {
+    histories
+        .iter()
+        .flat_map(|h| last_writes(h).into_iter())
+        .filter(|(k, _)| class(*k) == Class::Global)
+        .collect()
+}
+
+/// One `key value` line per last write (hex; `-` for a delete).
+pub fn format_last_writes(writes: &[(u64, Option<u128>)]) -> String {
+    writes
+        .iter()
+        .map(|(k, v)| match v {
+            Some(v) => format!("{k:#x} {v:#x}\n"),
+            None => format!("{k:#x} -\n"),
+        })
+        .collect()
+}
+
+/// Reads what [`format_last_writes`] wrote; an error names the first bad line.
+pub fn parse_last_writes(text: &str) -> std::result::Result<Vec<(u64, Option<u128>)>, String> {
+    let hex = |w: &str| w.strip_prefix("0x").map(|d| u128::from_str_radix(d, 16));
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            let bad = || {
+                format!(
+                    "line {}: {l:?} is not `KEY VALUE` (hex, VALUE `-` for a delete)",
+                    i + 1
+                )
+            };
+            let mut w = l.split_whitespace();
+            let (Some(k), Some(v), None) = (w.next(), w.next(), w.next()) else {
+                return Err(bad());
+            };
+            let k = hex(k)
+                .and_then(|k| k.ok())
+                .and_then(|k| u64::try_from(k).ok())
+                .ok_or_else(bad)?;
+            let v = match v {
+                "-" => None,
+                v => Some(hex(v).and_then(|v| v.ok()).ok_or_else(bad)?),
+            };
+            Ok((k, v))
+        })
+        .collect()
+}
+
+/// After every process has finished: each key all of them share holds the last write of one
+/// of the threads in `writes` (every process's [`global_last_writes`]). Adds to `r`.
+pub fn final_global<T: Transport>(
+    t: &Dht<T>,
+    writes: &[(u64, Option<u128>)],
+    r: &mut Report,
+) -> Result<u64> {
+    let mut last: BTreeMap<u64, Vec<Option<u128>>> = BTreeMap::new();
+    for &(k, v) in writes {
+        last.entry(k).or_default().push(v);
+    }
+    check_last(t, &last, r)
+}
+
+/// Reads every key of `last` and reports those that hold none of their candidates.
+fn check_last<T: Transport>(
+    t: &Dht<T>,
+    last: &BTreeMap<u64, Vec<Option<u128>>>,
+    r: &mut Report,
+) -> Result<u64> {
+    let mut checked = 0;
+    for (k, candidates) in last {
         let got = t.get(*k)?;
         checked += 1;
         if !candidates.contains(&got) {

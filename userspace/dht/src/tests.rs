@@ -560,13 +560,51 @@ fn the_checker_passes_threads_of_two_processes_on_one_table() {
             reports.push(h.join().unwrap());
         }
     });
+    let mut shared = String::new();
     for (ps, hist) in &reports {
         let mut r = check::verify(ps, hist);
         let n = check::final_check(&t, ps, hist, &mut r).unwrap();
         assert!(r.ok(), "{:#?}", r.problems);
         assert!(n > 0 && r.gets_found > 0 && r.deletes > 0);
+        shared += &check::format_last_writes(&check::global_last_writes(hist));
     }
     assert_eq!(t.scan().unwrap().locked, 0);
+    // The keys both processes wrote: each holds the last write of one of the 8 threads.
+    let writes = check::parse_last_writes(&shared).unwrap();
+    let mut r = check::Report::default();
+    assert_eq!(check::final_global(&t, &writes, &mut r).unwrap(), 8);
+    assert!(r.ok(), "{:#?}", r.problems);
+    // Can fail: a key that holds an earlier write of some thread is a lost update.
+    let k = writes[0].0;
+    let stale = check::value(k, check::writer_id(1, 0), 0);
+    assert!(!writes.iter().any(|&(_, v)| v == Some(stale)));
+    t.put(k, stale).unwrap();
+    let mut r = check::Report::default();
+    check::final_global(&t, &writes, &mut r).unwrap();
+    assert_eq!(r.violations, 1, "{:#?}", r.problems);
+}
+
+#[test]
+fn last_writes_round_trip_and_bad_lines_are_named() {
+    let w = vec![(0xc000_0000_0000_0001, Some(u128::MAX)), (7, None)];
+    let text = check::format_last_writes(&w);
+    assert_eq!(
+        text,
+        "0xc000000000000001 0xffffffffffffffffffffffffffffffff\n0x7 -\n"
+    );
+    assert_eq!(check::parse_last_writes(&text).unwrap(), w);
+    assert_eq!(check::parse_last_writes("\n  \n").unwrap(), vec![]);
+    for bad in [
+        "7 -",
+        "0x7",
+        "0x7 - x",
+        "0x7 0xg",
+        "0x10000000000000000 -",
+        "0x7 0x1000000000000000000000000000000000",
+    ] {
+        let e = check::parse_last_writes(&format!("0x1 -\n{bad}\n")).unwrap_err();
+        assert!(e.starts_with("line 2:"), "{bad}: {e}");
+    }
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! `unimem-dht denied` (another tree cannot use a table).
 
 use crate::Ctx;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use dht::check::{self, Op, Plan};
 use dht::{Dht, Layout};
@@ -46,8 +46,59 @@ pub struct Check {
     /// flipped (a torn value), which the checker must report.
     #[arg(long)]
     inject_torn: Option<u64>,
+    /// Write the threads' last writes of the keys every process shares to FILE (`key value`
+    /// lines), for `check-final` once every process is done.
+    #[arg(long)]
+    last_writes: Option<std::path::PathBuf>,
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+pub struct CheckFinal {
+    #[arg(value_parser = parse_u64)]
+    root: u64,
+    /// The `--last-writes` files of every `check` process that used the table.
+    #[arg(required = true)]
+    files: Vec<std::path::PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+/// `check-final`: after every `check` process is done, each key they all shared holds the last
+/// write of one of their threads (no update lost across processes and nodes).
+pub fn check_final(ctx: &Ctx, c: CheckFinal) -> Result<i32> {
+    let mut writes = Vec::new();
+    for f in &c.files {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("reading last writes from {}", f.display()))?;
+        writes
+            .extend(check::parse_last_writes(&text).map_err(|e| anyhow!("{}: {e}", f.display()))?);
+    }
+    let t = ctx.open(c.root)?;
+    let mut report = check::Report::default();
+    let keys = check::final_global(&t, &writes, &mut report)?;
+    for p in &report.problems {
+        eprintln!("violation: {p}");
+    }
+    if c.json {
+        println!(
+            "{}",
+            Obj::new()
+                .num("files", c.files.len() as u64)
+                .num("last_writes", writes.len() as u64)
+                .num("keys", keys)
+                .num("violations", report.violations)
+        );
+    } else {
+        println!(
+            "check-final: {} last writes from {} files, {keys} shared keys checked; {} violations",
+            writes.len(),
+            c.files.len(),
+            report.violations
+        );
+    }
+    Ok(if report.ok() { 0 } else { 1 })
 }
 
 const BARRIER_LIMIT: Duration = Duration::from_secs(300);
@@ -112,6 +163,10 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
         barrier(t0.gsas(), b + 8, c.parties, BARRIER_LIMIT)?;
     }
     let finals = check::final_check(&t0, &plans, &hist, &mut report)?;
+    if let Some(f) = &c.last_writes {
+        let text = check::format_last_writes(&check::global_last_writes(&hist));
+        std::fs::write(f, text).with_context(|| format!("writing {}", f.display()))?;
+    }
     for p in &report.problems {
         eprintln!("violation: {p}");
     }

@@ -95,6 +95,9 @@ enum Cmd {
     /// The concurrency checker: threads put, get and delete, then the history is verified
     /// (exit status 1 on any violation).
     Check(check::Check),
+    /// After every `check` process is done: the keys they all shared hold the last write of
+    /// one of their threads (from their `--last-writes` files; exit status 1 otherwise).
+    CheckFinal(check::CheckFinal),
     /// Tries every operation on a table from this process's tree, given the table's layout
     /// (`stats` prints it): succeeds only if every one is denied.
     Denied(check::Denied),
@@ -226,6 +229,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Cmd::Check(c) => check::run(&ctx, c),
+        Cmd::CheckFinal(c) => check::check_final(&ctx, c),
         Cmd::Denied(d) => check::denied(&ctx, d),
         Cmd::Bench(b) => bench::run(&ctx, b),
     }
