@@ -105,9 +105,7 @@ impl State {
         let before = entry.load(Ordering::Acquire);
         let tree = owner::tree(before)?;
         let slot = submit_slot(id, self.node);
-        let seq = self
-            .word32(w, sender, slot + SUBMIT_SEQ_OFFSET as u64)
-            .load(Ordering::Acquire);
+        let seq = self.slot_seq(w, sender, id);
         let key = taken((before >> 24) as u32, seq);
         if seq == 0 || self.last_taken(sender, id)?.load(Ordering::Relaxed) == key {
             return None;
@@ -120,9 +118,7 @@ impl State {
             *b = unsafe { src.add(i).read_volatile() };
         }
         fence(Ordering::Acquire);
-        let again = self
-            .word32(w, sender, slot + SUBMIT_SEQ_OFFSET as u64)
-            .load(Ordering::Acquire);
+        let again = self.slot_seq(w, sender, id);
         (again == seq && entry.load(Ordering::Acquire) == before).then_some((key, tree, payload))
     }
 
@@ -187,20 +183,30 @@ impl State {
     }
 
     fn slot_is_new(&self, w: &Access<'_>, sender: u32, id: u32) -> bool {
-        let word = self
-            .word64(w, sender, owner::entry(id))
-            .load(Ordering::Acquire);
-        let seq = self
-            .word32(
-                w,
-                sender,
-                submit_slot(id, self.node) + SUBMIT_SEQ_OFFSET as u64,
-            )
-            .load(Ordering::Acquire);
+        let (seq, key) = self.slot_now(w, sender, id);
         seq != 0
             && self
                 .last_taken(sender, id)
-                .is_some_and(|l| l.load(Ordering::Relaxed) != taken((word >> 24) as u32, seq))
+                .is_some_and(|l| l.load(Ordering::Relaxed) != key)
+    }
+
+    /// The `seq` of `sender`'s slot of interface `id` for this node.
+    fn slot_seq(&self, w: &Access<'_>, sender: u32, id: u32) -> u32 {
+        self.word32(
+            w,
+            sender,
+            submit_slot(id, self.node) + SUBMIT_SEQ_OFFSET as u64,
+        )
+        .load(Ordering::Acquire)
+    }
+
+    /// The slot's `seq`, and what remembering it as taken under the current entry word stores.
+    fn slot_now(&self, w: &Access<'_>, sender: u32, id: u32) -> (u32, u64) {
+        let word = self
+            .word64(w, sender, owner::entry(id))
+            .load(Ordering::Acquire);
+        let seq = self.slot_seq(w, sender, id);
+        (seq, taken((word >> 24) as u32, seq))
     }
 
     /// Marks every request now in the slots as taken: left while nobody served them, they are
@@ -208,18 +214,9 @@ impl State {
     pub(crate) fn skip_submissions(&self, w: &Access<'_>) {
         for sender in (0..self.nodes).filter(|&s| s != self.node) {
             for id in 0..USER_INTERFACES {
-                let word = self
-                    .word64(w, sender, owner::entry(id))
-                    .load(Ordering::Acquire);
-                let seq = self
-                    .word32(
-                        w,
-                        sender,
-                        submit_slot(id, self.node) + SUBMIT_SEQ_OFFSET as u64,
-                    )
-                    .load(Ordering::Acquire);
+                let (_, key) = self.slot_now(w, sender, id);
                 if let Some(last) = self.last_taken(sender, id) {
-                    last.store(taken((word >> 24) as u32, seq), Ordering::Relaxed);
+                    last.store(key, Ordering::Relaxed);
                 }
             }
         }

@@ -88,15 +88,18 @@ impl Default for WaitPolicy {
     }
 }
 
+/// The number in environment variable `k`, if it is set to one.
+pub(crate) fn env_u64(k: &str) -> Option<u64> {
+    std::env::var(k)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
 impl WaitPolicy {
     /// The default, changed by `GSAS_TIMEOUT_MS`, `GSAS_SPINS` and `GSAS_YIELDS` if set.
     pub fn from_env() -> Self {
         let mut p = WaitPolicy::default();
-        let num = |k: &str| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
+        let num = env_u64;
         if let Some(ms) = num("GSAS_TIMEOUT_MS") {
             p.timeout = Duration::from_millis(ms.max(1));
         }

@@ -41,11 +41,7 @@ impl Slots {
     /// The defaults, changed by `GSAS_SUBMIT` (0, 1 or 2) and `GSAS_KICK_POLLS`.
     pub(crate) fn from_env() -> Self {
         let mut s = Slots::default();
-        let num = |k: &str| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
+        let num = crate::handle::env_u64;
         if let Some(v) = num("GSAS_SUBMIT") {
             s.mode = v.min(2) as u8;
         }
