@@ -260,24 +260,35 @@ fn mapping(c: &mut Checks, a: &Mailbox) -> Result<()> {
     use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
     use std::num::NonZeroUsize;
     let page = unimem_wire::gsas::PAGE_SIZE as usize;
-    let try_map =
-        |mb: &Mailbox, len: usize, prot: ProtFlags, off: u64| -> unimem_mailbox::Result<()> {
-            // SAFETY: a new mapping at an address the kernel chooses, unmapped at once.
-            let p = unsafe {
-                mmap(
-                    None,
-                    NonZeroUsize::new(len).expect("nonzero"),
-                    prot,
-                    MapFlags::MAP_SHARED,
-                    mb.as_fd(),
-                    off as nix::libc::off_t,
-                )
-            }
-            .map_err(|e| unimem_mailbox::Error::sys(unimem_mailbox::Op::Mmap, e))?;
-            // SAFETY: mapped just above with this length.
-            let _ = unsafe { munmap(p, len) };
-            Ok(())
-        };
+    let map_with = |mb: &Mailbox,
+                    len: usize,
+                    prot: ProtFlags,
+                    flags: MapFlags,
+                    off: u64|
+     -> unimem_mailbox::Result<()> {
+        // SAFETY: a new mapping at an address the kernel chooses, unmapped at once.
+        let p = unsafe {
+            mmap(
+                None,
+                NonZeroUsize::new(len).expect("nonzero"),
+                prot,
+                flags,
+                mb.as_fd(),
+                off as nix::libc::off_t,
+            )
+        }
+        .map_err(|e| unimem_mailbox::Error::sys(unimem_mailbox::Op::Mmap, e))?;
+        // SAFETY: mapped just above with this length.
+        let _ = unsafe { munmap(p, len) };
+        Ok(())
+    };
+    let try_map = |mb: &Mailbox, len: usize, prot: ProtFlags, off: u64| {
+        map_with(mb, len, prot, MapFlags::MAP_SHARED, off)
+    };
+    let try_map_private = |mb: &Mailbox, len: usize, off: u64| {
+        let rw = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        map_with(mb, len, rw, MapFlags::MAP_PRIVATE, off)
+    };
     let unallocated = Mailbox::open_nonblocking()?;
     c.expect_errno(
         "mmap before ALLOC",
@@ -289,27 +300,33 @@ fn mapping(c: &mut Checks, a: &Mailbox) -> Result<()> {
         try_map(a, 2 * page, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, 0),
         Errno::EACCES,
     );
+    let pages = unimem_wire::gsas::AREA_PAGES as usize;
     c.expect_errno(
-        "mmap of 4 pages (the area has 3)",
-        try_map(a, 4 * page, ProtFlags::PROT_READ, 0),
+        &format!("mmap of {} pages (the area has {pages})", pages + 1),
+        try_map(a, (pages + 1) * page, ProtFlags::PROT_READ, 0),
         Errno::EINVAL,
     );
     c.expect_errno(
-        "mmap at page 3",
-        try_map(a, page, ProtFlags::PROT_READ, 3 * page as u64),
+        &format!("mmap at page {pages}"),
+        try_map(a, page, ProtFlags::PROT_READ, (pages * page) as u64),
         Errno::EINVAL,
     );
     c.expect(
-        "control: responses read-only and bulk-out read-write map",
+        "control: responses read-only, bulk-out and the submission slots read-write map",
         try_map(a, 2 * page, ProtFlags::PROT_READ, 0).is_ok()
             && try_map(
                 a,
-                page,
+                2 * page,
                 ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
                 2 * page as u64,
             )
             .is_ok(),
         "mapped",
+    );
+    c.expect_errno(
+        "mmap of the submission slots private and writable",
+        try_map_private(a, page, 3 * page as u64),
+        Errno::EINVAL,
     );
     match a.map_area() {
         Ok(area) => {
