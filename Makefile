@@ -8,9 +8,10 @@ UNIMEM_CONFIG := CONFIG_UNIMEM_EUSRVMEM=m CONFIG_UNIMEM_MAILBOX=m CONFIG_UNIMEM_
 # Against the debug kernel (UNIMEM_DEBUG_KERNEL=1, scripts/test.sh --debug-kernel) the modules are
 # built from a clean copy of kernel/ into build/modules-debug/out (Kbuild's MO=), so the normal
 # build's objects and .ko files next to the sources stay as they are (scripts/lib/common.sh,
-# debug_modules_src). For the normal kernel MO_DIR is empty and they are built in place.
-MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if debug_kernel; then modules_out; fi')
-MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; debug_modules_src'),$(CURDIR)/kernel)
+# modules_src_copy). For the normal kernel MO_DIR is empty and they are built in place.
+# The same for an arm64 kernel (UNIMEM_ARCH=arm64): build/modules-arm64/out.
+MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if modules_apart; then modules_out; fi')
+MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; modules_src_copy'),$(CURDIR)/kernel)
 KMAKE = $(MAKE) -C $(KDIR) M=$(MODULES_SRC) $(if $(MO_DIR),MO=$(MO_DIR)) $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
 .PHONY: all modules modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install uninstall

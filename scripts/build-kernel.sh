@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the guest kernel (bzImage + Rust support for out-of-tree modules) into the cache,
+# Builds the guest kernel (bzImage, or Image for UNIMEM_ARCH=arm64, + Rust support for out-of-tree
+# modules) into the cache,
 # keyed by a hash of source version, config fragment, patch series and toolchain.
 # Prints the kernel build directory. A cached build returns in well under a second.
 #
@@ -88,7 +89,7 @@ done < <(cat "${fragments[@]}")
 [ "$missing" = 0 ] || die "kernel config fragment not satisfied (see above)"
 kmake -s rustavailable >&2
 log "building kernel (a clean build takes 10-15 minutes on 2 cores; log: $kdir/build.log)"
-with_heartbeat "kernel build" "$kdir/build.log" kmake bzImage modules ||
+with_heartbeat "kernel build" "$kdir/build.log" kmake "$(kernel_image)" modules ||
   { tail -40 "$kdir/build.log" >&2; die "kernel build failed (log: $kdir/build.log)"; }
 echo "$base_id" > "$kdir/.unimem-base"
 touch "$kdir/.unimem-built"

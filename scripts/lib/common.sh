@@ -67,11 +67,37 @@ hash_inputs() { sha256sum | cut -c1-16; }
 # runs): the normal config fragment plus kernel/config/debug/*.config (KASAN, lockdep, kmemleak...),
 # cached apart from the normal kernel, with modules built into their own output directory.
 debug_kernel() { [ "${UNIMEM_DEBUG_KERNEL:-0}" = 1 ]; }
-# Config fragments of the kernel to build, in merge order.
+# The guest architecture (UNIMEM_ARCH): x86_64 (the default, the virtual cluster's nodes) or
+# arm64 (the seed's boards; cross-built with clang, issue 15). An arm64 kernel is a flavour of its
+# own, as the debug kernel is: its own cache, fragments and module output directory.
+case ${UNIMEM_ARCH:-x86_64} in
+  x86_64|arm64) ;;
+  *) die "UNIMEM_ARCH=$UNIMEM_ARCH: x86_64 or arm64" ;;
+esac
+kernel_arch() { echo "${UNIMEM_ARCH:-x86_64}"; }
+arm64_kernel() {
+  [ "$(kernel_arch)" = arm64 ] || return 1
+  debug_kernel && die "the debug kernel is x86_64 only (UNIMEM_DEBUG_KERNEL=1 with UNIMEM_ARCH=arm64)"
+  return 0
+}
+# Config fragments of the kernel to build, in merge order. For arm64: unimem.config without the
+# lines kernel/config/arm64/dropped-lines lists (ACPI: virt and the boards use a device tree),
+# then the arm64 fragment.
 kernel_fragments() {
+  if arm64_kernel; then
+    local d=$UNIMEM_BUILD/kernel-arm64
+    mkdir -p "$d"
+    grep -vxF -f "$UNIMEM_ROOT/kernel/config/arm64/dropped-lines" "$UNIMEM_ROOT/kernel/config/unimem.config" >"$d/unimem.config"
+    echo "$d/unimem.config"
+    ls "$UNIMEM_ROOT"/kernel/config/arm64/*.config
+    return
+  fi
   ls "$UNIMEM_ROOT"/kernel/config/*.config
   if debug_kernel; then ls "$UNIMEM_ROOT"/kernel/config/debug/*.config; fi
 }
+# What make builds of the kernel, and where the boot image lands.
+kernel_image() { if arm64_kernel; then echo Image; else echo bzImage; fi; }
+kernel_image_path() { echo "arch/$(if arm64_kernel; then echo arm64; else echo x86; fi)/boot/$(kernel_image)"; }
 
 # Key of the kernel build: source version, config fragment, patch series, toolchain (for the
 # debug kernel, its fragment too: the normal kernel's key does not depend on it).
@@ -82,21 +108,34 @@ kernel_key() {
     cat "$UNIMEM_ROOT"/kernel/config/*.config
     find "$UNIMEM_ROOT/kernel/patches" -name '*.patch' -print0 | sort -z | xargs -0r cat
     if debug_kernel; then echo debug; cat "$UNIMEM_ROOT"/kernel/config/debug/*.config; fi
+    if arm64_kernel; then echo arm64; cat "$UNIMEM_ROOT"/kernel/config/arm64/*; fi
   } | hash_inputs
 }
 # Where builds of this flavour are cached: each flavour seeds from and prunes only its own.
-kernel_cache() { if debug_kernel; then echo "$UNIMEM_CACHE/kernel-debug"; else echo "$UNIMEM_CACHE/kernel"; fi; }
+kernel_cache() {
+  if debug_kernel; then echo "$UNIMEM_CACHE/kernel-debug"
+  elif arm64_kernel; then echo "$UNIMEM_CACHE/kernel-arm64"
+  else echo "$UNIMEM_CACHE/kernel"; fi
+}
 kernel_dir() { echo "$(kernel_cache)/$(kernel_key)"; }
 # Where `make modules` puts our .ko files: next to the sources for the normal kernel, a
 # directory of its own for the debug kernel (Kbuild's MO=), so neither build clobbers the other.
-modules_out() { if debug_kernel; then echo "$UNIMEM_BUILD/modules-debug/out"; else echo "$UNIMEM_ROOT/kernel"; fi; }
+modules_out() {
+  if debug_kernel; then echo "$UNIMEM_BUILD/modules-debug/out"
+  elif arm64_kernel; then echo "$UNIMEM_BUILD/modules-arm64/out"
+  else echo "$UNIMEM_ROOT/kernel"; fi
+}
+# Whether the modules are built apart from their sources (Kbuild's MO=): every flavour but the
+# normal x86_64 kernel.
+modules_apart() { debug_kernel || arm64_kernel; }
 # The debug kernel's module build reads a copy of kernel/ without build output: Kbuild refuses
 # MO= when the source directory holds a build of its own (the normal one, in place), since make
 # would find those objects through VPATH. Copies keep their times, so make rebuilds what changed.
 # The modules reach the user-space wire formats by relative path (kernel/include/wire.rs):
 # userspace/ sits next to the copy as a link. Prints the copy's directory.
-debug_modules_src() {
-  local top=$UNIMEM_BUILD/modules-debug/src src=$UNIMEM_BUILD/modules-debug/src/kernel
+modules_src_copy() {
+  local top src
+  top=$(dirname "$(modules_out)")/src src=$(dirname "$(modules_out)")/src/kernel
   rm -rf "$top"; mkdir -p "$src"
   ln -s "$UNIMEM_ROOT/userspace" "$top/userspace"
   (cd "$UNIMEM_ROOT/kernel" && find . -type f ! \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' \
@@ -107,5 +146,5 @@ debug_modules_src() {
 
 # make arguments every kernel or module build uses.
 kmake_args() {
-  echo "LLVM=$LLVM_SUFFIX RUSTC=$HOST_RUSTC BINDGEN=$BINDGEN CLIPPY_DRIVER=/usr/bin/clippy-driver"
+  echo "LLVM=$LLVM_SUFFIX RUSTC=$HOST_RUSTC BINDGEN=$BINDGEN CLIPPY_DRIVER=/usr/bin/clippy-driver$(if arm64_kernel; then echo " ARCH=arm64"; fi)"
 }
