@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # arm64 smoke boot (issue 15, first step): cross-builds the arm64 guest kernel and our modules
-# (UNIMEM_ARCH=arm64: clang for the kernel and the modules, Debian's aarch64 gcc for a static
-# init), boots the kernel under qemu-system-aarch64 -M virt (TCG) from an initramfs whose init
-# (tests/arm64/init.c) loads our modules in order and unloads them, and checks the console:
-# unimem_eusrvmem must load and unload cleanly, and nothing may oops or warn. The others are
-# reported (they need the fabric, which this boot does not attach). Not in the default tests.
+# (UNIMEM_ARCH=arm64: clang), our user space (Debian's rustc with its arm64 standard library
+# through multiarch), boots the kernel under qemu-system-aarch64 -M virt (TCG) from an initramfs
+# whose init (tests/arm64/init.c) loads our modules, runs our tools, unloads the modules, and
+# checks the console: unimem_eusrvmem loads and unloads, the tools answer --version, and
+# nothing oopses or warns. Not in the default tests. Adds the arm64 architecture to dpkg.
 # Usage: scripts/arm64-smoke.sh [--help]. Output: build/arm64-smoke/ (console.log).
 source "$(dirname "$0")/lib/common.sh"
 export UNIMEM_ARCH=arm64
@@ -20,6 +20,16 @@ done
 # The static C library for the init (a Recommends of the compiler, not installed with it here).
 [ -f /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
 [ ${#need[@]} = 0 ] || apt_install "${need[@]}"
+# User space: the arm64 standard library of the same Debian rustc the kernel uses, and the arm64
+# C libraries our crates link (libnuma), through multiarch.
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  log "dpkg: adding the arm64 architecture (multiarch)"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo dpkg --add-architecture arm64
+fi
+std=libstd-rust-web-dev
+dpkg-query -W -f='${Version}' "$std:arm64" 2>/dev/null | grep -qxF "$(dpkg-query -W -f='${Version}' "$std:amd64")" ||
+  apt_install "$std:arm64=$(dpkg-query -W -f='${Version}' "$std:amd64")" libnuma-dev:arm64
 
 start=$SECONDS
 kdir=$("$UNIMEM_ROOT/scripts/build-kernel.sh")
@@ -28,6 +38,15 @@ start=$SECONDS
 make -C "$UNIMEM_ROOT" -s modules >"$UNIMEM_BUILD/arm64-modules.log" 2>&1 ||
   { tail -30 "$UNIMEM_BUILD/arm64-modules.log" >&2; die "arm64 module build failed"; }
 log "arm64 modules built in $((SECONDS - start)) s into $(modules_out)"
+
+start=$SECONDS
+target=aarch64-unknown-linux-gnu
+RUSTC=$HOST_RUSTC CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+  CARGO_TARGET_DIR=$UNIMEM_ROOT/target/arm64 cargo build --release --workspace --target $target \
+  >"$UNIMEM_BUILD/arm64-userspace.log" 2>&1 ||
+  { tail -30 "$UNIMEM_BUILD/arm64-userspace.log" >&2; die "arm64 user-space build failed"; }
+bin=$UNIMEM_ROOT/target/arm64/$target/release
+log "arm64 user space built in $((SECONDS - start)) s into $bin"
 
 work=$UNIMEM_BUILD/arm64-smoke
 rm -rf "$work"; mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev"
@@ -40,6 +59,22 @@ for m in eusrvmem mailbox mbox_echo kram numa gsas; do
   cp "$ko" "$work/root/"
   echo "/unimem_$m.ko" >>"$work/root/modules.list"
 done
+# Our tools and the arm64 shared libraries they need (ldd cannot run them: readelf's NEEDED).
+TOOLS=(unimem-gsas unimem-mbox unimem-dht unimem-gas kram-daemon unimem-numatest)
+mkdir -p "$work/root/bin" "$work/root/lib"
+: >"$work/root/commands.list"
+for t in "${TOOLS[@]}"; do
+  [ -x "$bin/$t" ] || die "$bin/$t was not built"
+  cp "$bin/$t" "$work/root/bin/"
+  echo "/bin/$t --version" >>"$work/root/commands.list"
+  for lib in $(aarch64-linux-gnu-readelf -d "$bin/$t" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+    [ -e "$work/root/lib/$lib" ] && continue
+    src=$(find /usr/lib/aarch64-linux-gnu /lib/aarch64-linux-gnu /usr/aarch64-linux-gnu/lib -maxdepth 1 -name "$lib" 2>/dev/null | head -1)
+    [ -n "$src" ] || die "no arm64 $lib for $t"
+    cp -L "$src" "$work/root/lib/$lib"
+  done
+done
+ln -s lib "$work/root/lib64"
 mknod "$work/root/dev/console" c 5 1
 (cd "$work/root" && find . | cpio -o -H newc --quiet) | gzip >"$work/initramfs.cpio.gz"
 
@@ -54,6 +89,7 @@ check() { grep -q "$1" "$work/console.log" || { echo "FAIL: no '$1' on the conso
 check 'arm64-smoke: kernel 7\.3.* aarch64'
 check 'arm64-smoke: load unimem_eusrvmem: ok'
 check 'arm64-smoke: unload unimem_eusrvmem: ok'
+for t in "${TOOLS[@]}"; do check "arm64-smoke: run /bin/$t: exit 0"; done
 check 'arm64-smoke: done'
 if grep -Eq 'Oops|BUG:|WARNING:|Kernel panic|Call trace' "$work/console.log"; then
   grep -E -A5 'Oops|BUG:|WARNING:|Kernel panic|Call trace' "$work/console.log" >&2

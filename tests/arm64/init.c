@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // PID 1 of the arm64 smoke boot (scripts/arm64-smoke.sh): loads each module given in
-// /modules.list (one path per line, in load order) with finit_module, prints one
-// "arm64-smoke:" line per step, unloads what it loaded (last first) and powers off.
+// /modules.list (one path per line, in load order) with finit_module, runs each command of
+// /commands.list (a program and its arguments, split at spaces) while they are loaded, prints
+// one "arm64-smoke:" line per step, unloads what it loaded (last first) and powers off.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <sys/reboot.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_MODULES 16
@@ -29,6 +31,32 @@ static void say_file(const char *what, const char *path)
 	printf("arm64-smoke: %s: %s\n", what, fd < 0 ? strerror(errno) : buf);
 	if (fd >= 0)
 		close(fd);
+}
+
+/* Runs one line of /commands.list; its output goes to the console. */
+static void run(char *line)
+{
+	char *argv[16];
+	int argc = 0, status;
+	pid_t pid;
+
+	for (char *t = strtok(line, " \n"); t && argc < 15; t = strtok(NULL, " \n"))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	if (!argc)
+		return;
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		execv(argv[0], argv);
+		printf("arm64-smoke: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		printf("arm64-smoke: run %s: fork/wait failed: %s\n", argv[0], strerror(errno));
+		return;
+	}
+	printf("arm64-smoke: run %s: exit %d\n", argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 int main(void)
@@ -67,6 +95,9 @@ int main(void)
 			close(fd);
 		n++;
 	}
+	list = fopen("/commands.list", "r");
+	while (list && fgets(path, sizeof(path), list))
+		run(path);
 	while (n-- > 0) {
 		if (!loaded[n])
 			continue;
