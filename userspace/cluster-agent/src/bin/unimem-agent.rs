@@ -102,6 +102,14 @@ fn main() {
         (None, None) => Transport::Named(args.port_name),
     };
     log::info!("unimem-agent {} starting", env!("CARGO_PKG_VERSION"));
+    // Tests take swap devices away under load (tests/cluster/unbind.sh unbinds the fabric while
+    // KRAM is swap): a page of the agent swapped out there would kill it with SIGBUS, and the
+    // host's request with it. Locked pages are never swapped; children do not inherit the lock.
+    let all =
+        nix::sys::mman::MlockAllFlags::MCL_CURRENT | nix::sys::mman::MlockAllFlags::MCL_FUTURE;
+    if let Err(e) = nix::sys::mman::mlockall(all) {
+        log::warn!("mlockall: {e}: the agent's pages may be swapped out");
+    }
     // Only repeat a failure in the log when it changes, so a port that never
     // shows up does not flood the console.
     let mut last_error = String::new();
