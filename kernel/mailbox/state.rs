@@ -58,8 +58,8 @@ pub(crate) struct State {
     pub(crate) node: u32,
     pub(crate) nodes: u32,
     gas: Arc<Gas>,
-    pub(crate) ctl_size: usize,
-    pub(crate) partition_size: usize,
+    ctl_size: usize,
+    partition_size: usize,
     pub(crate) ifaces: KVec<Pin<KBox<Iface>>>,
     /// Serializes this node's producers per destination node (one producer per ring).
     send_locks: KVec<Pin<KBox<SpinLockIrq<()>>>>,
@@ -254,12 +254,20 @@ impl State {
         &self.gas
     }
 
-    fn ring_at<'a>(&self, w: &'a Access<'_>, node: u32, offset: usize) -> Ring<'a> {
+    /// The kernel address of byte `offset` of node `node`'s partition, for callers that pass
+    /// `node < nodes` and an offset inside the reserved start of a partition (`RESERVED` and
+    /// the owner table end below `partition_size`, and the partitions lie inside the window:
+    /// checked in `new`); usable while `w` lives.
+    pub(crate) fn part_ptr(&self, w: &Access<'_>, node: u32, offset: usize) -> *mut u8 {
         let part = self.ctl_size + node as usize * self.partition_size;
-        // SAFETY: `node < nodes` at every caller, `offset + RING_STRIDE <= RESERVED <=
-        // partition_size` and the partitions lie inside the window (checked in `new`), which
-        // `w` keeps usable.
-        unsafe { Ring::new(w.base().add(part + offset)) }
+        // Computing the address is safe; whoever dereferences it relies on the bounds above.
+        w.base().wrapping_add(part + offset)
+    }
+
+    fn ring_at<'a>(&self, w: &'a Access<'_>, node: u32, offset: usize) -> Ring<'a> {
+        // SAFETY: `node < nodes` at every caller and `offset + RING_STRIDE <= RESERVED`, so the
+        // ring lies inside the partition (`part_ptr`), which `w` keeps usable.
+        unsafe { Ring::new(self.part_ptr(w, node, offset)) }
     }
 
     /// Ring of `iface` on node `dest` that this node's `sender` feeds.

@@ -34,14 +34,10 @@ fn taken(publication: u32, seq: u32) -> u64 {
 }
 
 impl State {
-    /// The word at partition offset `offset` of node `node`.
-    ///
-    /// Every caller passes `node < nodes` and an aligned offset below `owner::TABLE_END`, which
-    /// `State::new` checked lies inside every partition.
+    /// The word at partition offset `offset` of node `node`: every caller passes `node < nodes`
+    /// and an aligned offset below `owner::TABLE_END` (`State::part_ptr`).
     fn part_word<T>(&self, w: &Access<'_>, node: u32, offset: u64) -> *mut T {
-        let at = self.ctl_size + node as usize * self.partition_size + offset as usize;
-        // SAFETY: inside the window (see above), which `w` keeps mapped.
-        unsafe { w.base().add(at) }.cast()
+        self.part_ptr(w, node, offset as usize).cast()
     }
 
     fn word64<'a>(&self, w: &'a Access<'_>, node: u32, offset: u64) -> &'a AtomicU64 {

@@ -303,6 +303,13 @@ impl<T: Transport> Gsas<T> {
         self.stats.set(s);
     }
 
+    fn with_slots<R>(&self, f: impl FnOnce(&mut Slots) -> R) -> R {
+        let mut s = self.slots.get();
+        let r = f(&mut s);
+        self.slots.set(s);
+        r
+    }
+
     // ---- the operations ----
 
     /// AllocSharedPage: `pages` zeroed pages on `node`, owned by this handle's tree. Returns
@@ -635,37 +642,32 @@ impl<T: Transport> Gsas<T> {
         }
         let mut w = Waiter::new(policy);
         let mut last = self.t.seq(home);
-        let mut slots = self.slots.get();
         // In the slot while the home polls (no system call), else SEND, retrying while the
         // ring to the service is full.
-        let in_slot = home != self.t.node() && slots.use_slot(home);
+        let in_slot = home != self.t.node() && self.slots.get().use_slot(home);
         if in_slot {
             self.count(|s| s.submits += 1);
-            self.t.submit(home, slots.next_seq(home), &payload);
+            let seq = self.with_slots(|s| s.next_seq(home));
+            self.t.submit(home, seq, &payload);
         } else {
             loop {
                 self.count(|s| s.sends += 1);
                 match self.t.send(home, &payload) {
                     Ok(polled) => {
-                        slots.set_polling(home, polled);
+                        self.with_slots(|s| s.set_polling(home, polled));
                         break;
                     }
                     Err(Errno::EAGAIN) => {
                         self.count(|s| s.send_retries += 1);
                         if !w.pause(self) {
-                            self.slots.set(slots);
                             return Err(self.timed_out(home, req, &w));
                         }
                     }
-                    Err(e) => {
-                        self.slots.set(slots);
-                        return Err(send_error(e));
-                    }
+                    Err(e) => return Err(send_error(e)),
                 }
             }
         }
-        self.slots.set(slots);
-        let mut kick_at = in_slot.then_some(slots.kick_polls);
+        let mut kick_at = in_slot.then(|| self.slots.get().kick_polls);
         loop {
             if self.t.seq(home) != last {
                 let r = self.t.response(home);
@@ -688,9 +690,7 @@ impl<T: Transport> Gsas<T> {
                 // Not taken: the home stopped polling. Ring it, and SEND next time.
                 kick_at = None;
                 self.count(|s| s.kicks += 1);
-                let mut slots = self.slots.get();
-                slots.set_polling(home, false);
-                self.slots.set(slots);
+                self.with_slots(|s| s.set_polling(home, false));
                 self.t.kick(home).map_err(kick_error)?;
             }
             if !w.pause(self) {
