@@ -13,40 +13,9 @@ case ${1:-} in
   '') ;;
   *) die "unknown argument $1 (see --help)" ;;
 esac
-need=()
-for t in qemu-system-aarch64:qemu-system-arm aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu cpio:cpio file:file; do
-  command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
-done
-# The static C library for the init (a Recommends of the compiler, not installed with it here).
-[ -f /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
-[ ${#need[@]} = 0 ] || apt_install "${need[@]}"
-# User space: the arm64 standard library of the same Debian rustc the kernel uses, and the arm64
-# C libraries our crates link (libnuma), through multiarch.
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  log "dpkg: adding the arm64 architecture (multiarch)"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo dpkg --add-architecture arm64
-fi
-std=libstd-rust-web-dev
-dpkg-query -W -f='${Version}' "$std:arm64" 2>/dev/null | grep -qxF "$(dpkg-query -W -f='${Version}' "$std:amd64")" ||
-  apt_install "$std:arm64=$(dpkg-query -W -f='${Version}' "$std:amd64")" libnuma-dev:arm64
-
-start=$SECONDS
+"$UNIMEM_ROOT/scripts/build-arm64.sh"
 kdir=$("$UNIMEM_ROOT/scripts/build-kernel.sh")
-log "arm64 kernel ready after $((SECONDS - start)) s: $kdir/$(kernel_image_path)"
-start=$SECONDS
-make -C "$UNIMEM_ROOT" -s modules >"$UNIMEM_BUILD/arm64-modules.log" 2>&1 ||
-  { tail -30 "$UNIMEM_BUILD/arm64-modules.log" >&2; die "arm64 module build failed"; }
-log "arm64 modules built in $((SECONDS - start)) s into $(modules_out)"
-
-start=$SECONDS
-target=aarch64-unknown-linux-gnu
-RUSTC=$HOST_RUSTC CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
-  CARGO_TARGET_DIR=$UNIMEM_ROOT/target/arm64 cargo build --release --workspace --target $target \
-  >"$UNIMEM_BUILD/arm64-userspace.log" 2>&1 ||
-  { tail -30 "$UNIMEM_BUILD/arm64-userspace.log" >&2; die "arm64 user-space build failed"; }
-bin=$UNIMEM_ROOT/target/arm64/$target/release
-log "arm64 user space built in $((SECONDS - start)) s into $bin"
+bin=$(userspace_bin)
 
 work=$UNIMEM_BUILD/arm64-smoke
 rm -rf "$work"; mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev"

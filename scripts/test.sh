@@ -2,7 +2,8 @@
 # The project's test command: host-side Rust tests and host scripts (tests/host/: make install),
 # then acceptance tests in a real virtual cluster (QEMU nodes running our kernel and modules).
 # Ends with "N passed, N failed".
-#   scripts/test.sh [-n NODES] [--debug-kernel] [TEST...]   TEST: names under tests/cluster/ (default: all)
+#   scripts/test.sh [-n NODES] [--debug-kernel | --arch A,...] [TEST...]
+#                                        TEST: names under tests/cluster/ (default: all)
 # Four nodes (a borrower, three lenders: KRAM mirroring needs a spare one) sharing an 8 GiB GAS
 # (partitions of 2 GiB: a 2 GiB swap instance must need two lenders); UNIMEM_GAS_SIZE overrides.
 #
@@ -14,6 +15,11 @@
 # any node's console or scan fails the run (scripts/lib/debug-kernel.sh). Not part of CI: it takes
 # a kernel build (12 minutes on 2 cores here, cached after) and a suite of about two hours.
 #
+# --arch A,...: the cluster tests on nodes of these architectures (scripts/cluster up --arch: one
+# for all nodes, or one per node, e.g. x86_64,x86_64,arm64), no host tests. arm64 nodes are
+# cross-built and emulated (scripts/build-arm64.sh, TCG): not part of CI. scripts/test-arm64.sh
+# runs a set of tests once with an arm64 node in each position of a mixed cluster.
+#
 # Each cluster test runs under a time limit, UNIMEM_TEST_TIMEOUT seconds (default 900: the
 # slowest test, kram_soak, takes about 2 minutes warm) times UNIMEM_TIMEOUT_SCALE (3 on the debug
 # kernel). At the limit its process group gets SIGTERM (its cleanup trap runs), SIGKILL 60 s
@@ -22,10 +28,13 @@ source "$(dirname "$0")/lib/common.sh"
 nodes=4
 export UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
 debug=false
+arch_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) nodes=$2; shift 2;;
     --debug-kernel) debug=true; shift;;
+    --arch) [ -n "${2:-}" ] || { echo "scripts/test.sh: --arch wants a list (x86_64, arm64, or one per node)" >&2; exit 2; }
+            arch_args=(--arch "$2"); shift 2;;
     -h|--help) sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
     -*) echo "scripts/test.sh: unknown option $1 (--help lists them)" >&2; exit 2;;
     *) break;;
@@ -35,6 +44,9 @@ for t in "$@"; do
   [ "$t" != lib ] && [ -f "$(dirname "$0")/../tests/cluster/$t.sh" ] ||
     { echo "scripts/test.sh: no cluster test '$t' (tests/cluster/*.sh, without .sh)" >&2; exit 2; }
 done
+if "$debug" && [ ${#arch_args[@]} != 0 ]; then
+  echo "scripts/test.sh: --debug-kernel is x86_64 only (not with --arch)" >&2; exit 2
+fi
 passed=0 failed=0 failures=()
 # Node 0 is small so the KRAM test's workload can exceed its RAM by half (tests/cluster/kram.sh).
 mem_args=(--mem-of "0=96M")
@@ -59,6 +71,8 @@ if "$debug"; then source "$UNIMEM_ROOT/scripts/lib/debug-kernel.sh"; fi
 
 if "$debug"; then
   log "debug kernel: host tests skipped (they do not run on the kernel)"
+elif [ ${#arch_args[@]} != 0 ]; then
+  log "${arch_args[1]} nodes: host tests skipped (they do not run on the nodes)"
 else
   log "host tests: cargo test --workspace"
   set +e
@@ -103,7 +117,7 @@ if [ ${#tests[@]} -eq 0 ]; then
   done
 fi
 log "starting a $nodes-node cluster for: ${tests[*]}"
-if "$UNIMEM_ROOT/scripts/cluster" up -n "$nodes" "${mem_args[@]}" 2>&1 | tee "$logdir/cluster-up.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
+if "$UNIMEM_ROOT/scripts/cluster" up -n "$nodes" "${mem_args[@]}" "${arch_args[@]}" 2>&1 | tee "$logdir/cluster-up.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
   ! "$debug" || reports=$(debug_count_reports)
   for t in "${tests[@]}"; do
     log "cluster test: $t"
@@ -143,7 +157,7 @@ if "$debug"; then
 fi
 cleanup
 # Shutdown must leave nothing behind: no processes, no shared-memory files.
-if pgrep -f "qemu-system-x86_64.*$UNIMEM_RUN" >/dev/null || pgrep -f "unimem-fabric.*$UNIMEM_RUN" >/dev/null; then
+if pgrep -f "qemu-system-(x86_64|aarch64).*$UNIMEM_RUN" >/dev/null || pgrep -f "unimem-fabric.*$UNIMEM_RUN" >/dev/null; then
   failed=$((failed + 1)); failures+=(stray-processes)
 elif [ "$(ls /dev/shm | sort)" != "$shm_before" ]; then
   failed=$((failed + 1)); failures+=(stray-shm-files)

@@ -80,6 +80,12 @@ arm64_kernel() {
   debug_kernel && die "the debug kernel is x86_64 only (UNIMEM_DEBUG_KERNEL=1 with UNIMEM_ARCH=arm64)"
   return 0
 }
+# Where our user-space binaries of this architecture are (scripts/build-arm64.sh cross-builds
+# the arm64 ones).
+userspace_bin() {
+  if [ "$(kernel_arch)" = arm64 ]; then echo "$UNIMEM_ROOT/target/arm64/aarch64-unknown-linux-gnu/release"
+  else echo "$UNIMEM_ROOT/target/release"; fi
+}
 # Config fragments of the kernel to build, in merge order. For arm64: unimem.config without the
 # lines kernel/config/arm64/dropped-lines lists (ACPI: virt and the boards use a device tree),
 # then the arm64 fragment.
