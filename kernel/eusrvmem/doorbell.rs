@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Doorbell interrupts: one MSI-X vector per doorbell, each counted and optionally forwarded to
-//! a client module's handler (see `unimem_fabric_set_handler`).
+//! Doorbell interrupts: one MSI-X vector (PCI) or interrupt line (device tree) per doorbell,
+//! each counted and optionally forwarded to a client module's handler (see
+//! `unimem_fabric_set_handler`).
 
 use crate::{fabric::Fabric, fabric_api::DoorbellHandler};
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -122,53 +123,88 @@ impl irq::Handler for DoorbellIrq {
     }
 }
 
-/// The device-bound part: the MSI-X vectors and one IRQ registration per doorbell.
+/// The device-bound part: one IRQ registration per doorbell, on the MSI-X vectors of a PCI
+/// function or on the interrupt lines of a device-tree node.
 ///
 /// # Invariants
 ///
-/// `vectors` is neither moved out of its box nor dropped while `irqs` holds a registration:
-/// the registrations borrow it for `'bound` (see [`DoorbellIrqs::request`]).
+/// `_vectors`, when set, is neither moved out of its box nor dropped while `irqs` holds a
+/// registration: the registrations borrow it for `'bound` (see [`DoorbellIrqs::request_msix`]).
 pub(crate) struct DoorbellIrqs<'bound> {
     // Declared first so that it drops first: every IRQ is freed before its vector.
     irqs: KVec<Pin<KBox<Registration<'bound, DoorbellIrq>>>>,
-    vectors: KBox<pci::IrqVectorRegistration<'bound>>,
+    /// The MSI-X vectors of a PCI function; `None` for a platform device, whose interrupt lines
+    /// need no allocation.
+    _vectors: Option<KBox<pci::IrqVectorRegistration<'bound>>>,
 }
 
 impl<'bound> DoorbellIrqs<'bound> {
-    /// Registers one IRQ handler per doorbell of `fabric`, on the vectors of the same index.
-    pub(crate) fn request(
+    /// Registers one IRQ handler per doorbell of `fabric`, on the MSI-X vectors of the same
+    /// index.
+    pub(crate) fn request_msix(
         vectors: pci::IrqVectorRegistration<'bound>,
         fabric: &Arc<Fabric>,
     ) -> Result<Self> {
         let count = fabric.doorbells.len();
+        let vectors = KBox::new(vectors, GFP_KERNEL)?;
+        let registration = core::ptr::from_ref(&*vectors);
         let mut this = Self {
             irqs: KVec::with_capacity(count, GFP_KERNEL)?,
-            vectors: KBox::new(vectors, GFP_KERNEL)?,
+            _vectors: Some(vectors),
         };
-        // SAFETY: the registration lives in its own heap allocation, which stays where it is
-        // until `this.vectors` is dropped; that happens after `this.irqs` (field order; also on
-        // the error paths below, which drop `this`), and `DoorbellIrqs` hands neither field out
+        // SAFETY: the registration lives in its own heap allocation (moving the box into
+        // `this._vectors` moved the pointer, not the allocation), which stays where it is until
+        // `this._vectors` is dropped; that happens after `this.irqs` (field order; also on the
+        // error paths below, which drop `this`), and `DoorbellIrqs` hands neither field out
         // (type invariant). So every IRQ registration made from it ends while it is alive.
-        let vectors: &'bound pci::IrqVectorRegistration<'bound> =
-            unsafe { &*core::ptr::from_ref(&*this.vectors) };
+        let vectors: &'bound pci::IrqVectorRegistration<'bound> = unsafe { &*registration };
         for index in 0..count {
-            let request = IrqRequest::from(vectors.index(index)?);
-            let handler = Ok::<_, Error>(DoorbellIrq {
-                fabric: fabric.clone(),
-                index,
-            });
-            // SAFETY: the registration is kept in `this.irqs` and dropped with it, never leaked.
-            let reg = unsafe {
-                Registration::new(
-                    request,
-                    irq::Flags::TRIGGER_NONE,
-                    c"unimem_doorbell",
-                    handler,
-                )
-            };
-            this.irqs
-                .push(KBox::pin_init(reg, GFP_KERNEL)?, GFP_KERNEL)?;
+            this.register(index, IrqRequest::from(vectors.index(index)?), fabric)?;
         }
         Ok(this)
+    }
+
+    /// Registers one IRQ handler per doorbell of `fabric`, on the interrupt line of the same
+    /// index (a platform device's interrupts, in device-tree order).
+    pub(crate) fn request_lines(
+        lines: KVec<IrqRequest<'bound>>,
+        fabric: &Arc<Fabric>,
+    ) -> Result<Self> {
+        if lines.len() != fabric.doorbells.len() {
+            return Err(EINVAL);
+        }
+        let mut this = Self {
+            irqs: KVec::with_capacity(lines.len(), GFP_KERNEL)?,
+            _vectors: None,
+        };
+        for (index, request) in lines.into_iter().enumerate() {
+            this.register(index, request, fabric)?;
+        }
+        Ok(this)
+    }
+
+    /// Registers the handler of doorbell `index` on `request`.
+    fn register(
+        &mut self,
+        index: usize,
+        request: IrqRequest<'bound>,
+        fabric: &Arc<Fabric>,
+    ) -> Result {
+        let handler = Ok::<_, Error>(DoorbellIrq {
+            fabric: fabric.clone(),
+            index,
+        });
+        // SAFETY: the registration is kept in `self.irqs` and dropped with it, never leaked.
+        let reg = unsafe {
+            Registration::new(
+                request,
+                irq::Flags::TRIGGER_NONE,
+                c"unimem_doorbell",
+                handler,
+            )
+        };
+        self.irqs
+            .push(KBox::pin_init(reg, GFP_KERNEL)?, GFP_KERNEL)?;
+        Ok(())
     }
 }

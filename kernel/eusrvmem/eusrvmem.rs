@@ -1,25 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
-//! unimem eusrvmem: the GAS window driver of the virtual Unimem cluster.
+//! unimem eusrvmem: the GAS window driver of the virtual Unimem cluster and of a board.
 //!
-//! Binds the fabric device (QEMU `ivshmem-doorbell`, PCI 1af4:1110), reads the GAS descriptor
-//! the fabric server wrote at the start of the shared region, and exposes the node's view:
-//! `/sys/class/misc/eusrvmem/` (ids, layout, doorbell counters), `/dev/eusrvmem` (privileged
-//! mmap of any node's partition, doorbell ioctl) and a C ABI for other unimem modules.
+//! Binds the fabric device, reads the GAS descriptor at the start of the shared region, and
+//! exposes the node's view: `/sys/class/misc/eusrvmem/` (ids, layout, doorbell counters),
+//! `/dev/eusrvmem` (privileged mmap of any node's partition, doorbell ioctl) and a C ABI for
+//! other unimem modules. The fabric device is either the virtual cluster's PCI function (QEMU
+//! `ivshmem-doorbell`, 1af4:1110; `ivshmem.rs`) or a board's device-tree node
+//! (`forth,unimem-fabric`; `board.rs`): one module registers both drivers, and each turns what
+//! its bus gives into the same [`fabric::Fabric`] through [`bind`].
 
 use core::sync::atomic::AtomicBool;
 use kernel::{
-    device::Core,
-    io::Io,
+    device::{Bound, Device},
+    driver,
     miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
-    pci,
+    pci, platform,
     prelude::*,
     sync::Arc,
+    InPlaceModule, ModuleMetadata, ThisModule,
 };
 
+mod board;
 mod chardev;
 mod clients;
 mod doorbell;
 mod fabric;
+mod ivshmem;
 #[path = "../include/privilege.rs"]
 mod privilege;
 mod regs;
@@ -43,12 +49,10 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
-use gas::{GasDescriptor, DESCRIPTOR_LEN, MAX_NODES};
+use gas::{GasDescriptor, DESCRIPTOR_LEN};
 
 /// Hard limit on doorbell vectors per node (the fabric server's own limit).
 const MAX_VECTORS: u32 = 64;
-
-struct EusrvmemDriver;
 
 /// Per-device state. Fields drop in declaration order, which is the teardown order: unpublish
 /// (no new users), revoke the users there are (client modules stop using the window, user
@@ -62,114 +66,137 @@ struct DeviceData<'bound> {
     _fabric: Arc<fabric::Fabric>,
 }
 
-kernel::pci_device_table!(
-    PCI_TABLE,
-    <EusrvmemDriver as pci::Driver>::IdInfo,
-    [(
-        pci::DeviceId::from_id(pci::Vendor::REDHAT_QUMRANET, 0x1110),
-        ()
-    )]
-);
-
-impl pci::Driver for EusrvmemDriver {
-    type IdInfo = ();
-    type Data<'bound> = DeviceData<'bound>;
-
-    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
-
-    fn probe<'bound>(
-        pdev: &'bound pci::Device<Core<'_>>,
-        _info: Option<&'bound Self::IdInfo>,
-    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
-        pdev.enable_device_mem()?;
-        pdev.set_master();
-
-        let bar = pdev.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"unimem_eusrvmem")?;
-        let node_id = bar.read32(regs::IVPOSITION);
-        let regs = bar.into_devres()?;
-
-        let phys = pdev.resource_start(regs::SHMEM_BAR)?;
-        let len = pdev.resource_len(regs::SHMEM_BAR)?;
-        let window = window::GasWindow::map(phys, len)?;
-        let mut raw = [0u8; DESCRIPTOR_LEN];
-        window.read(0, &mut raw)?;
-        let desc = GasDescriptor::decode(&raw).map_err(|e| {
-            dev_err!(
-                pdev,
-                "no valid GAS descriptor at the start of the region: {:?}\n",
-                e
-            );
-            EINVAL
-        })?;
-        if desc.region_size > len || node_id >= desc.node_count || desc.node_count > MAX_NODES {
-            dev_err!(
-                pdev,
-                "descriptor does not fit this device: node {} of {}, region {} > BAR {}\n",
-                node_id,
-                desc.node_count,
-                desc.region_size,
-                len
-            );
-            return Err(EINVAL);
-        }
-
-        let msix = pci::IrqTypes::default().with(pci::IrqType::MsiX);
-        let vectors = pdev.alloc_irq_vectors(1, desc.vectors.clamp(1, MAX_VECTORS), msix)?;
-        let mut doorbells = KVec::with_capacity(vectors.len(), GFP_KERNEL)?;
-        for v in 0..vectors.len() {
-            doorbells.push(doorbell::Doorbell::new(v as u32), GFP_KERNEL)?;
-        }
-        let fabric = Arc::pin_init(
-            pin_init!(fabric::Fabric {
-                regs,
-                window,
-                desc,
-                node_id,
-                doorbells,
-                live: AtomicBool::new(true),
-                users <- clients::Users::new(),
-            }),
-            GFP_KERNEL,
-        )?;
-        let irqs = doorbell::DoorbellIrqs::request(vectors, &fabric)?;
-
-        let published = fabric::Published::new(fabric.clone()).inspect_err(|_| {
-            dev_err!(
-                pdev,
-                "another fabric device is already bound; only one is supported\n"
-            );
-        })?;
-        let misc = KBox::pin_init(
-            MiscDeviceRegistration::register_with_groups(
-                MiscDeviceOptions { name: c"eusrvmem" },
-                sysfs::groups(),
-            ),
-            GFP_KERNEL,
-        )?;
-
-        dev_info!(
-            pdev,
-            "node {} of {}: GAS {:#x}+{:#x}, partitions of {:#x} after {:#x}, {} doorbells\n",
-            node_id,
-            desc.node_count,
-            phys,
-            len,
-            desc.partition_size,
-            desc.ctl_size,
-            fabric.doorbells.len()
+/// Reads and checks the GAS descriptor at the start of `window`.
+fn read_descriptor(dev: &Device<Bound>, window: &window::GasWindow) -> Result<GasDescriptor> {
+    let mut raw = [0u8; DESCRIPTOR_LEN];
+    window.read(0, &mut raw).inspect_err(|_| {
+        dev_err!(
+            dev,
+            "a window of {} bytes cannot hold the GAS descriptor\n",
+            window.size()
         );
-        Ok(DeviceData {
-            _published: published,
-            _revoker: clients::Revoker(fabric.clone()),
-            _misc: misc,
-            _irqs: irqs,
-            _fabric: fabric,
+    })?;
+    GasDescriptor::decode(&raw).map_err(|e| {
+        dev_err!(
+            dev,
+            "no valid GAS descriptor at the start of the region: {:?}\n",
+            e
+        );
+        EINVAL
+    })
+}
+
+/// How the fabric device was found, for the log.
+#[derive(Clone, Copy)]
+enum Bus {
+    Pci,
+    DeviceTree,
+}
+
+/// What a bus driver found, checked: the doorbell registers, the mapped window, its
+/// descriptor, this node's id and how many doorbells (IRQs) it can have.
+struct Found {
+    regs: regs::DoorbellRegs,
+    window: window::GasWindow,
+    desc: GasDescriptor,
+    node_id: u32,
+    doorbells: usize,
+}
+
+/// Builds the fabric state from what a bus driver found and publishes it: `request_irqs`
+/// registers the IRQ handlers of its doorbells on the bus's interrupts. The same for both buses.
+fn bind<'bound>(
+    dev: &'bound Device<Bound>,
+    bus: Bus,
+    found: Found,
+    request_irqs: impl FnOnce(&Arc<fabric::Fabric>) -> Result<doorbell::DoorbellIrqs<'bound>>,
+) -> Result<DeviceData<'bound>> {
+    let Found {
+        regs,
+        window,
+        desc,
+        node_id,
+        doorbells: count,
+    } = found;
+    let mut doorbells = KVec::with_capacity(count, GFP_KERNEL)?;
+    for v in 0..count {
+        doorbells.push(doorbell::Doorbell::new(v as u32), GFP_KERNEL)?;
+    }
+    let fabric = Arc::pin_init(
+        pin_init!(fabric::Fabric {
+            regs,
+            window,
+            desc,
+            node_id,
+            doorbells,
+            live: AtomicBool::new(true),
+            users <- clients::Users::new(),
+        }),
+        GFP_KERNEL,
+    )?;
+    let irqs = request_irqs(&fabric)?;
+
+    let published = fabric::Published::new(fabric.clone()).inspect_err(|_| {
+        dev_err!(
+            dev,
+            "another fabric device is already bound; only one is supported\n"
+        );
+    })?;
+    let misc = KBox::pin_init(
+        MiscDeviceRegistration::register_with_groups(
+            MiscDeviceOptions { name: c"eusrvmem" },
+            sysfs::groups(),
+        ),
+        GFP_KERNEL,
+    )?;
+
+    let how = match bus {
+        Bus::Pci => "",
+        Bus::DeviceTree => "bound through the device tree: ",
+    };
+    dev_info!(
+        dev,
+        "{}node {} of {}: GAS {:#x}+{:#x}, partitions of {:#x} after {:#x}, {} doorbells\n",
+        how,
+        node_id,
+        desc.node_count,
+        fabric.window.phys(),
+        fabric.window.size(),
+        desc.partition_size,
+        desc.ctl_size,
+        fabric.doorbells.len()
+    );
+    Ok(DeviceData {
+        _published: published,
+        _revoker: clients::Revoker(fabric.clone()),
+        _misc: misc,
+        _irqs: irqs,
+        _fabric: fabric,
+    })
+}
+
+/// The module: the PCI driver (virtual cluster) and the platform driver (device tree) under
+/// one name. Unloading unregisters the PCI driver first, then the platform driver; each unbinds
+/// its device on the way.
+#[pin_data]
+struct EusrvmemModule {
+    #[pin]
+    _pci: driver::Registration<pci::Adapter<ivshmem::IvshmemDriver>>,
+    #[pin]
+    _board: driver::Registration<platform::Adapter<board::BoardDriver>>,
+}
+
+impl InPlaceModule for EusrvmemModule {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            _pci <- driver::Registration::new(<Self as ModuleMetadata>::NAME, module),
+            _board <- driver::Registration::new(<Self as ModuleMetadata>::NAME, module),
         })
     }
 }
 
-kernel::module_pci_driver! {
-    type: EusrvmemDriver,
+module! {
+    type: EusrvmemModule,
     name: "unimem_eusrvmem",
     authors: ["unimem developers"],
     description: "unimem GAS window driver: node id, partitions, /dev/eusrvmem mmap, doorbells",

@@ -2,13 +2,11 @@
 //! What this node knows about the fabric, and where the rest of the module finds it.
 
 use crate::{
-    clients::Users, doorbell::Doorbell, fabric_api::FabricInfo, gas::GasDescriptor, regs,
-    window::GasWindow,
+    clients::Users, doorbell::Doorbell, fabric_api::FabricInfo, gas::GasDescriptor,
+    regs::DoorbellRegs, window::GasWindow,
 };
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::{
-    io::Io,
-    pci,
     prelude::*,
     sync::{rcu, Arc, ArcBorrow},
 };
@@ -16,10 +14,11 @@ use kernel::{
 /// State shared by the driver, open files, sysfs and attached clients. Everything here stays
 /// valid after the device is unbound (register access is revocable, the window stays mapped
 /// until the last reference goes), so open files and clients may hold it; `live` says whether
-/// they may still use it.
+/// they may still use it. It is the same whichever bus the device came from (PCI function or
+/// device-tree node).
 #[pin_data]
 pub(crate) struct Fabric {
-    pub(crate) regs: pci::DevresBar<{ regs::BAR0_SIZE }>,
+    pub(crate) regs: DoorbellRegs,
     pub(crate) window: GasWindow,
     pub(crate) desc: GasDescriptor,
     pub(crate) node_id: u32,
@@ -57,9 +56,7 @@ impl Fabric {
         if node >= self.desc.node_count || vector >= self.desc.vectors {
             return Err(EINVAL);
         }
-        self.regs
-            .try_access_with(|bar| bar.write32(regs::doorbell_value(node, vector), regs::DOORBELL))
-            .ok_or(ENODEV)
+        self.regs.ring(node, vector).ok_or(ENODEV)
     }
 }
 

@@ -8,6 +8,7 @@ use unimem_gas::device::{self, Device};
 use unimem_gas::pattern;
 use unimem_gas::scribble::{self, Plan, Rng, Target};
 use unimem_gas::sysfs::{self, FabricView};
+use unimem_wire::gas::GasDescriptor;
 use unimem_wire::mailbox::{layout, DOORBELL_VECTOR};
 
 /// `CAP_SYS_ADMIN` (linux/capability.h).
@@ -76,6 +77,10 @@ enum Cmd {
     /// kernel messages) for a while, ringing its mailbox doorbell so it looks. The node must
     /// stay up and count what it drops. Destroys whatever the node has queued.
     Scribble(ScribbleArgs),
+    /// Write a GAS descriptor (what the fabric server puts at the start of the region) to a
+    /// file: for a board whose window no fabric server initialises, and for the device-tree
+    /// test (scripts/arm64-dt-test.sh), which loads it into guest memory. Prints the layout.
+    Descriptor(DescriptorArgs),
     /// Run a command as the same user without CAP_SYS_ADMIN (dropped from the bounding set, so
     /// uid 0 does not get it back on exec), as root in a container would be. For tests.
     WithoutAdmin {
@@ -123,6 +128,28 @@ struct RangeArgs {
     /// Pattern seed.
     #[arg(long)]
     seed: u64,
+}
+
+#[derive(clap::Args)]
+struct DescriptorArgs {
+    /// Number of nodes (partitions).
+    #[arg(long)]
+    nodes: u32,
+    /// Doorbell vectors per node.
+    #[arg(long, default_value_t = 4)]
+    vectors: u32,
+    /// Size of the whole region (the window) in bytes.
+    #[arg(long)]
+    region_size: u64,
+    /// Bytes before partition 0 (descriptor included).
+    #[arg(long, default_value_t = 2 << 20)]
+    ctl_size: u64,
+    /// Generation (the fabric server uses a new one at every start).
+    #[arg(long, default_value_t = 1)]
+    generation: u64,
+    /// File to write the 64 bytes to.
+    #[arg(long)]
+    out: std::path::PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -196,6 +223,7 @@ fn main() -> Result<()> {
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
         Cmd::Scribble(a) => scribble(&a)?,
         Cmd::WithoutAdmin { command } => without_admin(&command)?,
+        Cmd::Descriptor(d) => descriptor(&d)?,
         Cmd::Count { vector } => {
             let counts = sysfs::doorbell_counts()?;
             match vector {
@@ -232,6 +260,30 @@ fn watch(node: u32, offset: u64, len: u64, seconds: u64) -> Result<()> {
         std::thread::sleep(Duration::from_millis(10));
     }
     println!("read for {seconds} s (checksum {sum})");
+    Ok(())
+}
+
+fn descriptor(d: &DescriptorArgs) -> Result<()> {
+    let desc = GasDescriptor::layout(d.nodes, d.vectors, d.region_size, d.ctl_size, d.generation)
+        .map_err(|e| {
+        anyhow::anyhow!(
+            "--nodes {} --region-size {} --ctl-size {}: no valid layout ({e:?})",
+            d.nodes,
+            d.region_size,
+            d.ctl_size
+        )
+    })?;
+    std::fs::write(&d.out, desc.encode())
+        .with_context(|| format!("writing {}", d.out.display()))?;
+    println!(
+        "node_count {} vectors {} region_size {} ctl_size {} partition_size {} generation {:#x}",
+        desc.node_count,
+        desc.vectors,
+        desc.region_size,
+        desc.ctl_size,
+        desc.partition_size,
+        desc.generation
+    );
     Ok(())
 }
 

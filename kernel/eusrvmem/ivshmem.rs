@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The virtual cluster's fabric device: QEMU `ivshmem-doorbell` (PCI 1af4:1110). BAR0 holds
+//! the registers (IVPOSITION is this node's id, DOORBELL rings a peer), BAR2 the GAS window,
+//! MSI-X vectors the doorbell interrupts.
+
+use crate::{doorbell, gas::MAX_NODES, read_descriptor, regs, window, Bus, DeviceData, Found};
+use kernel::{device::Core, io::Io, pci, prelude::*};
+
+pub(crate) struct IvshmemDriver;
+
+kernel::pci_device_table!(
+    PCI_TABLE,
+    <IvshmemDriver as pci::Driver>::IdInfo,
+    [(
+        pci::DeviceId::from_id(pci::Vendor::REDHAT_QUMRANET, 0x1110),
+        ()
+    )]
+);
+
+impl pci::Driver for IvshmemDriver {
+    type IdInfo = ();
+    type Data<'bound> = DeviceData<'bound>;
+
+    const ID_TABLE: pci::IdTable<Self::IdInfo> = &PCI_TABLE;
+
+    fn probe<'bound>(
+        pdev: &'bound pci::Device<Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
+        pdev.enable_device_mem()?;
+        pdev.set_master();
+
+        let bar = pdev.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"unimem_eusrvmem")?;
+        let node_id = bar.read32(regs::IVPOSITION);
+        let regs = regs::DoorbellRegs::Pci(bar.into_devres()?);
+
+        let phys = pdev.resource_start(regs::SHMEM_BAR)?;
+        let len = pdev.resource_len(regs::SHMEM_BAR)?;
+        let window = window::GasWindow::map(phys, len)?;
+        let desc = read_descriptor(pdev.as_ref(), &window)?;
+        if desc.region_size > len || node_id >= desc.node_count || desc.node_count > MAX_NODES {
+            dev_err!(
+                pdev,
+                "descriptor does not fit this device: node {} of {}, region {} > BAR {}\n",
+                node_id,
+                desc.node_count,
+                desc.region_size,
+                len
+            );
+            return Err(EINVAL);
+        }
+
+        let msix = pci::IrqTypes::default().with(pci::IrqType::MsiX);
+        let vectors = pdev.alloc_irq_vectors(1, desc.vectors.clamp(1, crate::MAX_VECTORS), msix)?;
+        let found = Found {
+            regs,
+            window,
+            desc,
+            node_id,
+            doorbells: vectors.len(),
+        };
+        crate::bind(pdev.as_ref(), Bus::Pci, found, |fabric| {
+            doorbell::DoorbellIrqs::request_msix(vectors, fabric)
+        })
+    }
+}
