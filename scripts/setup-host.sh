@@ -11,7 +11,7 @@ APT_PKGS=(
   build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils patch kmod python3
   qemu-system-x86 busybox-static e2fsprogs
   numactl libnuma-dev fio stress-ng util-linux procps
-  shellcheck
+  shellcheck device-tree-compiler
 )
 # command package: every command the build, `make check`, `make install` and the tests call.
 # Its package is installed when the command is not found, and named when it is still missing.
@@ -23,7 +23,7 @@ TOOLS=(
   "make build-essential" "bc bc" "bison bison" "flex flex" "cpio cpio" "xz xz-utils"
   "patch patch" "depmod kmod" "modinfo kmod" "python3 python3" "git git" "pkg-config pkg-config"
   "qemu-system-x86_64 qemu-system-x86" "mkfs.ext4 e2fsprogs" "numactl numactl" "fio fio"
-  "stress-ng stress-ng" "flock util-linux" "pgrep procps" "shellcheck shellcheck"
+  "stress-ng stress-ng" "flock util-linux" "pgrep procps" "shellcheck shellcheck" "dtc device-tree-compiler"
   "systemd-analyze systemd" "logrotate logrotate" "man man-db" "unshare util-linux" "setpriv util-linux"
 )
 # Prints "command package" for each command not found (depmod and logrotate live in sbin,
