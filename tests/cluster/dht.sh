@@ -132,7 +132,8 @@ expect_eq "$ops" $((16 * CHECK_OPS)) "operations checked"
 [ "$foreign" -gt 0 ] || fail "no get saw another node's value: the processes did not share keys"
 echo "$ops operations, $found gets found a value ($foreign written on another node): no violation"
 # The keys all four processes wrote: every process's last writes, through the 9p share.
-SHARE=${UNIMEM_RUN:-$ROOT/build/cluster}/share
+# Node 1 reads them: its architecture's share.
+SHARE=$(node_share 1)
 for n in $(seq 0 3); do on "$n" "cat /tmp/dht-last-$n" >"$SHARE/dht-last-$n"; done
 out=$(on 1 "unimem-dht --tree $TREE check-final $T /opt/unimem/dht-last-0 /opt/unimem/dht-last-1 /opt/unimem/dht-last-2 /opt/unimem/dht-last-3 --json") || { echo "$out"; fail "an update to a key all nodes shared was lost"; }
 echo "node 1: $out"

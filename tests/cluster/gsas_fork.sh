@@ -16,26 +16,14 @@
 #  - a node whose daemon is not running: FORK fails with a clear error; a second daemon on a
 #    node is refused; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
-RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
-SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=gsasf
 
 step "copy unimem-gsas, gsasd, kram-daemon, libgsas.so and the C example to the nodes"
-for f in unimem-gsas gsasd kram-daemon; do
-  [ -x "$ROOT/target/release/$f" ] || fail "target/release/$f missing: run 'make userspace'"
-  cp "$ROOT/target/release/$f" "$SHARE/bin/"
-done
-mkdir -p "$SHARE/lib"
-cp "$ROOT/target/release/libgsas.so" "$SHARE/lib/"
-PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/gsas/gsas-pc.sh")")
-export PKG_CONFIG_PATH
-flags=$(pkg-config --cflags --libs gsas) || fail "pkg-config does not find gsas"
-# shellcheck disable=SC2086 # the flags are words
-gcc -Wall -Wextra -Werror -O2 -o "$SHARE/bin/gsas-fork" "$ROOT/userspace/gsas/examples/fork.c" \
-  $flags -Wl,-rpath,/opt/unimem/lib || fail "gcc fork.c"
+share_bins unimem-gsas gsasd kram-daemon
+c_examples gsas gsas- "$ROOT/userspace/gsas/examples" fork
 
 cleanup() {
   # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to

@@ -85,32 +85,59 @@ kram_daemon() {
   on "$n" "for i in \$(seq 50); do kram-daemon --status >/dev/null 2>&1 && exit 0; sleep 0.2; done; cat /tmp/$BG-daemon.log; exit 1" ||
     fail "kram-daemon did not start on node $n"
 }
-# share_bins BIN...: our binaries into the guests' share, in case the cluster was staged before
+# The guests' shares (scripts/cluster): one per architecture the cluster's nodes have (x86_64:
+# share/, arm64: share-arm64/), with that architecture's builds, mounted at /opt/unimem.
+RUNDIR=${UNIMEM_RUN:-$ROOT/build/cluster}
+node_arch() { cat "$RUNDIR/node$1.arch" 2>/dev/null || echo x86_64; }
+cluster_arches() { local n; for n in $(seq 0 $((NODES - 1))); do node_arch "$n"; done | sort -u; }
+arch_share() { if [ "$1" = arm64 ]; then echo "$RUNDIR/share-arm64"; else echo "$RUNDIR/share"; fi; }
+# The share node N sees at /opt/unimem (for files the host hands that node).
+node_share() { arch_share "$(node_arch "$1")"; }
+# Where `make` (x86_64) or scripts/build-arm64.sh (arm64) put our user space, and the C compiler
+# for that architecture.
+arch_bin() {
+  if [ "$1" = arm64 ]; then echo "$ROOT/target/arm64/aarch64-unknown-linux-gnu/release"; else echo "$ROOT/target/release"; fi
+}
+arch_cc() { if [ "$1" = arm64 ]; then echo aarch64-linux-gnu-gcc; else echo gcc; fi; }
+# share_bins BIN...: our binaries into the guests' shares, in case the cluster was staged before
 # they were built (the guests see the directory over 9p at once).
 share_bins() {
-  local b
-  for b in "$@"; do
-    [ -x "$ROOT/target/release/$b" ] || fail "target/release/$b missing: run 'make userspace'"
-    cp "$ROOT/target/release/$b" "${UNIMEM_RUN:-$ROOT/build/cluster}/share/bin/$b"
+  local a b
+  for a in $(cluster_arches); do
+    for b in "$@"; do
+      [ -x "$(arch_bin "$a")/$b" ] || fail "$(arch_bin "$a")/$b missing: run 'make userspace' (arm64: scripts/build-arm64.sh)"
+      cp "$(arch_bin "$a")/$b" "$(arch_share "$a")/bin/$b"
+    done
+  done
+}
+# share_lib LIB: libLIB.so into the guests' /opt/unimem/lib.
+share_lib() {
+  local a
+  for a in $(cluster_arches); do
+    [ -f "$(arch_bin "$a")/lib$1.so" ] || fail "$(arch_bin "$a")/lib$1.so missing: run 'make userspace' (arm64: scripts/build-arm64.sh)"
+    mkdir -p "$(arch_share "$a")/lib"
+    cp "$(arch_bin "$a")/lib$1.so" "$(arch_share "$a")/lib/"
   done
 }
 # c_examples LIB PREFIX SRCDIR EXAMPLE...: libLIB.so into the guests' /opt/unimem/lib, and each
-# SRCDIR/EXAMPLE.c built on the host with gcc via pkg-config LIB (the guests have no compiler),
+# SRCDIR/EXAMPLE.c built on the host via pkg-config LIB (the guests have no compiler), for each
+# architecture of the cluster (arm64: the cross compiler, linked with the arm64 libLIB.so),
 # linked with -rpath /opt/unimem/lib, into the guests' bin as PREFIX + EXAMPLE (_ as -).
 c_examples() {
-  local lib=$1 prefix=$2 src=$3 share=${UNIMEM_RUN:-$ROOT/build/cluster}/share flags ex
+  local lib=$1 prefix=$2 src=$3 flags a ex
   shift 3
-  [ -f "$ROOT/target/release/lib$lib.so" ] || fail "target/release/lib$lib.so missing: run 'make userspace'"
-  mkdir -p "$share/lib"
-  cp "$ROOT/target/release/lib$lib.so" "$share/lib/"
+  share_lib "$lib"
   PKG_CONFIG_PATH=$(dirname "$("$ROOT/userspace/$lib/$lib-pc.sh")")
   export PKG_CONFIG_PATH
   flags=$(pkg-config --cflags --libs "$lib") || fail "pkg-config does not find $lib"
   echo "pkg-config --cflags --libs $lib: $flags"
-  for ex in "$@"; do
-    # shellcheck disable=SC2086 # the flags are words
-    gcc -Wall -Wextra -Werror -O2 -o "$share/bin/$prefix${ex//_/-}" "$src/$ex.c" $flags -pthread \
-      -Wl,-rpath,/opt/unimem/lib || fail "gcc $ex.c"
+  for a in $(cluster_arches); do
+    for ex in "$@"; do
+      # The architecture's own library directory first: the .pc file's is the x86_64 build's.
+      # shellcheck disable=SC2086 # the flags are words
+      "$(arch_cc "$a")" -Wall -Wextra -Werror -O2 -o "$(arch_share "$a")/bin/$prefix${ex//_/-}" "$src/$ex.c" \
+        -L"$(arch_bin "$a")" $flags -pthread -Wl,-rpath,/opt/unimem/lib || fail "$(arch_cc "$a") $ex.c"
+    done
   done
 }
 # stop_all [CMD]: CMD (default: $STOP_DAEMON) on every node, errors ignored (the EXIT traps).

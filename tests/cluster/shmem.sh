@@ -14,8 +14,6 @@
 #    arguments are refused;
 #  - afterwards no PE runs on any node and no GSAS page is allocated; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
-RUN=${UNIMEM_RUN:-$ROOT/build/cluster}
-SHARE=$RUN/share
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
 PROGS="setup rma amo sync coll threads ctx errors spec_example ring11"
@@ -24,12 +22,13 @@ BG=shm
 
 step "copy oshrun, libshmem.so and the GSAS tools; build the test programs with oshcc"
 share_bins oshrun gsasd kram-daemon unimem-gsas
-mkdir -p "$SHARE/lib"
-cp "$ROOT/target/release/libshmem.so" "$SHARE/lib/"
+share_lib shmem
 "$ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
-for p in $PROGS; do
-  OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -pthread -Wall -Wextra -Werror -O2 \
-    -o "$SHARE/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c"
+for a in $(cluster_arches); do
+  for p in $PROGS; do
+    CC=$(arch_cc "$a") OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -pthread -Wall -Wextra \
+      -Werror -O2 -L"$(arch_bin "$a")" -o "$(arch_share "$a")/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c ($a)"
+  done
 done
 
 # Guest shell code: no oshrun, agent or PE left (oshrun frees what its PEs left allocated).
