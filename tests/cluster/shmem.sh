@@ -13,6 +13,8 @@
 #    with SIGKILL: its agents stop the PEs and free their pages and the job's; bad oshrun
 #    arguments are refused;
 #  - afterwards no PE runs on any node and no GSAS page is allocated; no kernel warnings.
+# In a cluster of x86_64 and arm64 nodes (scripts/test.sh --arch), only that a job mixing
+# architectures is refused with a clear message: every PE must run the same executable.
 source "$(dirname "$0")/lib.sh"
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
@@ -60,6 +62,19 @@ run_ok() {
   grep -q '^status=0$' <<<"$out" || fail "$1 as $2 PEs on nodes $3"
   expect_eq "$(grep -c "^PE [0-9]*: $1 ok" <<<"$out")" "$2" "$1: PEs that passed"
 }
+
+if [ "$(cluster_arches | wc -l)" -gt 1 ]; then
+  # A job's PEs must run one executable (its symmetric variables are at offsets of that build):
+  # across x86_64 and arm64 nodes it cannot work, and must be refused before any PE writes.
+  step "a mixed cluster ($(cluster_arches | paste -sd' ')): a job on every node is refused at shmem_init, clearly"
+  out=$(on_may_fail 0 "oshrun -np $NODES --nodes 0-$((NODES - 1)) /opt/unimem/bin/setup 2>&1; echo status=\$?") || true
+  echo "$out"
+  grep -q '^status=0$' <<<"$out" && fail "a job mixing architectures ran"
+  grep -q 'a job cannot mix architectures' <<<"$out" || fail "a job mixing architectures: no clear error"
+  nothing_left "after the refused job"
+  echo "shmem: the other steps need nodes of one architecture (scripts/test.sh --arch arm64 shmem)"
+  exit 0
+fi
 
 for p in setup rma amo sync coll threads ctx; do
   step "$p: 6 PEs on nodes 1-3"

@@ -50,6 +50,55 @@ pub mod slot {
     pub const OUT_CLOSED: u64 = 64;
     /// 1 once the PE called shmem_finalize.
     pub const FINALIZED: u64 = 72;
+    /// The PE's build ([`program_word`]), written before the node word publishes the slot.
+    pub const PROGRAM: u64 = 80;
+}
+
+/// Architectures a program word names (its top byte; 0: another one).
+const ARCHES: [&str; 2] = ["x86_64", "aarch64"];
+
+/// What every PE of a job must share for its symmetric variables to line up: the
+/// architecture (top byte) and where the writable data segment is in the executable and how
+/// long it is (a hash of both, low 56 bits). Different builds of a program, and builds for
+/// different architectures above all, put the same variable at different offsets.
+pub fn program_word(arch: &str, segment_offset: u64, static_len: u64) -> u64 {
+    let code = ARCHES.iter().position(|&a| a == arch).map_or(0, |i| i + 1) as u64;
+    // FNV-1a: stable across builds and architectures, unlike std's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in segment_offset
+        .to_le_bytes()
+        .into_iter()
+        .chain(static_len.to_le_bytes())
+    {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    code << 56 | h & ((1 << 56) - 1)
+}
+
+/// Why PE `pe`'s program word `theirs` differs from this PE's `mine`, or `None` if it does not.
+pub fn program_mismatch(pe: usize, theirs: u64, mine: u64) -> Option<String> {
+    if theirs == mine {
+        return None;
+    }
+    let arch = |w: u64| {
+        usize::try_from(w >> 56)
+            .ok()
+            .and_then(|c| c.checked_sub(1))
+            .and_then(|i| ARCHES.get(i))
+            .copied()
+            .unwrap_or("another architecture")
+    };
+    Some(if theirs >> 56 != mine >> 56 {
+        format!(
+            "PE {pe} runs a build for {} and this PE one for {}: symmetric variables are at different places in different builds, so every PE must run the same executable (a job cannot mix architectures)",
+            arch(theirs),
+            arch(mine)
+        )
+    } else {
+        format!(
+            "PE {pe} runs another build of the program (its data segment is elsewhere or of another size): every PE must run the same executable"
+        )
+    })
 }
 
 /// Pages of the descriptor of a job of `npes` PEs: header and slots, then one ring per PE.
@@ -178,10 +227,18 @@ impl Layout {
         g.bulk_write(self.slot(pe, slot::STATIC_ADDR), &b)
     }
 
-    /// Publishes `s` as PE `pe`'s slot (the node word last: it marks the slot complete).
-    pub fn publish(&self, g: &impl Remote, pe: usize, s: &Slot) -> gsas::Result<()> {
+    /// Publishes `s` as PE `pe`'s slot, run by `program` ([`program_word`]); the node word
+    /// last: it marks the slot complete.
+    pub fn publish(&self, g: &impl Remote, pe: usize, s: &Slot, program: u64) -> gsas::Result<()> {
         self.record(g, pe, s)?;
+        g.write(self.slot(pe, slot::PROGRAM), program)?;
         g.write(self.slot(pe, slot::NODE), u64::from(s.node) + 1)
+    }
+
+    /// The program word PE `pe` published.
+    pub fn program(&self, g: &impl Remote, pe: usize) -> Result<u64, String> {
+        g.read(self.slot(pe, slot::PROGRAM))
+            .map_err(|e| format!("reading PE {pe}'s program: {e}"))
     }
 }
 
@@ -247,8 +304,9 @@ mod tests {
             heap_len: 0x100000,
             sync_addr: gsas::addr(2, 0x5000),
         };
-        l.publish(&g, 1, &s).unwrap();
+        l.publish(&g, 1, &s, 42).unwrap();
         assert_eq!(l.read_slot(&g, 1).unwrap(), Some(s));
+        assert_eq!(l.program(&g, 1).unwrap(), 42);
         assert_eq!(l.recorded(&g, 1).len(), 3);
         assert!(l.unfinalized(&g, 1));
         l.forget(&g, 1);
@@ -294,10 +352,33 @@ mod tests {
             },
         ];
         for s in bad {
-            l.publish(&g, 0, &s).unwrap();
+            l.publish(&g, 0, &s, 0).unwrap();
             assert!(l.read_slot(&g, 0).is_err(), "{s:?}");
         }
         g.write(l.slot(0, slot::NODE), 99).unwrap();
         assert!(l.read_slot(&g, 0).unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn a_job_cannot_mix_builds_or_architectures() {
+        let x86 = program_word("x86_64", 0x3000, 0x2000);
+        assert_eq!(program_word("x86_64", 0x3000, 0x2000), x86);
+        assert_eq!(program_mismatch(3, x86, x86), None);
+        let arm = program_word("aarch64", 0x3000, 0x2000);
+        let e = program_mismatch(4, arm, x86).unwrap();
+        assert!(
+            e.contains("PE 4 runs a build for aarch64 and this PE one for x86_64"),
+            "{e}"
+        );
+        for other in [
+            program_word("x86_64", 0x4000, 0x2000),
+            program_word("x86_64", 0x3000, 0x3000),
+        ] {
+            let e = program_mismatch(1, other, x86).unwrap();
+            assert!(e.contains("PE 1 runs another build"), "{e}");
+        }
+        // A word from a peer is untrusted: any value gets a message, none panics.
+        let e = program_mismatch(2, u64::MAX, x86).unwrap();
+        assert!(e.contains("another architecture"), "{e}");
     }
 }

@@ -297,8 +297,13 @@ fn init_inner() -> Result<Job, String> {
             heap_len,
             sync_addr,
         };
+        let program = job::program_word(
+            std::env::consts::ARCH,
+            window::data_segment_offset() as u64,
+            static_len,
+        );
         layout
-            .publish(g, me, &slot)
+            .publish(g, me, &slot, program)
             .map_err(|e| format!("publishing PE {me}'s regions: {e}"))?;
         g.fetch_add(layout.word(job::hdr::READY), 1)
             .map_err(|e| format!("joining the job: {e}"))?;
@@ -308,6 +313,9 @@ fn init_inner() -> Result<Job, String> {
             let s = layout
                 .read_slot(g, pe)?
                 .ok_or(format!("PE {pe} counted itself ready but has no slot"))?;
+            if let Some(m) = job::program_mismatch(pe, layout.program(g, pe)?, program) {
+                return Err(m);
+            }
             if s.heap_len != heap_len || s.static_len != static_len {
                 return Err(format!(
                     "PE {pe} has a heap of {} and static data of {} bytes, this PE {heap_len} and {static_len}: every PE must run the same program with the same {HEAP_ENV}",

@@ -57,13 +57,29 @@ pub fn privatize(va: usize, len: usize) -> Result<(), String> {
 /// The page range `[start, end)` of the executable's writable segment that stays writable
 /// (its RELRO part excluded): the program's `.data` and `.bss`. `None` if it has none.
 pub fn data_segment() -> Option<(usize, usize)> {
-    let mut r: (usize, usize) = (0, 0);
+    let (start, end, _) = segment();
+    (end > start).then_some((start, end))
+}
+
+/// Where that range starts in the executable's image (its address less the load address): the
+/// same in every process that runs the same build, whatever address randomisation did.
+pub fn data_segment_offset() -> usize {
+    let (start, _, base) = segment();
+    start.wrapping_sub(base)
+}
+
+/// `(start, end, load address)` of the executable's data range.
+fn segment() -> (usize, usize, usize) {
+    let mut r: (usize, usize, usize) = (0, 0, 0);
     // SAFETY: dl_iterate_phdr calls back with valid program headers; the first object is the
     // executable, and the callback stops the iteration after it.
     unsafe {
-        libc::dl_iterate_phdr(Some(first_object), (&mut r as *mut (usize, usize)).cast());
+        libc::dl_iterate_phdr(
+            Some(first_object),
+            (&mut r as *mut (usize, usize, usize)).cast(),
+        );
     }
-    (r.1 > r.0).then_some(r)
+    r
 }
 
 unsafe extern "C" fn first_object(
@@ -72,7 +88,7 @@ unsafe extern "C" fn first_object(
     data: *mut libc::c_void,
 ) -> libc::c_int {
     let info = &*info;
-    let out = &mut *(data as *mut (usize, usize));
+    let out = &mut *(data as *mut (usize, usize, usize));
     let phdrs = std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum));
     let base = info.dlpi_addr as usize;
     let mut relro_end = 0usize;
@@ -87,7 +103,7 @@ unsafe extern "C" fn first_object(
             let end = start + ph.p_memsz as usize;
             // ld.so makes RELRO read-only up to the page holding its end.
             let first = (start / PAGE).max(relro_end / PAGE) * PAGE;
-            *out = (first, end.div_ceil(PAGE) * PAGE);
+            *out = (first, end.div_ceil(PAGE) * PAGE, base);
         }
     }
     1
