@@ -22,36 +22,16 @@ for a in "$@"; do
   esac
 done
 
-need=()
-for t in qemu-system-aarch64:qemu-system-arm aarch64-linux-gnu-gcc:gcc-aarch64-linux-gnu cpio:cpio \
-         dtc:device-tree-compiler python3:python3; do
-  command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
-done
-[ -f /usr/aarch64-linux-gnu/lib/libc.a ] || need+=(libc6-dev-arm64-cross)
-[ ${#need[@]} = 0 ] || apt_install "${need[@]}"
-# unimem-gas for the guest: Debian's rustc with its arm64 standard library, as arm64-smoke.sh.
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  log "dpkg: adding the arm64 architecture (multiarch)"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo dpkg --add-architecture arm64
-fi
-std=libstd-rust-web-dev
-dpkg-query -W -f='${Version}' "$std:arm64" 2>/dev/null | grep -qxF "$(dpkg-query -W -f='${Version}' "$std:amd64")" ||
-  apt_install "$std:arm64=$(dpkg-query -W -f='${Version}' "$std:amd64")" libnuma-dev:arm64
-
+command -v dtc >/dev/null || apt_install device-tree-compiler
+# The kernel, modules and arm64 user space (unimem-gas for the guest), toolchains included.
+"$UNIMEM_ROOT/scripts/build-arm64.sh"
 work=$UNIMEM_BUILD/arm64-dt
 rm -rf "$work"; mkdir -p "$work"
 kdir=$("$UNIMEM_ROOT/scripts/build-kernel.sh")
-make -C "$UNIMEM_ROOT" -s modules >"$work/modules.log" 2>&1 ||
-  { tail -30 "$work/modules.log" >&2; die "arm64 module build failed"; }
-target=aarch64-unknown-linux-gnu
-RUSTC=$HOST_RUSTC CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
-  CARGO_TARGET_DIR=$UNIMEM_ROOT/target/arm64 cargo build --release -p unimem-gas --target $target \
-  >"$work/userspace.log" 2>&1 || { tail -30 "$work/userspace.log" >&2; die "arm64 unimem-gas build failed"; }
 # The host's unimem-gas writes the descriptor.
 cargo build --release -p unimem-gas >>"$work/userspace.log" 2>&1 ||
   { tail -30 "$work/userspace.log" >&2; die "host unimem-gas build failed"; }
-gas_arm64=$UNIMEM_ROOT/target/arm64/$target/release/unimem-gas
+gas_arm64=$(userspace_bin)/unimem-gas
 gas_host=$UNIMEM_ROOT/target/release/unimem-gas
 
 # Guest physical layout (virt's RAM starts at 0x40000000; 512 MiB): the GAS window and the
@@ -158,6 +138,7 @@ cat $SYS/vectors
 cat $SYS/generation
 cat $SYS/doorbell_counts
 count /proc/interrupts unimem_doorbell
+count /proc/iomem $(hex $MBOX | cut -c3-)-
 exists /dev/eusrvmem
 run $G info
 run $G write --node 2 $R --seed 7
@@ -169,10 +150,14 @@ run $G ring --node $NODES --vector 0
 write $DRV/unbind $(dev 0)
 exists /dev/eusrvmem
 count /proc/interrupts unimem_doorbell
+count /proc/iomem $(hex $MBOX | cut -c3-)-
 write $DRV/bind $(dev 1)
 driver $DEV/$(dev 1)
 run $G verify --node 2 $R --seed 7
 run $G ring --node 3 --vector 1
+write $DRV/unbind $(dev 1)
+write $DRV/bind $(dev 0)
+driver $DEV/$(dev 0)
 unload unimem_eusrvmem
 exists /dev/eusrvmem
 exists $DRV
@@ -317,6 +302,7 @@ expect good "cat $SYS/vectors: $VECTORS" "good: one doorbell per DT interrupt"
 expect good "cat $SYS/generation: 0x5eed" "good: the descriptor's generation"
 expect good "cat $SYS/doorbell_counts: 0 0 0 0" "good: no doorbell interrupt (nothing raises the SPIs)"
 expect good "count /proc/interrupts unimem_doorbell: $VECTORS" "good: one IRQ per doorbell"
+expect good "count /proc/iomem $(hex $MBOX | cut -c3-)-: 1" "good: the doorbell block is claimed in /proc/iomem"
 expect good "exists /dev/eusrvmem: yes" "good: /dev/eusrvmem exists"
 expect good "run $G info: exit 0" "good: unimem-gas info"
 expect good "run $G write --node 2 $R --seed 7: exit 0" "good: pattern written into node 2's partition"
@@ -328,10 +314,13 @@ expect good "run $G ring --node $NODES --vector 0: exit 1" "good: negative: ring
 expect good "write $DRV/unbind $(dev 0): ok" "good: unbind"
 expect good "exists /dev/eusrvmem: no" "good: /dev/eusrvmem gone at unbind"
 expect good "count /proc/interrupts unimem_doorbell: 0" "good: IRQs freed at unbind"
+expect good "count /proc/iomem $(hex $MBOX | cut -c3-)-: 0" "good: the doorbell block is released at unbind"
 expect good "write $DRV/bind $(dev 1): ok" "good: the second node binds once the first is unbound"
 expect good "driver $DEV/$(dev 1): unimem_eusrvmem" "good: the second node is bound"
 expect good "run $G verify --node 2 $R --seed 7: exit 0" "good: the pattern is still in the window"
 expect good "run $G ring --node 3 --vector 1: exit 0" "good: ring node 3 vector 1 through the second node"
+expect good "write $DRV/bind $(dev 0): ok" "good: the first node binds again (its doorbell block was released)"
+expect good "driver $DEV/$(dev 0): unimem_eusrvmem" "good: the first node is bound again"
 expect good 'unload unimem_eusrvmem: ok' "good: rmmod"
 expect good "exists /dev/eusrvmem: no" "good: /dev/eusrvmem gone at rmmod"
 expect good "exists $DRV: no" "good: the platform driver is unregistered"
@@ -357,7 +346,7 @@ bad_case 3 no-descriptor "no valid GAS descriptor at the start of the region: Ba
 bad_case 4 node-id-out-of-range "forth,node-id $NODES is not a node of the GAS descriptor ($NODES nodes)"
 bad_case 5 partition-size-mismatch "forth,partition-size is $(hex $((PART * 2))) in the device tree but $(hex "$PART") in the GAS descriptor"
 bad_case 6 no-interrupts "no doorbell interrupts in the device tree"
-bad_case 7 small-doorbell "cannot map the doorbell registers (at least 16 bytes)"
+bad_case 7 small-doorbell "cannot claim and map the doorbell registers (at least 16 bytes)"
 bad_case 8 no-reg-names "no 'gas' entry in reg (reg-names)"
 bad_case 9 malformed-node-count "property 'forth,node-count' is malformed: it must be one 32-bit value"
 bad_case 10 ctl-size-one-cell "property 'forth,ctl-size' is malformed: it must be one 64-bit value"

@@ -3,8 +3,7 @@
 //! (`dts/bindings/forth,unimem-fabric.yaml`, example `dts/unimem-node.dtsi`).
 //!
 //! - `reg` named `doorbell`: the doorbell register block, ivshmem's register layout (a 32-bit
-//!   write of `(peer << 16) | vector` at offset 12 rings a peer); mapped, not claimed (see
-//!   `probe`).
+//!   write of `(peer << 16) | vector` at offset 12 rings a peer); claimed and mapped.
 //! - `reg` named `gas`: the GAS window (memory the FPGA/SoC exposes; not claimed, so that a
 //!   NUMA module can hot-add a lent range of it as System RAM, as on PCI), with the GAS
 //!   descriptor at its start.
@@ -149,16 +148,14 @@ impl platform::Driver for BoardDriver {
             dev_err!(dev, "no 'doorbell' entry in reg (reg-names)\n");
             ENODEV
         })?;
-        // Mapped, not claimed: the kernel crate's exclusive mapping (`iomap_exclusive_sized`)
-        // requests the region under the device's own resource, which a device-tree platform
-        // device does not insert into the iomem tree, and releases it from the iomem tree, which
-        // fails and leaves it busy: the node could not be bound again (docs/ARCHITECTURE.md).
+        // Claimed in the iomem tree (kernel patch 0014: 7.3's exclusive mapping claimed it below
+        // the device's own resource, which a device-tree device does not put in the tree).
         let mmio = request
-            .iomap_sized::<{ regs::MMIO_SIZE }>()
+            .iomap_exclusive_sized::<{ regs::MMIO_SIZE }>()
             .inspect_err(|e| {
                 dev_err!(
                     dev,
-                    "cannot map the doorbell registers (at least {} bytes): {:?}\n",
+                    "cannot claim and map the doorbell registers (at least {} bytes): {:?}\n",
                     regs::MMIO_SIZE,
                     e
                 );

@@ -5,7 +5,7 @@
 //! MMIO variant `ivshmem-flat` does).
 
 use kernel::{
-    io::{mem::DevresIoMem, Io},
+    io::{mem::DevresExclusiveIoMem, Io},
     pci,
 };
 
@@ -30,8 +30,8 @@ pub(crate) fn doorbell_value(peer: u32, vector: u32) -> u32 {
 pub(crate) enum DoorbellRegs {
     /// BAR0 of the PCI function (`ivshmem-doorbell`).
     Pci(pci::DevresBar<BAR0_SIZE>),
-    /// The `doorbell` register block of a device-tree node.
-    Mmio(DevresIoMem<MMIO_SIZE>),
+    /// The `doorbell` register block of a device-tree node, claimed in the iomem tree.
+    Mmio(DevresExclusiveIoMem<MMIO_SIZE>),
 }
 
 impl DoorbellRegs {
