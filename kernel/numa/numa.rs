@@ -438,7 +438,21 @@ impl Numa {
         }
         // SAFETY: `add` added exactly this range; it is removed once (the region leaves the list).
         if let Err(e) = unsafe { memory_hotplug::offline_and_remove(r.phys, r.size()) } {
-            pr_err!("remove {}: offlining {:#x}+{} MiB failed ({:?}): pages could not be migrated off; the range stays online\n", r.lender, r.phys, r.chunks, e);
+            // The kernel retries pages it cannot migrate until a signal comes: name that case,
+            // whose pages the kernel dumped ("migrating pfn ... failed"), apart from the others.
+            let why = if e == EINTR {
+                "interrupted by a signal while pages that cannot be migrated (the kernel log dumps them) kept it busy"
+            } else {
+                "pages could not be migrated off"
+            };
+            pr_err!(
+                "remove {}: offlining {:#x}+{} MiB failed ({:?}): {}; the range stays online\n",
+                r.lender,
+                r.phys,
+                r.chunks,
+                e,
+                why
+            );
             return Err(e);
         }
         let wiped = self.wipe(&r);
