@@ -12,9 +12,7 @@
 //! - `forth,node-count`, `forth,ctl-size`, `forth,partition-size` (optional): what the board
 //!   was built for; when present they must match the descriptor.
 
-use crate::{
-    doorbell, gas::MAX_NODES, read_descriptor, regs, window, Bus, DeviceData, Found, MAX_VECTORS,
-};
+use crate::{doorbell, read_descriptor, regs, window, Bus, DeviceData, Found, MAX_VECTORS};
 use kernel::{
     device::{
         property::{FwNode, Property, PropertyInt},
@@ -110,26 +108,7 @@ impl platform::Driver for BoardDriver {
         let window = window::GasWindow::map(phys, len).inspect_err(|_| {
             dev_err!(dev, "cannot map the GAS window {:#x}+{:#x}\n", phys, len);
         })?;
-        let desc = read_descriptor(dev, &window)?;
-        if desc.region_size > len {
-            dev_err!(
-                dev,
-                "the GAS window {:#x}+{:#x} is smaller than the descriptor's region ({:#x} bytes)\n",
-                phys,
-                len,
-                desc.region_size
-            );
-            return Err(EINVAL);
-        }
-        if desc.node_count > MAX_NODES || node_id >= desc.node_count {
-            dev_err!(
-                dev,
-                "forth,node-id {} is not a node of the GAS descriptor ({} nodes)\n",
-                node_id,
-                desc.node_count
-            );
-            return Err(EINVAL);
-        }
+        let desc = read_descriptor(dev, &window, c"forth,node-id", node_id)?;
         check_matches(
             dev,
             c"forth,node-count",

@@ -49,7 +49,7 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
-use gas::{GasDescriptor, DESCRIPTOR_LEN};
+use gas::{GasDescriptor, DESCRIPTOR_LEN, MAX_NODES};
 
 /// Hard limit on doorbell vectors per node (the fabric server's own limit).
 const MAX_VECTORS: u32 = 64;
@@ -66,8 +66,14 @@ struct DeviceData<'bound> {
     _fabric: Arc<fabric::Fabric>,
 }
 
-/// Reads and checks the GAS descriptor at the start of `window`.
-fn read_descriptor(dev: &Device<Bound>, window: &window::GasWindow) -> Result<GasDescriptor> {
+/// Reads the GAS descriptor at the start of `window` and checks it against the device: the
+/// region fits the window, and node `node_id` (read from `id_source`) is one of its nodes.
+fn read_descriptor(
+    dev: &Device<Bound>,
+    window: &window::GasWindow,
+    id_source: &CStr,
+    node_id: u32,
+) -> Result<GasDescriptor> {
     let mut raw = [0u8; DESCRIPTOR_LEN];
     window.read(0, &mut raw).inspect_err(|_| {
         dev_err!(
@@ -76,14 +82,35 @@ fn read_descriptor(dev: &Device<Bound>, window: &window::GasWindow) -> Result<Ga
             window.size()
         );
     })?;
-    GasDescriptor::decode(&raw).map_err(|e| {
+    let desc = GasDescriptor::decode(&raw).map_err(|e| {
         dev_err!(
             dev,
             "no valid GAS descriptor at the start of the region: {:?}\n",
             e
         );
         EINVAL
-    })
+    })?;
+    if desc.region_size > window.size() as u64 {
+        dev_err!(
+            dev,
+            "the GAS window {:#x}+{:#x} is smaller than the descriptor's region ({:#x} bytes)\n",
+            window.phys(),
+            window.size(),
+            desc.region_size
+        );
+        return Err(EINVAL);
+    }
+    if desc.node_count > MAX_NODES || node_id >= desc.node_count {
+        dev_err!(
+            dev,
+            "{} {} is not a node of the GAS descriptor ({} nodes)\n",
+            id_source,
+            node_id,
+            desc.node_count
+        );
+        return Err(EINVAL);
+    }
+    Ok(desc)
 }
 
 /// How the fabric device was found, for the log.

@@ -3,7 +3,7 @@
 //! the registers (IVPOSITION is this node's id, DOORBELL rings a peer), BAR2 the GAS window,
 //! MSI-X vectors the doorbell interrupts.
 
-use crate::{doorbell, gas::MAX_NODES, read_descriptor, regs, window, Bus, DeviceData, Found};
+use crate::{doorbell, read_descriptor, regs, window, Bus, DeviceData, Found};
 use kernel::{device::Core, io::Io, pci, prelude::*};
 
 pub(crate) struct IvshmemDriver;
@@ -37,18 +37,7 @@ impl pci::Driver for IvshmemDriver {
         let phys = pdev.resource_start(regs::SHMEM_BAR)?;
         let len = pdev.resource_len(regs::SHMEM_BAR)?;
         let window = window::GasWindow::map(phys, len)?;
-        let desc = read_descriptor(pdev.as_ref(), &window)?;
-        if desc.region_size > len || node_id >= desc.node_count || desc.node_count > MAX_NODES {
-            dev_err!(
-                pdev,
-                "descriptor does not fit this device: node {} of {}, region {} > BAR {}\n",
-                node_id,
-                desc.node_count,
-                desc.region_size,
-                len
-            );
-            return Err(EINVAL);
-        }
+        let desc = read_descriptor(pdev.as_ref(), &window, c"IVPOSITION", node_id)?;
 
         let msix = pci::IrqTypes::default().with(pci::IrqType::MsiX);
         let vectors = pdev.alloc_irq_vectors(1, desc.vectors.clamp(1, crate::MAX_VECTORS), msix)?;
