@@ -22,11 +22,7 @@ done
 # User space: the arm64 standard library of the same Debian rustc the kernel uses, and the arm64
 # C libraries our crates link (libnuma), through multiarch. rustup's arm64 target would work too,
 # but its server is not one of the registries this project may use.
-if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-  log "dpkg: adding the arm64 architecture (multiarch)"
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo dpkg --add-architecture arm64
-fi
+dpkg_add_arm64
 std=libstd-rust-web-dev
 dpkg-query -W -f='${Version}' "$std:arm64" 2>/dev/null | grep -qxF "$(dpkg-query -W -f='${Version}' "$std:amd64")" ||
   apt_install "$std:arm64=$(dpkg-query -W -f='${Version}' "$std:amd64")" libnuma-dev:arm64

@@ -59,6 +59,13 @@ apt_install() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
   fi
 }
+# Adds dpkg's arm64 architecture (multiarch: arm64 packages beside the host's), once.
+dpkg_add_arm64() {
+  dpkg --print-foreign-architectures | grep -qx arm64 && return 0
+  log "dpkg: adding the arm64 architecture (multiarch)"
+  local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo dpkg --add-architecture arm64
+}
 
 # Hash of files/strings given on stdin, short form for directory names.
 hash_inputs() { sha256sum | cut -c1-16; }
@@ -80,11 +87,21 @@ arm64_kernel() {
   debug_kernel && die "the debug kernel is x86_64 only (UNIMEM_DEBUG_KERNEL=1 with UNIMEM_ARCH=arm64)"
   return 0
 }
-# Where our user-space binaries of this architecture are (scripts/build-arm64.sh cross-builds
-# the arm64 ones).
+# Where our user-space binaries of ARCH (default: this flavour's) are (scripts/build-arm64.sh
+# cross-builds the arm64 ones), and the C compiler for programs of ARCH built on the host.
 userspace_bin() {
-  if [ "$(kernel_arch)" = arm64 ]; then echo "$UNIMEM_ROOT/target/arm64/aarch64-unknown-linux-gnu/release"
+  if [ "${1:-$(kernel_arch)}" = arm64 ]; then echo "$UNIMEM_ROOT/target/arm64/aarch64-unknown-linux-gnu/release"
   else echo "$UNIMEM_ROOT/target/release"; fi
+}
+arch_cc() { if [ "$1" = arm64 ]; then echo aarch64-linux-gnu-gcc; else echo gcc; fi; }
+# A cluster's run directory RUN (scripts/cluster): the share its ARCH nodes mount at /opt/unimem,
+# the architecture `up` recorded for node N (x86_64 for clusters started before --arch), and
+# the architectures of its nodes, once each.
+run_share() { if [ "$2" = arm64 ]; then echo "$1/share-arm64"; else echo "$1/share"; fi; }
+run_node_arch() { cat "$1/node$2.arch" 2>/dev/null || echo x86_64; }
+run_arches() {
+  local i n; n=$(cat "$1/nodes" 2>/dev/null || echo 0)
+  for ((i = 0; i < n; i++)); do run_node_arch "$1" "$i"; done | sort -u
 }
 # Config fragments of the kernel to build, in merge order. For arm64: unimem.config without the
 # lines kernel/config/arm64/dropped-lines lists (ACPI: virt and the boards use a device tree),

@@ -37,10 +37,7 @@ guest_cache() { echo "$UNIMEM_CACHE/guest-arm64"; }
 guest_resolve() {
   [ -x /bin/busybox ] || die "the host's busybox (busybox-static) is missing (run scripts/setup-host.sh)"
   command -v readelf >/dev/null || die "readelf is missing (binutils; run scripts/setup-host.sh)"
-  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
-    log "dpkg: adding the arm64 architecture (multiarch)"
-    arm64_sudo dpkg --add-architecture arm64
-  fi
+  dpkg_add_arm64
   ARM64_PKGS=$(arm64_packages) || true
   if [ -n "$(arm64_missing_roots)" ]; then
     log "apt: updating the package lists for arm64"

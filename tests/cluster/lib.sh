@@ -3,6 +3,9 @@
 # started by scripts/test.sh (UNIMEM_RUN points at it).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# The run directory's shares and the architectures' builds (run_share, userspace_bin, arch_cc).
+# shellcheck source=../../scripts/lib/common.sh
+source "$ROOT/scripts/lib/common.sh"
 CLUSTER=$ROOT/scripts/cluster
 NODES=$(cat "${UNIMEM_RUN:-$ROOT/build/cluster}/nodes")
 
@@ -88,25 +91,18 @@ kram_daemon() {
 # The guests' shares (scripts/cluster): one per architecture the cluster's nodes have (x86_64:
 # share/, arm64: share-arm64/), with that architecture's builds, mounted at /opt/unimem.
 RUNDIR=${UNIMEM_RUN:-$ROOT/build/cluster}
-node_arch() { cat "$RUNDIR/node$1.arch" 2>/dev/null || echo x86_64; }
-cluster_arches() { local n; for n in $(seq 0 $((NODES - 1))); do node_arch "$n"; done | sort -u; }
-arch_share() { if [ "$1" = arm64 ]; then echo "$RUNDIR/share-arm64"; else echo "$RUNDIR/share"; fi; }
+cluster_arches() { run_arches "$RUNDIR"; }
+arch_share() { run_share "$RUNDIR" "$1"; }
 # The share node N sees at /opt/unimem (for files the host hands that node).
-node_share() { arch_share "$(node_arch "$1")"; }
-# Where `make` (x86_64) or scripts/build-arm64.sh (arm64) put our user space, and the C compiler
-# for that architecture.
-arch_bin() {
-  if [ "$1" = arm64 ]; then echo "$ROOT/target/arm64/aarch64-unknown-linux-gnu/release"; else echo "$ROOT/target/release"; fi
-}
-arch_cc() { if [ "$1" = arm64 ]; then echo aarch64-linux-gnu-gcc; else echo gcc; fi; }
+node_share() { run_share "$RUNDIR" "$(run_node_arch "$RUNDIR" "$1")"; }
 # share_bins BIN...: our binaries into the guests' shares, in case the cluster was staged before
 # they were built (the guests see the directory over 9p at once).
 share_bins() {
   local a b
   for a in $(cluster_arches); do
     for b in "$@"; do
-      [ -x "$(arch_bin "$a")/$b" ] || fail "$(arch_bin "$a")/$b missing: run 'make userspace' (arm64: scripts/build-arm64.sh)"
-      cp "$(arch_bin "$a")/$b" "$(arch_share "$a")/bin/$b"
+      [ -x "$(userspace_bin "$a")/$b" ] || fail "$(userspace_bin "$a")/$b missing: run 'make userspace' (arm64: scripts/build-arm64.sh)"
+      cp "$(userspace_bin "$a")/$b" "$(arch_share "$a")/bin/$b"
     done
   done
 }
@@ -114,9 +110,9 @@ share_bins() {
 share_lib() {
   local a
   for a in $(cluster_arches); do
-    [ -f "$(arch_bin "$a")/lib$1.so" ] || fail "$(arch_bin "$a")/lib$1.so missing: run 'make userspace' (arm64: scripts/build-arm64.sh)"
+    [ -f "$(userspace_bin "$a")/lib$1.so" ] || fail "$(userspace_bin "$a")/lib$1.so missing: run 'make userspace' (arm64: scripts/build-arm64.sh)"
     mkdir -p "$(arch_share "$a")/lib"
-    cp "$(arch_bin "$a")/lib$1.so" "$(arch_share "$a")/lib/"
+    cp "$(userspace_bin "$a")/lib$1.so" "$(arch_share "$a")/lib/"
   done
 }
 # c_examples LIB PREFIX SRCDIR EXAMPLE...: libLIB.so into the guests' /opt/unimem/lib, and each
@@ -136,7 +132,7 @@ c_examples() {
       # The architecture's own library directory first: the .pc file's is the x86_64 build's.
       # shellcheck disable=SC2086 # the flags are words
       "$(arch_cc "$a")" -Wall -Wextra -Werror -O2 -o "$(arch_share "$a")/bin/$prefix${ex//_/-}" "$src/$ex.c" \
-        -L"$(arch_bin "$a")" $flags -pthread -Wl,-rpath,/opt/unimem/lib || fail "$(arch_cc "$a") $ex.c"
+        -L"$(userspace_bin "$a")" $flags -pthread -Wl,-rpath,/opt/unimem/lib || fail "$(arch_cc "$a") $ex.c"
     done
   done
 }

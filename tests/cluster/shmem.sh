@@ -29,7 +29,7 @@ share_lib shmem
 for a in $(cluster_arches); do
   for p in $PROGS; do
     CC=$(arch_cc "$a") OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -pthread -Wall -Wextra \
-      -Werror -O2 -L"$(arch_bin "$a")" -o "$(arch_share "$a")/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c ($a)"
+      -Werror -O2 -L"$(userspace_bin "$a")" -o "$(arch_share "$a")/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c ($a)"
   done
 done
 
