@@ -21,6 +21,7 @@ use kernel::{
 };
 
 mod board;
+mod cdma;
 mod chardev;
 mod clients;
 mod doorbell;
@@ -61,6 +62,8 @@ const MAX_VECTORS: u32 = 64;
 struct DeviceData<'bound> {
     _published: fabric::Published,
     _revoker: clients::Revoker,
+    /// After the revoker: clients release their channels when they are revoked.
+    _cdma: Option<kernel::dmaengine::provider::Registration<cdma::Cdma>>,
     _misc: Pin<KBox<MiscDeviceRegistration<chardev::GasFile>>>,
     _irqs: doorbell::DoorbellIrqs<'bound>,
     _fabric: Arc<fabric::Fabric>,
@@ -111,6 +114,13 @@ fn read_descriptor(
         return Err(EINVAL);
     }
     Ok(desc)
+}
+
+/// Channels of the emulated CDMA engine: `cdma_channels`, or one per CPU if negative.
+fn cdma_channels() -> usize {
+    let n = *module_parameters::cdma_channels.value_ref();
+    let n = usize::try_from(n).unwrap_or(kernel::cpu::nr_cpu_ids() as usize);
+    n.min(cdma::MAX_CHANNELS)
 }
 
 /// How the fabric device was found, for the log.
@@ -177,6 +187,13 @@ fn bind<'bound>(
         GFP_KERNEL,
     )?;
 
+    // The virtual cluster's card gets the emulated engine; a board has its own CDMA.
+    let cdma = match (bus, cdma_channels()) {
+        (Bus::Pci, n) if n > 0 => Some(cdma::register(dev, &fabric, n).inspect_err(|e| {
+            dev_err!(dev, "cannot register the emulated CDMA engine: {:?}\n", e);
+        })?),
+        _ => None,
+    };
     let how = match bus {
         Bus::Pci => "",
         Bus::DeviceTree => "bound through the device tree: ",
@@ -193,9 +210,17 @@ fn bind<'bound>(
         desc.ctl_size,
         fabric.doorbells.len()
     );
+    if let Some(c) = &cdma {
+        dev_info!(
+            dev,
+            "emulated CDMA engine: {} DMA_MEMCPY channel(s)\n",
+            c.channels()
+        );
+    }
     Ok(DeviceData {
         _published: published,
         _revoker: clients::Revoker(fabric.clone()),
+        _cdma: cdma,
         _misc: misc,
         _irqs: irqs,
         _fabric: fabric,
@@ -228,4 +253,10 @@ module! {
     authors: ["unimem developers"],
     description: "unimem GAS window driver: node id, partitions, /dev/eusrvmem mmap, doorbells",
     license: "GPL v2",
+    params: {
+        cdma_channels: i32 {
+            default: -1,
+            description: "DMA_MEMCPY channels of the virtual cluster's emulated CDMA engine (-1: one per CPU, at most 16; 0: none)",
+        },
+    },
 }

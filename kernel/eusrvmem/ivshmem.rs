@@ -4,7 +4,13 @@
 //! MSI-X vectors the doorbell interrupts.
 
 use crate::{doorbell, read_descriptor, regs, window, Bus, DeviceData, Found};
-use kernel::{device::Core, io::Io, pci, prelude::*};
+use kernel::{
+    device::Core,
+    dma::{Device as _, DmaMask},
+    io::Io,
+    pci,
+    prelude::*,
+};
 
 pub(crate) struct IvshmemDriver;
 
@@ -29,6 +35,9 @@ impl pci::Driver for IvshmemDriver {
     ) -> impl PinInit<Self::Data<'bound>, Error> + 'bound {
         pdev.enable_device_mem()?;
         pdev.set_master();
+        // The emulated CDMA engine (`cdma.rs`) copies to and from any RAM page a client maps.
+        // SAFETY: nothing is mapped or allocated for DMA on this device yet.
+        unsafe { pdev.dma_set_mask_and_coherent(DmaMask::new::<64>())? };
 
         let bar = pdev.iomap_region_sized::<{ regs::BAR0_SIZE }>(0, c"unimem_eusrvmem")?;
         let node_id = bar.read32(regs::IVPOSITION);

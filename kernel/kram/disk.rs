@@ -3,6 +3,7 @@
 //! only while the leases are valid; with `mirror=1` every write goes to both copies and a read
 //! is served by whichever copy is intact.
 
+use crate::dma::{Dma, Submitted};
 use crate::fabric_client::{Access, Gas};
 use crate::kram_client::{Epoch, LeaseClock};
 use crate::wire::{
@@ -11,7 +12,7 @@ use crate::wire::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
-    block::mq::{self, Command, Operations, Request, Segment},
+    block::mq::{Command, Operations, Request, Segment},
     new_spinlock,
     prelude::*,
     sync::{aref::ARef, Arc, SpinLock},
@@ -20,11 +21,9 @@ use kernel::{
 /// How data moves between bio pages and the GAS (`transfermode`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transfer {
-    /// Copy in `queue_rq` and end the request there.
+    /// The CPU copies in `queue_rq` and ends the request there.
     Memcpy,
-    /// The emulated CDMA engine: the copy is done and the request is completed through blk-mq's
-    /// asynchronous completion path (softirq or IPI), the way an engine's completion interrupt
-    /// would. No x86 QEMU machine offers a dmaengine `DMA_MEMCPY` channel to use instead.
+    /// A DMA engine's channels copy, and the last copy's completion ends the request (`dma.rs`).
     Cdma,
 }
 
@@ -221,7 +220,8 @@ impl Shared {
 pub(crate) struct Backing {
     pub(crate) shared: Arc<Shared>,
     pub(crate) len: u64,
-    pub(crate) transfer: Transfer,
+    /// The engine's channels, with `transfermode=1`.
+    pub(crate) dma: Option<Arc<Dma>>,
     pub(crate) epoch: Epoch,
     pub(crate) fabric: Fabric,
 }
@@ -229,7 +229,7 @@ pub(crate) struct Backing {
 pub(crate) struct KramDisk;
 
 /// One request's view of the layout, with its lock held and the window usable.
-struct Io<'a> {
+pub(crate) struct Io<'a> {
     l: &'a Layout,
     shared: &'a Shared,
     fabric: &'a Fabric,
@@ -246,7 +246,12 @@ impl Io<'_> {
     /// a time: `put(src, done, k)` takes the `k` bytes at `src` (GAS memory) for bytes
     /// `done..done + k`. A copy whose lender is found lost after the copy does not count (the
     /// bytes may be poison): its part is marked lost and the next copy is tried.
-    fn read(&self, at: u64, n: usize, mut put: impl FnMut(*const u8, usize, usize)) -> Result {
+    pub(crate) fn read(
+        &self,
+        at: u64,
+        n: usize,
+        mut put: impl FnMut(*const u8, usize, usize),
+    ) -> Result {
         let mut done = 0usize;
         while done < n {
             let pos = at + done as u64;
@@ -280,7 +285,12 @@ impl Io<'_> {
     /// `get(dst, done, k)` fills the `k` bytes at `dst` (GAS memory) with bytes `done..done + k`.
     /// Each byte must reach at least one intact part. A part that was usable once and misses
     /// the write is stale: it is marked lost (the driver replaces it from the mirror).
-    fn write(&self, at: u64, n: usize, mut get: impl FnMut(*mut u8, usize, usize)) -> Result {
+    pub(crate) fn write(
+        &self,
+        at: u64,
+        n: usize,
+        mut get: impl FnMut(*mut u8, usize, usize),
+    ) -> Result {
         let mut done = 0usize;
         while done < n {
             let pos = at + done as u64;
@@ -344,8 +354,15 @@ impl Io<'_> {
         })
     }
 
+    /// The lenders (a bit per node) whose parts hold disk byte `at`, in any copy.
+    pub(crate) fn nodes_at(&self, at: u64) -> u64 {
+        (0..self.l.ncopies)
+            .filter_map(|c| self.l.part(c, at))
+            .fold(0, |m, p| m | 1u64.checked_shl(p.lease.node).unwrap_or(0))
+    }
+
     /// Whether no copy has a part boundary inside `[at, at + n)`.
-    fn within_parts(&self, at: u64, n: usize) -> bool {
+    pub(crate) fn within_parts(&self, at: u64, n: usize) -> bool {
         (0..self.l.ncopies).all(|c| self.l.part(c, at).is_none_or(|p| at + n as u64 <= p.end()))
     }
 
@@ -390,7 +407,14 @@ impl Io<'_> {
 }
 
 impl Backing {
-    fn serve(&self, rq: &Request<KramDisk>) -> Result {
+    /// Runs `f` on the request's view of the layout (lock held, window usable) with the
+    /// request's first byte. `EIO` if the request is out of range or the fabric device is gone,
+    /// `ENOMEM` if it must wait for a stalled lease; then `f` does not run.
+    pub(crate) fn with_io<R>(
+        &self,
+        rq: &Request<KramDisk>,
+        f: impl FnOnce(&Io<'_>, u64) -> Result<R>,
+    ) -> Result<R> {
         let start = rq.sector().checked_mul(512).ok_or(EIO)?;
         let end = start.checked_add(u64::from(rq.bytes())).ok_or(EIO)?;
         if end > self.len {
@@ -410,22 +434,35 @@ impl Backing {
             // BLK_STS_RESOURCE: blk-mq requeues the request and runs the queue again shortly.
             return Err(ENOMEM);
         }
-        let mut at = start;
-        let mut each = |write| {
-            rq.for_each_segment(|seg| {
-                io.segment(seg, at, write)?;
-                at += seg.len() as u64;
-                Ok(())
-            })
-        };
-        match rq.command() {
-            Command::Read => each(false),
-            Command::Write => each(true),
-            // Lent memory has no volatile cache of ours to write back.
-            Command::Flush => Ok(()),
-            Command::Discard | Command::WriteZeroes => io.zero(start, end),
-            Command::Other(_) => Err(EOPNOTSUPP),
-        }
+        f(&io, start)
+    }
+
+    /// Whether any lender of `nodes` (a bit per node) is lost.
+    pub(crate) fn any_lost(&self, nodes: u64) -> bool {
+        (0..64).any(|n| nodes & (1 << n) != 0 && self.fabric.lost(n))
+    }
+
+    /// Copies the request's data with the CPU.
+    pub(crate) fn serve(&self, rq: &Request<KramDisk>) -> Result {
+        self.with_io(rq, |io, start| {
+            let end = start + u64::from(rq.bytes());
+            let mut at = start;
+            let mut each = |write| {
+                rq.for_each_segment(|seg| {
+                    io.segment(seg, at, write)?;
+                    at += seg.len() as u64;
+                    Ok(())
+                })
+            };
+            match rq.command() {
+                Command::Read => each(false),
+                Command::Write => each(true),
+                // Lent memory has no volatile cache of ours to write back.
+                Command::Flush => Ok(()),
+                Command::Discard | Command::WriteZeroes => io.zero(start, end),
+                Command::Other(_) => Err(EOPNOTSUPP),
+            }
+        })
     }
 }
 
@@ -482,7 +519,7 @@ pub(crate) fn resync(
     }
 }
 
-fn finish(rq: ARef<Request<KramDisk>>, result: Result) {
+pub(crate) fn finish(rq: ARef<Request<KramDisk>>, result: Result) {
     if Request::end(rq, result).is_err() {
         // Only possible if someone kept an extra reference; the request cannot be ended twice.
         pr_err!("request still referenced, not completed\n");
@@ -494,16 +531,22 @@ impl Operations for KramDisk {
     type QueueData = KBox<Backing>;
 
     fn queue_rq(backing: &Backing, rq: ARef<Request<Self>>, _is_last: bool) -> Result {
+        let rq = match &backing.dma {
+            // Moved, not cloned: the copies' completion ends it, maybe before this returns.
+            Some(d) => match d.submit(backing, rq) {
+                Submitted::Engine => return Ok(()),
+                Submitted::Requeue => return Err(ENOMEM),
+                Submitted::Cpu(rq) => rq,
+            },
+            None => rq,
+        };
         let result = backing.serve(&rq);
         if matches!(result, Err(e) if e == ENOMEM) {
             // A stalled lease or no memory for a bounce buffer: not ended, blk-mq requeues it
             // (BLK_STS_RESOURCE) and runs the queue again after a short delay.
             return Err(ENOMEM);
         }
-        match (backing.transfer, result) {
-            (Transfer::Cdma, Ok(())) => mq::Request::complete(rq),
-            (_, result) => finish(rq, result),
-        }
+        finish(rq, result);
         Ok(())
     }
 

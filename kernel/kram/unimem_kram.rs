@@ -30,6 +30,7 @@ use kernel::{
 };
 
 mod disk;
+mod dma;
 mod lending;
 mod params;
 mod sysfs;
@@ -81,7 +82,7 @@ module! {
         },
         transfermode: u32 {
             default: 1,
-            description: "How data is copied: 1 = CDMA engine (emulated, asynchronous completion), 0 = memcpy",
+            description: "How data is copied: 1 = by DMA_MEMCPY channels of a DMA engine (the fabric card's CDMA; emulated by unimem_eusrvmem in the virtual cluster), 0 = by the CPU",
         },
     },
 }
@@ -115,7 +116,8 @@ struct Instance {
 struct Kram {
     info: fabric_api::FabricInfo,
     fabric: Fabric,
-    transfer: Transfer,
+    /// The engine's channels, with `transfermode=1`.
+    dma: Option<Arc<dma::Dma>>,
     mirror: bool,
     epoch: Epoch,
     instances: KVec<Pin<KBox<Instance>>>,
@@ -152,6 +154,11 @@ impl OnRevoke for Kram {
     /// lease is renewed and no memory asked for; the disks stay until unloaded.
     fn revoke(&self) {
         self.fabric.gas().revoke();
+        // No request reaches the window any more; the engine's copies end, then its channels
+        // go back before the fabric device unregisters the engine.
+        if let Some(d) = &self.dma {
+            d.revoke();
+        }
         pr_warn!(
             "fabric device gone: /dev/kram* fail every request; swapoff, then unload unimem_kram\n"
         );
@@ -225,7 +232,7 @@ impl Kram {
         let backing = Backing {
             shared: state.shared.clone(),
             len,
-            transfer: self.transfer,
+            dma: self.dma.clone(),
             epoch: self.epoch,
             fabric: self.fabric.clone(),
         };
@@ -269,6 +276,16 @@ impl Kram {
             load(&self.malformed),
             load(&self.stray)
         )?;
+        if let Some(d) = &self.dma {
+            writeln!(
+                f,
+                "dma channels {}: copies {}, by the CPU instead {}, failed requests {}",
+                d.names(),
+                load(&d.copies),
+                load(&d.cpu_copies),
+                load(&d.failed)
+            )?;
+        }
         let now = self.epoch.now();
         for inst in self.instances.iter() {
             let state = inst.state.lock();
@@ -404,6 +421,15 @@ impl kernel::Module for KramModule {
         let gas = Gas::attach()?;
         let info = *gas.info();
         let fabric = Fabric::new(gas.clone());
+        let dma = match transfer {
+            Transfer::Cdma => Some(dma::Dma::new(
+                kernel::cpu::nr_cpu_ids() as usize,
+                info.gas_phys,
+                usize::try_from(info.gas_size)?,
+                info.gas_virt,
+            )?),
+            Transfer::Memcpy => None,
+        };
         let mut instances = KVec::with_capacity(sizes.len(), GFP_KERNEL)?;
         for (id, &size_mib) in sizes.iter().enumerate() {
             let shared = Shared::new(if mirror { 2 } else { 1 })?;
@@ -419,11 +445,12 @@ impl kernel::Module for KramModule {
                 GFP_KERNEL,
             )?;
         }
+        let kram_dma = dma.clone();
         let kram = Arc::pin_init(
             pin_init!(Kram {
                 info,
                 fabric,
-                transfer,
+                dma: kram_dma,
                 mirror,
                 epoch: Epoch::new(),
                 instances,
@@ -458,15 +485,16 @@ impl kernel::Module for KramModule {
         })?;
         let timer = kram.clone().start(PERIOD);
         let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 1>(kram.clone());
-        let mode = match transfer {
-            Transfer::Cdma => "1 (CDMA engine, emulated)",
-            Transfer::Memcpy => "0 (memcpy)",
+        let (mode, chans) = match &dma {
+            Some(d) => ("1 (DMA engine channels ", d.names()),
+            None => ("0 (CPU copies", ""),
         };
         pr_info!(
-            "node {}: {} instance(s), transfermode {}{}; asking lenders every second\n",
+            "node {}: {} instance(s), transfermode {}{}){}; asking lenders every second\n",
             info.node_id,
             sizes.len(),
             mode,
+            chans,
             if mirror {
                 ", mirrored on two sets of lenders"
             } else {

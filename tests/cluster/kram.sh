@@ -40,6 +40,10 @@ wait_disks() {
 
 cycle() {
   local mode=$1
+  # "copies cpu-copies failed-requests" of the driver's DMA engine line, empty without one.
+  dma_stats() {
+    on 0 "sed -n 's/^dma channels .*: copies \([0-9]*\), by the CPU instead \([0-9]*\), failed requests \([0-9]*\)\$/\1 \2 \3/p' /sys/kernel/debug/unimem_kram/stats"
+  }
   step "transfermode=$mode: the seed's insmod line, then lenders"
   on 0 "insmod $MODS/unimem_kram.ko ninstances=2 size=32,64 transfermode=$mode"
   if [ "$mode" = 1 ]; then
@@ -85,6 +89,18 @@ cycle() {
       { on 0 "cat /tmp/fio-$d.out"; fail "fio verify failed on /dev/$d"; }
     on 0 "awk -F';' '{ if (\$5 != 0) exit 1 }' /tmp/fio-$d.out" || fail "fio reported errors on /dev/$d"
   done
+  # transfermode=1: the engine's channels did the copies (a 4 KiB write and its verifying read
+  # per block of both devices), none failed, and the CPU stood in for almost none.
+  read -r copies cpu failed <<<"$(dma_stats)"
+  if [ "$mode" = 1 ]; then
+    echo "DMA engine: $copies copies, $cpu by the CPU instead, $failed failed requests"
+    [ "${copies:-0}" -ge $(( 2 * 96 * 256 )) ] || fail "the DMA engine did ${copies:-no} copies for 96 MiB written and read"
+    expect_eq "$failed" 0 "requests whose DMA copy failed"
+    [ "$cpu" -le $(( copies / 100 )) ] || fail "the CPU copied $cpu segments instead of the engine"
+    expect_eq "$(on 0 "cat /sys/class/dma/*/in_use | sort -u | tr '\n' ' '")" "1 " "in_use of the engine's channels (KRAM takes one per CPU)"
+  else
+    [ -z "$copies" ] || fail "transfermode=0 used a DMA engine"
+  fi
 
   step "transfermode=$mode: discard (a request without data) zeroes its range and nothing else"
   # fio left random data everywhere; discard MiB 1 of kram0 and check MiB 0-2.
@@ -114,6 +130,7 @@ cycle() {
 
   step "transfermode=$mode: swapoff + rmmod return every chunk, wiped"
   on 0 "swapoff /dev/kram0 && swapoff /dev/kram1 && rmmod unimem_kram && ! test -e /dev/kram0"
+  expect_eq "$(on 0 "cat /sys/class/dma/*/in_use | sort -u | tr '\n' ' '")" "0 " "in_use of the engine's channels after rmmod"
   for _ in $(seq 25); do [ "$(total_lent)" = 0 ] && break; sleep 0.2; done
   expect_eq "$(total_lent)" 0 "chunks still lent after rmmod"
   for n in 1 2; do expect_eq "$(lent "$n" | awk '{print $1}')" 128 "free chunks on node $n"; done

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: GPL-2.0
+//! `transfermode=1`: requests copied by a DMA engine's `DMA_MEMCPY` channels, the way KRAM on
+//! the seed boards drives their Xilinx CDMA (seed 000, 3.2). In the virtual cluster the engine
+//! is the one `unimem_eusrvmem` emulates; on a board it would be `xilinx_dma`'s, unchanged.
+//!
+//! At load KRAM takes one channel per CPU (at least one), maps the GAS window for the engine's
+//! device and allocates its request contexts (the "page descriptors" seed 3.2 pre-allocates);
+//! the engine's driver allocates its own descriptors when a channel is taken. A request's
+//! segments are mapped, each becomes one copy per copy of the data (two with `mirror=1`), and
+//! the request ends in the completion of its last copy. A read whose lender was lost meanwhile,
+//! or a failed copy, is served again by the CPU, which fails over to the mirror. What the engine
+//! cannot take (no free context or descriptor, a segment across parts) the CPU copies, as with
+//! `transfermode=0`.
+
+use crate::disk::{finish, Backing, KramDisk};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use kernel::{
+    block::mq::{Command, Request},
+    dma::{self, DataDirection, DmaAddress},
+    dmaengine::{Channel, Completion, TxResult},
+    new_spinlock,
+    prelude::*,
+    revocable::Revocable,
+    sync::{aref::ARef, Arc, SpinLock},
+    time::{delay::fsleep, Delta},
+};
+
+/// Request contexts: requests the engine can have in flight, over all instances.
+const CONTEXTS: usize = 256;
+/// Segments of one request the engine takes (a 1 MiB request of whole pages has 256).
+const MAX_SEGMENTS: usize = 256;
+/// How long revocation waits for copies in flight before it takes the channels back anyway.
+const DRAIN_MS: u32 = 10_000;
+
+/// The channels, and the window mapped for their device.
+struct Channels {
+    chans: KVec<Channel>,
+    window: DmaAddress,
+    window_len: usize,
+}
+
+impl Drop for Channels {
+    fn drop(&mut self) {
+        if let Some(c) = self.chans.first() {
+            // SAFETY: `window` is the mapping `Dma::new` made on this device; nothing uses it
+            // any more (the channels are revoked, their copies drained).
+            unsafe {
+                dma::unmap_resource(
+                    c.device(),
+                    self.window,
+                    self.window_len,
+                    DataDirection::Bidirectional,
+                )
+            };
+        }
+    }
+}
+
+/// What one request in flight needs at its completion.
+struct CtxState {
+    rq: Option<ARef<Request<KramDisk>>>,
+    /// The disk's queue data; valid while `rq` is in flight.
+    backing: *const Backing,
+    maps: KVec<(DmaAddress, u32)>,
+    read: bool,
+    /// Lenders whose parts hold the request's bytes (bit per node).
+    nodes: u64,
+}
+
+#[pin_data]
+struct Ctx {
+    #[pin]
+    state: SpinLock<CtxState>,
+    /// Copies not completed, plus one held by the submitter until it has submitted them all.
+    pending: AtomicUsize,
+    failed: AtomicBool,
+}
+
+// SAFETY: `backing` is only dereferenced while the request it belongs to is in flight, which
+// keeps the disk and its queue data alive; the rest is owned data behind a lock or atomic.
+unsafe impl Send for Ctx {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Ctx {}
+
+/// What [`Dma::submit`] did with a request.
+pub(crate) enum Submitted {
+    /// The engine has it; its last copy's completion ends it.
+    Engine,
+    /// It must wait for a stalled lease (blk-mq requeues it).
+    Requeue,
+    /// The CPU must copy it (`transfermode=0`'s path).
+    Cpu(ARef<Request<KramDisk>>),
+}
+
+/// The engine as KRAM uses it.
+#[pin_data]
+pub(crate) struct Dma {
+    #[pin]
+    chans: Revocable<Channels>,
+    names: KVec<u8>,
+    window_virt: usize,
+    #[pin]
+    pool: SpinLock<KVec<Arc<Ctx>>>,
+    inflight: AtomicUsize,
+    pub(crate) copies: AtomicU64,
+    pub(crate) cpu_copies: AtomicU64,
+    pub(crate) failed: AtomicU64,
+}
+
+impl Dma {
+    /// Takes up to `want` `DMA_MEMCPY` channels of one device (at least one) and maps the
+    /// window (`phys`, `len` bytes, mapped at `virt`) for it.
+    pub(crate) fn new(want: usize, phys: u64, len: usize, virt: *mut u8) -> Result<Arc<Self>> {
+        let mut chans: KVec<Channel> = KVec::new();
+        while chans.len() < want.max(1) {
+            let c = match Channel::request_memcpy() {
+                Ok(c) => c,
+                Err(e) if chans.is_empty() => {
+                    pr_err!(
+                        "transfermode=1 needs a free DMA_MEMCPY channel and found none ({:?}): is unimem_eusrvmem bound with cdma_channels other than 0? transfermode=0 copies with the CPU\n",
+                        e
+                    );
+                    return Err(e);
+                }
+                Err(_) => break,
+            };
+            // Buffers are mapped once for the first channel's device.
+            if chans
+                .first()
+                .is_some_and(|f| !core::ptr::eq(f.device(), c.device()))
+            {
+                break;
+            }
+            chans.push(c, GFP_KERNEL)?;
+        }
+        let dev = chans.first().ok_or(ENODEV)?.device();
+        let window = dma::map_resource(dev, phys, len, DataDirection::Bidirectional)
+            .inspect_err(|e| pr_err!("cannot map the GAS window for the DMA engine: {:?}\n", e))?;
+        let mut names = KVec::new();
+        for (i, c) in chans.iter().enumerate() {
+            if i > 0 {
+                names.extend_from_slice(b",", GFP_KERNEL)?;
+            }
+            names.extend_from_slice(c.name().to_bytes(), GFP_KERNEL)?;
+        }
+        let channels = Channels {
+            chans,
+            window,
+            window_len: len,
+        };
+        let mut pool = KVec::with_capacity(CONTEXTS, GFP_KERNEL)?;
+        for _ in 0..CONTEXTS {
+            let state = CtxState {
+                rq: None,
+                backing: core::ptr::null(),
+                maps: KVec::with_capacity(MAX_SEGMENTS, GFP_KERNEL)?,
+                read: false,
+                nodes: 0,
+            };
+            pool.push(
+                Arc::pin_init(
+                    pin_init!(Ctx {
+                        state <- new_spinlock!(state, "unimem_kram::dma::ctx"),
+                        pending: AtomicUsize::new(0),
+                        failed: AtomicBool::new(false),
+                    }),
+                    GFP_KERNEL,
+                )?,
+                GFP_KERNEL,
+            )?;
+        }
+        Arc::pin_init(
+            pin_init!(Self {
+                chans <- Revocable::new(channels),
+                names,
+                window_virt: virt as usize,
+                pool <- new_spinlock!(pool, "unimem_kram::dma::pool"),
+                inflight: AtomicUsize::new(0),
+                copies: AtomicU64::new(0),
+                cpu_copies: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The channels' names, for the log and the stats.
+    pub(crate) fn names(&self) -> &str {
+        core::str::from_utf8(&self.names).unwrap_or("?")
+    }
+
+    /// Hands `rq` to the engine, or says why not.
+    pub(crate) fn submit(&self, backing: &Backing, rq: ARef<Request<KramDisk>>) -> Submitted {
+        let read = match rq.command() {
+            Command::Read => true,
+            Command::Write => false,
+            _ => return Submitted::Cpu(rq),
+        };
+        let Some(chans) = self.chans.try_access() else {
+            return Submitted::Cpu(rq);
+        };
+        let Some(ctx) = self.pool.lock().pop() else {
+            return Submitted::Cpu(rq);
+        };
+        // One channel per CPU keeps submitters apart.
+        let cpu = kernel::cpu::CpuId::current().as_u32() as usize;
+        let Some(chan) = chans
+            .chans
+            .get(cpu.checked_rem(chans.chans.len()).unwrap_or(0))
+        else {
+            drop(chans);
+            self.pool.lock().push(ctx, GFP_ATOMIC).ok();
+            return Submitted::Cpu(rq);
+        };
+        let dev = chan.device();
+        let dir = if read {
+            DataDirection::FromDevice
+        } else {
+            DataDirection::ToDevice
+        };
+        ctx.pending.store(1, Ordering::Relaxed);
+        ctx.failed.store(false, Ordering::Relaxed);
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        let mut st = ctx.state.lock();
+        st.read = read;
+        st.nodes = 0;
+        st.backing = backing;
+        let mut submitted = false;
+        let outcome = backing.with_io(&rq, |io, start| {
+            // Everything is checked before the first copy is submitted.
+            let mut at = start;
+            let mut segments = 0usize;
+            rq.for_each_segment(|seg| {
+                segments += 1;
+                if segments > MAX_SEGMENTS || !io.within_parts(at, seg.len()) {
+                    return Err(EAGAIN);
+                }
+                at += seg.len() as u64;
+                Ok(())
+            })?;
+            submitted = true;
+            let mut at = start;
+            rq.for_each_segment(|seg| {
+                let n = seg.len();
+                st.nodes |= io.nodes_at(at);
+                let page = seg.dma_map(dev, dir).ok();
+                if let Some(p) = page {
+                    // Cannot fail: `maps` has room for `MAX_SEGMENTS`.
+                    let _ = st.maps.push_within_capacity((p, n as u32));
+                }
+                // `within_parts`: each copy hands out the whole segment at once.
+                let piece = |gas: *mut u8| {
+                    let on_engine = page.and_then(|p| {
+                        let g = chans
+                            .window
+                            .wrapping_add((gas as usize).wrapping_sub(self.window_virt) as u64);
+                        let (dst, src) = if read { (p, g) } else { (g, p) };
+                        ctx.pending.fetch_add(1, Ordering::Relaxed);
+                        match chan.memcpy::<Done>(dst, src, n, ctx.clone()) {
+                            Ok(_) => Some(()),
+                            Err(_) => {
+                                ctx.pending.fetch_sub(1, Ordering::Relaxed);
+                                None
+                            }
+                        }
+                    });
+                    if on_engine.is_some() {
+                        self.copies.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    self.cpu_copies.fetch_add(1, Ordering::Relaxed);
+                    // SAFETY: `gas` has the segment's `n` bytes of one part (`within_parts`).
+                    unsafe {
+                        if read {
+                            seg.copy_from(gas)
+                        } else {
+                            seg.copy_to(gas)
+                        }
+                    }
+                };
+                if read {
+                    io.read(at, n, |src, _, _| piece(src.cast_mut()))?;
+                } else {
+                    io.write(at, n, |dst, _, _| piece(dst))?;
+                }
+                at += n as u64;
+                Ok(())
+            })
+        });
+        match outcome {
+            Ok(()) => {}
+            Err(e) if !submitted => {
+                drop(st);
+                self.inflight.fetch_sub(1, Ordering::AcqRel);
+                self.pool.lock().push(ctx.clone(), GFP_ATOMIC).ok();
+                if e == ENOMEM {
+                    return Submitted::Requeue;
+                }
+                return Submitted::Cpu(rq);
+            }
+            // Some piece had no usable copy: the request fails once its copies are done.
+            Err(_) => ctx.failed.store(true, Ordering::Relaxed),
+        }
+        st.rq = Some(rq);
+        drop(st);
+        chan.issue_pending();
+        drop(chans);
+        self.put(ctx);
+        Submitted::Engine
+    }
+
+    /// Drops one count of `ctx`; the last ends its request.
+    fn put(&self, ctx: Arc<Ctx>) {
+        if ctx.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.complete(ctx);
+        }
+    }
+
+    /// All copies of `ctx`'s request are done: unmap, check, end it, and recycle the context.
+    fn complete(&self, ctx: Arc<Ctx>) {
+        let (rq, backing, read, nodes) = {
+            let mut st = ctx.state.lock();
+            if let Some(dev) = self
+                .chans
+                .try_access()
+                .as_ref()
+                .and_then(|c| c.chans.first())
+            {
+                let dir = if st.read {
+                    DataDirection::FromDevice
+                } else {
+                    DataDirection::ToDevice
+                };
+                for &(addr, len) in st.maps.iter() {
+                    // SAFETY: each entry is a mapping of this request's pages on the
+                    // channels' device, and its copies are done.
+                    unsafe { dma::unmap_page(dev.device(), addr, len as usize, dir) };
+                }
+            }
+            st.maps.clear();
+            (st.rq.take(), st.backing, st.read, st.nodes)
+        };
+        let Some(rq) = rq else {
+            return;
+        };
+        // SAFETY: `rq` was in flight until now, so its disk and queue data are alive.
+        let backing = unsafe { &*backing };
+        let failed = ctx.failed.load(Ordering::Acquire);
+        let lost = read && backing.any_lost(nodes);
+        let result = if failed || lost {
+            if failed {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            // The CPU serves it again, through the copy that is intact.
+            match backing.serve(&rq) {
+                Err(e) if e == ENOMEM => Err(EIO),
+                r => r,
+            }
+        } else {
+            Ok(())
+        };
+        if self.pool.lock().push(ctx, GFP_ATOMIC).is_err() {
+            pr_err!("lost a DMA request context\n");
+        }
+        self.inflight.fetch_sub(1, Ordering::AcqRel);
+        finish(rq, result);
+    }
+
+    /// For the revocation of the fabric device, once no new request can reach the window:
+    /// waits for the copies in flight, then gives the channels back to their engine.
+    pub(crate) fn revoke(&self) {
+        let mut waited = 0;
+        while self.inflight.load(Ordering::Acquire) != 0 && waited < DRAIN_MS {
+            fsleep(Delta::from_millis(1));
+            waited += 1;
+        }
+        let left = self.inflight.load(Ordering::Acquire);
+        if left != 0 {
+            pr_err!(
+                "{} request(s) still on the DMA engine after {} ms; taking the channels back\n",
+                left,
+                DRAIN_MS
+            );
+        }
+        self.chans.revoke();
+    }
+}
+
+/// Completion of one copy: its request's context.
+struct Done;
+
+impl Completion for Done {
+    type Data = Arc<Ctx>;
+
+    fn complete(ctx: Arc<Ctx>, result: TxResult) {
+        if result != TxResult::NoError {
+            ctx.failed.store(true, Ordering::Release);
+        }
+        if ctx.pending.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        let backing = ctx.state.lock().backing;
+        // SAFETY: the request is still in flight (this is its last copy), so its queue data is
+        // alive.
+        let backing = unsafe { &*backing };
+        if let Some(d) = backing.dma.as_ref() {
+            d.complete(ctx);
+        }
+    }
+}
