@@ -530,13 +530,21 @@ pub(crate) fn finish(rq: ARef<Request<KramDisk>>, result: Result) {
 impl Operations for KramDisk {
     type QueueData = KBox<Backing>;
 
-    fn queue_rq(backing: &Backing, rq: ARef<Request<Self>>, _is_last: bool) -> Result {
+    fn queue_rq(backing: &Backing, rq: ARef<Request<Self>>, is_last: bool) -> Result {
         let rq = match &backing.dma {
             // Moved, not cloned: the copies' completion ends it, maybe before this returns.
-            Some(d) => match d.submit(backing, rq) {
+            Some(d) => match d.submit(backing, rq, is_last) {
                 Submitted::Engine => return Ok(()),
-                Submitted::Requeue => return Err(ENOMEM),
-                Submitted::Cpu(rq) => rq,
+                other => {
+                    // Earlier requests of the batch may wait on the engine.
+                    if is_last {
+                        d.issue_all();
+                    }
+                    match other {
+                        Submitted::Cpu(rq) => rq,
+                        _ => return Err(ENOMEM),
+                    }
+                }
             },
             None => rq,
         };
@@ -550,7 +558,12 @@ impl Operations for KramDisk {
         Ok(())
     }
 
-    fn commit_rqs(_backing: &Backing) {}
+    fn commit_rqs(backing: &Backing) {
+        // blk-mq ended a batch early (its last request was not marked last).
+        if let Some(d) = &backing.dma {
+            d.issue_all();
+        }
+    }
 
     fn complete(rq: ARef<Request<Self>>) {
         finish(rq, Ok(()));

@@ -189,8 +189,15 @@ impl Dma {
         core::str::from_utf8(&self.names).unwrap_or("?")
     }
 
-    /// Hands `rq` to the engine, or says why not.
-    pub(crate) fn submit(&self, backing: &Backing, rq: ARef<Request<KramDisk>>) -> Submitted {
+    /// Hands `rq` to the engine, or says why not. The copies start with the last request of
+    /// blk-mq's batch (`is_last`, else [`Dma::issue_all`] from `commit_rqs`), as a driver rings
+    /// an engine's doorbell once per batch.
+    pub(crate) fn submit(
+        &self,
+        backing: &Backing,
+        rq: ARef<Request<KramDisk>>,
+        is_last: bool,
+    ) -> Submitted {
         let read = match rq.command() {
             Command::Read => true,
             Command::Write => false,
@@ -303,10 +310,22 @@ impl Dma {
         }
         st.rq = Some(rq);
         drop(st);
-        chan.issue_pending();
+        if is_last {
+            chan.issue_pending();
+        }
         drop(chans);
         self.put(ctx);
         Submitted::Engine
+    }
+
+    /// Starts what was submitted on every channel: the end of a batch whose last request did
+    /// not reach the engine.
+    pub(crate) fn issue_all(&self) {
+        if let Some(chans) = self.chans.try_access() {
+            for c in chans.chans.iter() {
+                c.issue_pending();
+            }
+        }
     }
 
     /// Drops one count of `ctx`; the last ends its request.
