@@ -21,6 +21,7 @@ use kernel::{
     },
     prelude::*,
     sync::{aref::ARef, Arc},
+    time::Delta,
 };
 
 /// Most channels offered (one per CPU by default).
@@ -66,6 +67,11 @@ impl Engine for Cdma {
     /// As many as a KRAM hardware queue can have requests in flight, with room for requests
     /// that span parts of the disk.
     const DESCRIPTORS: usize = 256;
+
+    /// A CPU that would idle spins a little for the next batch: a worker's wake-up costs more
+    /// than a 4 KiB copy (about 100 µs between two vCPUs under TCG, against 10 µs for the copy
+    /// and its request).
+    const POLL: Delta = Delta::from_micros(100);
 
     fn transfer(&self, _channel: usize, job: &Job) -> TxResult {
         let Some(src) = self.resolve(job.src, job.len) else {

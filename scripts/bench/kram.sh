@@ -177,10 +177,10 @@ rm -f "$OUT/summary.tmp"
   echo "KRAM benchmark: ratios against brd, zram and disk swap measured in the same VM"
   if grep -q '^fio,' "$OUT/summary.csv"; then
     printf '\n4 KiB random I/O, IOPS (median of %s repetitions, %s s each); ratios: median [min-max] within repetitions\n' "$REPS" "$RUNTIME"
-    printf '%5s | %-13s | %-9s | %4s | %8s | %8s | %8s | %-17s | %-17s\n' vCPUs mode op QD kram brd zram kram/brd kram/zram
+    printf '%5s | %-14s | %-9s | %4s | %8s | %8s | %8s | %-17s | %-17s\n' vCPUs mode op QD kram brd zram kram/brd kram/zram
     grep '^fio,' "$OUT/summary.csv" | while IFS=, read -r _ smp mode op qd k b z rb rbl rbh rz rzl rzh; do
-      label="memcpy (0)"; [ "$mode" = 1 ] && label="CDMA emu (1)"
-      printf '%5s | %-13s | %-9s | %4s | %8s | %8s | %8s | %-17s | %-17s\n' "$smp" "$label" "$op" "$qd" "$k" "$b" "$z" \
+      label="CPU (0)"; [ "$mode" = 1 ] && label="DMA engine (1)"
+      printf '%5s | %-14s | %-9s | %4s | %8s | %8s | %8s | %-17s | %-17s\n' "$smp" "$label" "$op" "$qd" "$k" "$b" "$z" \
         "$rb [$rbl-$rbh]" "$rz [$rzl-$rzh]"
     done
     echo "goal: kram/brd >= 1.0 at QD1 and QD32, both modes"

@@ -78,4 +78,14 @@ for _ in 1 2; do
 done
 on 0 unimem-gas verify --node 2 --offset $off --len $len --seed $seed
 on 0 "dmesg | grep -i 'unimem_eusrvmem' | tail -3"
+
+step "the emulated CDMA engine: one DMA_MEMCPY channel per CPU, cdma_channels=N, 0 for none"
+channels() { on 0 "ls -d /sys/class/dma/dma*chan* 2>/dev/null | wc -l"; }
+expect_eq "$(channels)" "$(on 0 nproc)" "CDMA channels by default (one per CPU)"
+on 0 "dmesg | grep -q 'emulated CDMA engine: [0-9]* DMA_MEMCPY channel'" || fail "no log line for the CDMA engine"
+for n in 3 0; do
+  on 0 "rmmod unimem_eusrvmem && insmod $KO cdma_channels=$n"
+  expect_eq "$(channels)" "$n" "CDMA channels with cdma_channels=$n"
+done
+on 0 "rmmod unimem_eusrvmem && insmod $KO && ! ls /sys/class/dma/dma*chan*/in_use | xargs grep -l 1"
 echo "eusrvmem: all checks passed"

@@ -29,6 +29,15 @@ bad "ninstances=2 size=32" "size: 1 size(s) given for ninstances=2"
 bad "ninstances=1 size=70000" "parameter .size"
 bad "ninstances=1 size=32,x" "parameter .size"
 bad "ninstances=1 size=32 transfermode=2" "transfermode=2"
+# transfermode=1 (the default) needs a DMA_MEMCPY channel: none while unimem_eusrvmem offers
+# no engine.
+reload_fabric() {
+  on 0 "rmmod unimem_mailbox && rmmod unimem_eusrvmem && insmod $MODS/unimem_eusrvmem.ko $1 &&
+        insmod $MODS/unimem_mailbox.ko" || fail "could not reload unimem_eusrvmem $1 on node 0"
+}
+reload_fabric cdma_channels=0
+bad "ninstances=1 size=32" "transfermode=1 needs a free DMA_MEMCPY channel"
+reload_fabric ""
 
 # lent NODE: "free F offered O lent L" of the daemon on NODE.
 lent() { on "$1" "kram-daemon --status | sed -n 's/^free \([0-9]*\), offered \([0-9]*\), lent \([0-9]*\)$/\1 \2 \3/p'"; }
