@@ -13,17 +13,18 @@
 # All of it for each vCPU count (UNIMEM_SMP of every node), on a fresh 3-node cluster each.
 # Writes environment.csv, fio_runs.csv, swap_runs.csv, summary.csv, summary.txt and kram.png
 # to build/bench/kram/<UTC timestamp>/ (KRAM_BENCH_OUT) and prints the summary.
-#   scripts/bench/kram.sh [--runtime S] [--reps N] [--smp "1 2"] [--no-fio] [--no-swap]
+#   scripts/bench/kram.sh [--runtime S] [--reps N] [--smp "1 2"] [--no-fio] [--no-swap] [--swap-mode M]
 #   scripts/bench/kram.sh --summary DIR   summary and plot of an earlier run's CSVs again
 #     --runtime  seconds per fio run (5)       --reps  repetitions (5)
 #     --smp      vCPU counts to run ("1 2")    --no-fio / --no-swap  skip a part
+#     --swap-mode  KRAM's transfermode for the swap part (1: the DMA engine, 0: the CPU)
 #   env: KRAM_BENCH_OUT, KRAM_BENCH_NO_PLOT=1, BENCH_RUN (cluster run directory).
 # Needs `make` (modules and user-space tools) first. Under TCG compare ratios, not IOPS.
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
-RUNTIME=5 REPS=5 SMPS="1 2" DO_FIO=1 DO_SWAP=1 SUMMARY_OF=
+RUNTIME=5 REPS=5 SMPS="1 2" DO_FIO=1 DO_SWAP=1 SUMMARY_OF= SWAP_MODE=1
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
@@ -32,6 +33,8 @@ while [ $# -gt 0 ]; do
     --smp) SMPS=${2:?--smp needs vCPU counts}; shift 2;;
     --no-fio) DO_FIO=0; shift;;
     --no-swap) DO_SWAP=0; shift;;
+    --swap-mode) SWAP_MODE=${2:?--swap-mode needs 0 or 1}; shift 2
+                 [[ "$SWAP_MODE" =~ ^[01]$ ]] || die "--swap-mode is 0 or 1, not '$SWAP_MODE'";;
     --summary) SUMMARY_OF=${2:?--summary needs a result directory}; shift 2
                [ -f "$SUMMARY_OF/fio_runs.csv" ] || die "$SUMMARY_OF holds no fio_runs.csv";;
     *) die "unknown option $1 (--help lists them)";;
@@ -124,7 +127,7 @@ swap_part() {
   MIB=$(on 0 "awk '/^MemTotal/ {print int(\$2 * 3 / 2 / 1024)}' /proc/meminfo")
   on 0 "echo 8192 > /proc/sys/vm/min_free_kbytes && modprobe zram num_devices=1 && test -b /dev/vdb" ||
     die "node 0 has no zram or no /dev/vdb"
-  load_kram 1
+  load_kram "$SWAP_MODE"
   for rep in $(seq "$REPS"); do
     for cfg in $(rotated "$rep" kram:compressible zram:compressible kram:random disk:random); do
       case $cfg in
@@ -148,6 +151,7 @@ summarize() {
   local env=$OUT/environment.csv
   if [ -f "$env" ]; then
     REPS=$(sed -n 's/^reps,//p' "$env")
+    SWAP_MODE=$(sed -n 's/^swap_transfermode,//p' "$env")
     RUNTIME=$(sed -n 's/^fio_runtime_s,//p' "$env")
   fi
 awk -F, -v OFS=, '
@@ -189,7 +193,7 @@ rm -f "$OUT/summary.tmp"
       "$OUT/summary.csv" | sort
   fi
   if grep -q '^swap,' "$OUT/summary.csv"; then
-    printf '\nswap-bound program (1.5x RAM, verified), seconds (median of %s)\n' "$REPS"
+    printf '\nswap-bound program (1.5x RAM, verified; KRAM transfermode=%s), seconds (median of %s)\n' "${SWAP_MODE:-1}" "$REPS"
     grep '^swap,' "$OUT/summary.csv" | while IFS=, read -r _ smp data base _ k b _ r rl rh _; do
       printf '%s vCPU(s), %s data: kram %s s, %s %s s, kram/%s %s [%s-%s]\n' "$smp" "$data" "$k" "$base" "$b" "$base" "$r" "$rl" "$rh"
     done
@@ -212,7 +216,7 @@ for smp in $SMPS; do
   [ "$DO_FIO" = 1 ] && fio_part "$smp"
   [ "$DO_SWAP" = 1 ] && swap_part "$smp"
   [ -f "$OUT/environment.csv" ] ||
-    UNIMEM_SMP="${SMPS// /;}" bench_environment "$OUT/environment.csv" 3 "reps=$REPS" "fio_runtime_s=$RUNTIME" \
+    UNIMEM_SMP="${SMPS// /;}" bench_environment "$OUT/environment.csv" 3 "reps=$REPS" "fio_runtime_s=$RUNTIME" "swap_transfermode=$SWAP_MODE" \
       "node0_ram=256M (fio) 96M (swap)" "host_load=$(cut -d' ' -f1-3 /proc/loadavg)"
 done
 summarize
