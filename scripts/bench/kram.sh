@@ -24,7 +24,7 @@
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
-RUNTIME=5 REPS=5 SMPS="1 2" DO_FIO=1 DO_SWAP=1 SUMMARY_OF= SWAP_MODE=1
+RUNTIME=5 REPS=5 SMPS="1 2" DO_FIO=1 DO_SWAP=1 SUMMARY_OF='' SWAP_MODE=1
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
