@@ -11,8 +11,7 @@
 //! The engine resolves the DMA addresses it is given: the GAS window (what clients map with
 //! `dma_map_resource`) and RAM (their pages); anything else fails the copy.
 
-use crate::window::GasWindow;
-use core::sync::atomic::{AtomicU64, Ordering};
+use crate::fabric::Fabric;
 use kernel::{
     device::{Bound, Device},
     dmaengine::{
@@ -27,37 +26,26 @@ use kernel::{
 /// Most channels offered (one per CPU by default).
 pub(crate) const MAX_CHANNELS: usize = 16;
 
-/// The engine: where the window is, and counters of what it did.
+/// The engine: the device it resolves DMA addresses for, and the fabric whose window it copies
+/// to and from (the reference keeps the window mapped while channels exist).
 pub(crate) struct Cdma {
     dev: ARef<Device>,
-    window_phys: u64,
-    window_size: usize,
-    window_virt: *mut u8,
-    pub(crate) copies: AtomicU64,
-    pub(crate) bytes: AtomicU64,
-    pub(crate) errors: AtomicU64,
-    /// Keeps the window mapped while channels exist.
-    _fabric: Arc<crate::fabric::Fabric>,
+    fabric: Arc<Fabric>,
 }
-
-// SAFETY: `window_virt` is the fabric's window mapping, which `_fabric` keeps; copies through it
-// are plain memory accesses, safe from any thread.
-unsafe impl Send for Cdma {}
-// SAFETY: see `Send`; the counters are atomic.
-unsafe impl Sync for Cdma {}
 
 impl Cdma {
     /// The kernel address of `len` bytes at DMA address `addr`: in the window or in RAM.
     fn resolve(&self, addr: u64, len: usize) -> Option<*mut u8> {
+        let w = &self.fabric.window;
         let phys = provider::dma_to_phys(&self.dev, addr);
-        let off = phys.wrapping_sub(self.window_phys);
-        if phys >= self.window_phys && off < self.window_size as u64 {
+        let off = phys.wrapping_sub(w.phys());
+        if phys >= w.phys() && off < w.size() as u64 {
             let end = off.checked_add(len as u64)?;
-            if end > self.window_size as u64 {
+            if end > w.size() as u64 {
                 return None;
             }
             // SAFETY: `[off, end)` lies inside the window mapping (checked above).
-            return Some(unsafe { self.window_virt.add(off as usize) });
+            return Some(unsafe { w.virt().add(off as usize) });
         }
         provider::ram(phys, len).map(|p| p.as_ptr())
     }
@@ -75,18 +63,14 @@ impl Engine for Cdma {
 
     fn transfer(&self, _channel: usize, job: &Job) -> TxResult {
         let Some(src) = self.resolve(job.src, job.len) else {
-            self.errors.fetch_add(1, Ordering::Relaxed);
             return TxResult::ReadFailed;
         };
         let Some(dst) = self.resolve(job.dst, job.len) else {
-            self.errors.fetch_add(1, Ordering::Relaxed);
             return TxResult::WriteFailed;
         };
         // SAFETY: both ranges are `len` bytes of RAM or of the window (`resolve`); `copy`
         // allows them to overlap, which a client's memcpy must not rely on anyway.
         unsafe { core::ptr::copy(src, dst, job.len) };
-        self.copies.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(job.len as u64, Ordering::Relaxed);
         TxResult::NoError
     }
 }
@@ -94,20 +78,13 @@ impl Engine for Cdma {
 /// Registers `channels` channels of `dev` copying to and from `fabric`'s window.
 pub(crate) fn register(
     dev: &Device<Bound>,
-    fabric: &Arc<crate::fabric::Fabric>,
+    fabric: &Arc<Fabric>,
     channels: usize,
 ) -> Result<Registration<Cdma>> {
-    let w: &GasWindow = &fabric.window;
     let engine = Arc::new(
         Cdma {
             dev: dev.into(),
-            window_phys: w.phys(),
-            window_size: w.size(),
-            window_virt: w.virt(),
-            copies: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-            _fabric: fabric.clone(),
+            fabric: fabric.clone(),
         },
         GFP_KERNEL,
     )?;

@@ -533,19 +533,18 @@ impl Operations for KramDisk {
     fn queue_rq(backing: &Backing, rq: ARef<Request<Self>>, is_last: bool) -> Result {
         let rq = match &backing.dma {
             // Moved, not cloned: the copies' completion ends it, maybe before this returns.
-            Some(d) => match d.submit(backing, rq, is_last) {
-                Submitted::Engine => return Ok(()),
-                other => {
+            Some(d) => {
+                let s = d.submit(backing, rq, is_last);
+                if is_last && !matches!(s, Submitted::Engine) {
                     // Earlier requests of the batch may wait on the engine.
-                    if is_last {
-                        d.issue_all();
-                    }
-                    match other {
-                        Submitted::Cpu(rq) => rq,
-                        _ => return Err(ENOMEM),
-                    }
+                    d.issue_all();
                 }
-            },
+                match s {
+                    Submitted::Engine => return Ok(()),
+                    Submitted::Requeue => return Err(ENOMEM),
+                    Submitted::Cpu(rq) => rq,
+                }
+            }
             None => rq,
         };
         let result = backing.serve(&rq);

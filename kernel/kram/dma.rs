@@ -299,7 +299,7 @@ impl Dma {
             Err(e) if !submitted => {
                 drop(st);
                 self.inflight.fetch_sub(1, Ordering::AcqRel);
-                self.pool.lock().push(ctx.clone(), GFP_ATOMIC).ok();
+                self.pool.lock().push(ctx, GFP_ATOMIC).ok();
                 if e == ENOMEM {
                     return Submitted::Requeue;
                 }
