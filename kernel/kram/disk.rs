@@ -12,16 +12,21 @@ use crate::wire::{
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
-    block::mq::{Command, Operations, Request, Segment},
+    block::{
+        bio::{self, Bio},
+        mq::{Command, Operations, Request, Segment},
+    },
     new_spinlock,
     prelude::*,
     sync::{aref::ARef, Arc, SpinLock},
+    time::{delay::fsleep, Delta},
 };
 
 /// How data moves between bio pages and the GAS (`transfermode`).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transfer {
-    /// The CPU copies in `queue_rq` and ends the request there.
+    /// The CPU copies in `submit_bio` and ends the bio there: a bio-based disk, as brd and zram
+    /// are, since blk-mq's per-request work costs more than a copy ([`KramBio`]).
     Memcpy,
     /// A DMA engine's channels copy, and the last copy's completion ends the request (`dma.rs`).
     Cdma,
@@ -226,7 +231,50 @@ pub(crate) struct Backing {
     pub(crate) fabric: Fabric,
 }
 
+/// The blk-mq disk of `transfermode=1`: its tags bound the copies in flight, and the engine's
+/// completions end requests.
 pub(crate) struct KramDisk;
+
+/// The bio-based disk of `transfermode=0`.
+pub(crate) struct KramBio;
+
+/// What the disk is asked to do: a blk-mq request or a bio.
+pub(crate) trait Work {
+    fn command(&self) -> Command;
+    fn sector(&self) -> u64;
+    fn bytes(&self) -> u32;
+    fn for_each_segment(&self, f: impl FnMut(&Segment<'_>) -> Result) -> Result;
+}
+
+impl Work for Request<KramDisk> {
+    fn command(&self) -> Command {
+        Request::command(self)
+    }
+    fn sector(&self) -> u64 {
+        Request::sector(self)
+    }
+    fn bytes(&self) -> u32 {
+        Request::bytes(self)
+    }
+    fn for_each_segment(&self, f: impl FnMut(&Segment<'_>) -> Result) -> Result {
+        Request::for_each_segment(self, f)
+    }
+}
+
+impl Work for Bio {
+    fn command(&self) -> Command {
+        Bio::command(self)
+    }
+    fn sector(&self) -> u64 {
+        Bio::sector(self)
+    }
+    fn bytes(&self) -> u32 {
+        Bio::bytes(self)
+    }
+    fn for_each_segment(&self, f: impl FnMut(&Segment<'_>) -> Result) -> Result {
+        Bio::for_each_segment(self, f)
+    }
+}
 
 /// One request's view of the layout, with its lock held and the window usable.
 pub(crate) struct Io<'a> {
@@ -412,7 +460,7 @@ impl Backing {
     /// `ENOMEM` if it must wait for a stalled lease; then `f` does not run.
     pub(crate) fn with_io<R>(
         &self,
-        rq: &Request<KramDisk>,
+        rq: &impl Work,
         f: impl FnOnce(&Io<'_>, u64) -> Result<R>,
     ) -> Result<R> {
         let start = rq.sector().checked_mul(512).ok_or(EIO)?;
@@ -443,7 +491,7 @@ impl Backing {
     }
 
     /// Copies the request's data with the CPU.
-    pub(crate) fn serve(&self, rq: &Request<KramDisk>) -> Result {
+    pub(crate) fn serve(&self, rq: &impl Work) -> Result {
         self.with_io(rq, |io, start| {
             let end = start + u64::from(rq.bytes());
             let mut at = start;
@@ -547,7 +595,7 @@ impl Operations for KramDisk {
             }
             None => rq,
         };
-        let result = backing.serve(&rq);
+        let result = backing.serve(&*rq);
         if matches!(result, Err(e) if e == ENOMEM) {
             // A stalled lease or no memory for a bounce buffer: not ended, blk-mq requeues it
             // (BLK_STS_RESOURCE) and runs the queue again after a short delay.
@@ -566,5 +614,30 @@ impl Operations for KramDisk {
 
     fn complete(rq: ARef<Request<Self>>) {
         finish(rq, Ok(()));
+    }
+}
+
+/// How long a bio waits, in steps of `RETRY_MS`, for a stalled lease or for memory (as blk-mq
+/// requeues a request after `BLK_MQ_RESOURCE_DELAY`), before it fails: a stall ends within
+/// [`MAX_STALL_NS`].
+const RETRY_MS: i64 = 3;
+const MAX_RETRIES: u32 = (MAX_STALL_NS / (RETRY_MS * 1_000_000)) as u32 + 1000;
+
+#[vtable]
+impl bio::Operations for KramBio {
+    type Data = KBox<Backing>;
+
+    fn submit_bio(backing: &Backing, bio: Bio) {
+        let mut tries = 0;
+        loop {
+            match backing.serve(&bio) {
+                // The bio-based disk does not take REQ_NOWAIT bios, so it may sleep here.
+                Err(e) if e == ENOMEM && tries < MAX_RETRIES => {
+                    tries += 1;
+                    fsleep(Delta::from_millis(RETRY_MS));
+                }
+                r => return bio.end(r),
+            }
+        }
     }
 }

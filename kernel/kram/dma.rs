@@ -233,7 +233,7 @@ impl Dma {
         st.nodes = 0;
         st.backing = backing;
         let mut submitted = false;
-        let outcome = backing.with_io(&rq, |io, start| {
+        let outcome = backing.with_io(&*rq, |io, start| {
             // Everything is checked before the first copy is submitted.
             let mut at = start;
             let mut segments = 0usize;
@@ -371,7 +371,7 @@ impl Dma {
                 self.failed.fetch_add(1, Ordering::Relaxed);
             }
             // The CPU serves it again, through the copy that is intact.
-            match backing.serve(&rq) {
+            match backing.serve(&*rq) {
                 Err(e) if e == ENOMEM => Err(EIO),
                 r => r,
             }

@@ -15,7 +15,10 @@
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     bindings,
-    block::mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet, TagSetFlags},
+    block::{
+        bio,
+        mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet, TagSetFlags},
+    },
     debugfs, impl_has_hr_timer, new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
@@ -55,7 +58,7 @@ mod wire;
 #[allow(unused_imports)]
 use wire::{gas, mailbox, packet};
 
-use disk::{Backing, Fabric, KramDisk, Shared, Transfer};
+use disk::{Backing, Fabric, KramBio, KramDisk, Shared, Transfer};
 use fabric_client::{Gas, OnRevoke, RevokeHook};
 use kram_client::{set_handler, Epoch, LenderSink, LogLimit};
 use mailbox::service;
@@ -89,10 +92,18 @@ module! {
 
 use params::SizeList;
 
+/// An instance's block device; deleting it waits for the I/O that runs in it.
+enum Disk {
+    /// `transfermode=0`: bio-based.
+    Bio { _disk: bio::Disk<KramBio> },
+    /// `transfermode=1`: blk-mq.
+    Queue { _disk: GenDisk<KramDisk> },
+}
+
 struct InstanceState {
     /// Where the instance's bytes are; shared with its disk.
     shared: Arc<Shared>,
-    disk: Option<GenDisk<KramDisk>>,
+    disk: Option<Disk>,
     /// A part of the disk (without a mirror) was revoked: its data is gone, its I/O fails.
     lost: bool,
 }
@@ -227,18 +238,37 @@ impl Kram {
         self.info.node_id as u8
     }
 
-    fn new_disk(&self, inst: &Instance, state: &InstanceState) -> Result<GenDisk<KramDisk>> {
+    fn new_disk(&self, inst: &Instance, state: &InstanceState) -> Result<Disk> {
         let len = u64::from(inst.size_mib) << 20;
-        let backing = Backing {
-            shared: state.shared.clone(),
-            len,
-            dma: self.dma.clone(),
-            epoch: self.epoch,
-            fabric: self.fabric.clone(),
-        };
-        // A copy to or from memory gains nothing from an I/O scheduler or from I/O accounting
-        // (brd and zram have neither), and one queue per CPU keeps submitters apart; swap may
-        // read in place (synchronous, as on brd and zram) and requests may be large.
+        let backing = KBox::new(
+            Backing {
+                shared: state.shared.clone(),
+                len,
+                dma: self.dma.clone(),
+                epoch: self.epoch,
+                fabric: self.fabric.clone(),
+            },
+            GFP_KERNEL,
+        )?;
+        let name = fmt!("kram{}", inst.id);
+        // A copy to or from memory gains nothing from I/O accounting (brd and zram have none);
+        // swap may read in place (synchronous, as on brd and zram).
+        let builder = GenDiskBuilder::new()
+            .capacity_sectors(len >> 9)
+            .logical_block_size(4096)?
+            .physical_block_size(4096)?
+            .synchronous(true)
+            .io_stat(false)
+            .max_hw_sectors(MAX_REQUEST_BYTES >> 9)
+            .max_segment_size(MAX_REQUEST_BYTES)?
+            .max_discard_sectors(u32::MAX >> 9);
+        if self.dma.is_none() {
+            return Ok(Disk::Bio {
+                _disk: builder.build_bio::<KramBio>(name, backing)?,
+            });
+        }
+        // The engine's completions end requests: blk-mq's tags bound the copies in flight, no
+        // I/O scheduler by default, and one queue per CPU keeps submitters apart.
         let tagset = Arc::pin_init(
             TagSet::new_with_flags(
                 kernel::cpu::nr_cpu_ids(),
@@ -248,20 +278,9 @@ impl Kram {
             ),
             GFP_KERNEL,
         )?;
-        GenDiskBuilder::new()
-            .capacity_sectors(len >> 9)
-            .logical_block_size(4096)?
-            .physical_block_size(4096)?
-            .synchronous(true)
-            .io_stat(false)
-            .max_hw_sectors(MAX_REQUEST_BYTES >> 9)
-            .max_segment_size(MAX_REQUEST_BYTES)?
-            .max_discard_sectors(u32::MAX >> 9)
-            .build(
-                fmt!("kram{}", inst.id),
-                tagset,
-                KBox::new(backing, GFP_KERNEL)?,
-            )
+        Ok(Disk::Queue {
+            _disk: builder.build(name, tagset, backing)?,
+        })
     }
 
     fn write_stats(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

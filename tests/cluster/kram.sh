@@ -73,9 +73,15 @@ cycle() {
   expect_eq "$(on 0 cat /sys/kernel/unimem_kram/lent_mib)" 96 "/sys/kernel/unimem_kram/lent_mib"
   expect_eq "$(on 0 cat /sys/kernel/unimem_kram/instances_ready)" 2 "/sys/kernel/unimem_kram/instances_ready"
   for d in kram0 kram1; do
-    expect_eq "$(on 0 "sed -n 's/.*\\[\\(.*\\)\\].*/\\1/p' /sys/block/$d/queue/scheduler")" none "I/O scheduler of /dev/$d"
     expect_eq "$(on 0 cat /sys/block/$d/queue/iostats)" 0 "queue/iostats of /dev/$d (no I/O accounting)"
-    expect_eq "$(on 0 "ls /sys/block/$d/mq | wc -l")" "$(on 0 nproc)" "hardware queues of /dev/$d (one per CPU)"
+    if [ "$mode" = 1 ]; then
+      expect_eq "$(on 0 "sed -n 's/.*\\[\\(.*\\)\\].*/\\1/p' /sys/block/$d/queue/scheduler")" none "I/O scheduler of /dev/$d"
+      expect_eq "$(on 0 "ls /sys/block/$d/mq | wc -l")" "$(on 0 nproc)" "hardware queues of /dev/$d (one per CPU)"
+    else
+      # Bio-based, as brd: no blk-mq queues and no I/O scheduler.
+      on 0 "! test -e /sys/block/$d/mq && ! test -e /sys/block/$d/queue/scheduler" ||
+        fail "/dev/$d has blk-mq queues or a scheduler with transfermode=0 (bio-based, as brd)"
+    fi
     expect_eq "$(on 0 cat /sys/block/$d/queue/max_hw_sectors_kb)" 1024 "largest request of /dev/$d (KiB)"
   done
   on 0 "grep -q '^kram0 32 MiB: 32 MiB lent, ready' /sys/kernel/debug/unimem_kram/stats && grep -q '^  node [12] chunks [0-9]*+32 at 0 MiB: valid' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's valid lease"
