@@ -8,8 +8,10 @@
 #     (and the spread) over the repetitions.
 #   - a swap-bound program (unimem-memtest, 1.5x node 0's 96 MiB RAM, every byte verified) with
 #     compressible data on KRAM swap and on zram swap, and with incompressible data on KRAM swap
-#     and on swap on a virtio disk backed by a host file (`scripts/cluster up --disk-of`; the
-#     host's page cache serves that file, so the disk is faster here than a real one).
+#     and on swap on two virtio disks backed by host files (`scripts/cluster up --disk-of`):
+#     "disk" goes through the host's page cache, so it is host RAM behind virtio, faster than
+#     any disk; "disk_direct" bypasses it (cache=none), so its I/O reaches the host's storage,
+#     as a real disk's would.
 # All of it for each vCPU count (UNIMEM_SMP of every node), on a fresh 3-node cluster each.
 # Writes environment.csv, fio_runs.csv, swap_runs.csv, summary.csv, summary.txt and kram.png
 # to build/bench/kram/<UTC timestamp>/ (KRAM_BENCH_OUT) and prints the summary.
@@ -53,10 +55,12 @@ MODS=/opt/unimem/modules
 on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout 900 -- "$@"; }
 trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
 
-# start_cluster SMP NODE0_MEM [DISK]: a fresh cluster of SMP-vCPU nodes whose node 2 lends.
+# start_cluster SMP NODE0_MEM [DISK]: a fresh cluster of SMP-vCPU nodes whose node 2 lends;
+# with DISK, node 0 gets two disks of that size: /dev/vdb through the host's page cache,
+# /dev/vdc direct.
 start_cluster() {
   local disk=()
-  [ -n "${3:-}" ] && disk=(--disk-of "0=$3")
+  [ -n "${3:-}" ] && disk=(--disk-of "0=$3" --disk-of "0=$3,direct")
   "$CLUSTER" down >/dev/null 2>&1 || true
   UNIMEM_SMP=$1 "$CLUSTER" up -n 3 --mem-of "0=$2" "${disk[@]}"
   for n in 0 1 2; do on "$n" "insmod $MODS/unimem_eusrvmem.ko && insmod $MODS/unimem_mailbox.ko"; done
@@ -122,17 +126,18 @@ swaptime() {
 
 swap_part() {
   local smp=$1 rep cfg t
-  log "vCPUs $smp: a swap-bound program on KRAM, zram and a virtio disk"
+  log "vCPUs $smp: a swap-bound program on KRAM, zram and virtio disks"
   start_cluster "$smp" 96M 96M
   MIB=$(on 0 "awk '/^MemTotal/ {print int(\$2 * 3 / 2 / 1024)}' /proc/meminfo")
-  on 0 "echo 8192 > /proc/sys/vm/min_free_kbytes && modprobe zram num_devices=1 && test -b /dev/vdb" ||
-    die "node 0 has no zram or no /dev/vdb"
+  on 0 "echo 8192 > /proc/sys/vm/min_free_kbytes && modprobe zram num_devices=1 && test -b /dev/vdb && test -b /dev/vdc" ||
+    die "node 0 has no zram, /dev/vdb or /dev/vdc"
   load_kram "$SWAP_MODE"
   for rep in $(seq "$REPS"); do
-    for cfg in $(rotated "$rep" kram:compressible zram:compressible kram:random disk:random); do
+    for cfg in $(rotated "$rep" kram:compressible zram:compressible kram:random disk:random disk_direct:random); do
       case $cfg in
         kram:*) devs="/dev/kram0 /dev/kram1";;
         disk:*) devs=/dev/vdb;;
+        disk_direct:*) devs=/dev/vdc;;
         zram:*) devs=/dev/zram0
                 on 0 "echo 1 > /sys/block/zram0/reset && echo 96M > /sys/block/zram0/disksize";;
       esac
@@ -161,7 +166,7 @@ awk -F, -v OFS=, '
   function spread(s,   m) { m = med(s); return sprintf("%.2f,%.2f,%.2f", m, lo, hi) }
   FNR == 1 { next }
   FILENAME ~ /fio_runs/ { k = $1 "," $2 "," $3 "," $4; keys[k] = 1; v[k, $5, $6] = $7; reps[k, $5] = 1 }
-  FILENAME ~ /swap_runs/ { s = $1 "," $3; skeys[s] = 1; t[s, $2, $4] = $6; sreps[s, $2] = 1; base[s] = ($3 == "random" ? "disk" : "zram") }
+  FILENAME ~ /swap_runs/ { s = $1 "," $3; t[s, $2, $4] = $6; sreps[s, $2] = 1; if ($4 != "kram") sb[s "," $4] = 1 }
   END {
     print "part,vcpus,transfermode_or_data,op_or_baseline,qd,kram,brd_or_baseline,zram,kram_over_brd_or_baseline,min,max,kram_over_zram,min,max"
     for (k in keys) { K = Z = B = rb = rz = ""
@@ -169,10 +174,10 @@ awk -F, -v OFS=, '
         if (v[k, r, "ram0"] > 0) rb = rb " " v[k, r, "kram0"] / v[k, r, "ram0"]
         if (v[k, r, "zram0"] > 0) rz = rz " " v[k, r, "kram0"] / v[k, r, "zram0"] }
       print "fio", k, med(K), med(B), med(Z), spread(rb), spread(rz) }
-    for (s in skeys) { K = B = rb = ""
-      for (r = 1; (s, r) in sreps; r++) { K = K " " t[s, r, "kram"]; B = B " " t[s, r, base[s]]
-        if (t[s, r, base[s]] > 0) rb = rb " " t[s, r, "kram"] / t[s, r, base[s]] }
-      split(s, p, ","); print "swap", p[1], p[2], base[s], "", med(K), med(B), "", spread(rb), ",," }
+    for (x in sb) { split(x, p, ","); s = p[1] "," p[2]; b = p[3]; K = B = rb = ""
+      for (r = 1; (s, r) in sreps; r++) { K = K " " t[s, r, "kram"]; B = B " " t[s, r, b]
+        if (t[s, r, b] > 0) rb = rb " " t[s, r, "kram"] / t[s, r, b] }
+      print "swap", p[1], p[2], b, "", med(K), med(B), "", spread(rb), ",," }
   }' "$OUT/fio_runs.csv" "$OUT/swap_runs.csv" | sort -t, -k1,1 -k2,2n -k3,3 -k4,4 -k5,5n >"$OUT/summary.tmp"
 { grep '^part,' "$OUT/summary.tmp"; grep -v '^part,' "$OUT/summary.tmp"; } >"$OUT/summary.csv"
 rm -f "$OUT/summary.tmp"
@@ -198,6 +203,7 @@ rm -f "$OUT/summary.tmp"
       printf '%s vCPU(s), %s data: kram %s s, %s %s s, kram/%s %s [%s-%s]\n' "$smp" "$data" "$k" "$base" "$b" "$base" "$r" "$rl" "$rh"
     done
     echo "goals: kram/zram <= 1.0 (compressible); kram/disk <= 0.2, i.e. 5x faster (incompressible)"
+    echo "disk: through the host's page cache (host RAM behind virtio); disk_direct: cache=none, the host's storage"
   fi
   bench_tcg_note 3
 } | tee "$OUT/summary.txt"
