@@ -51,9 +51,13 @@ impl Fabric {
     /// Whether `node`'s memory went away: the fabric poisoned its partition, or the fabric
     /// device itself is gone.
     pub(crate) fn lost(&self, node: u32) -> bool {
-        let Some(w) = self.gas.access() else {
-            return true;
-        };
+        self.gas
+            .access()
+            .is_none_or(|w| self.lost_in(&w, node))
+    }
+
+    /// [`Fabric::lost`], with the window already held: one liveness word read.
+    fn lost_in(&self, w: &Access<'_>, node: u32) -> bool {
         if self.gas.info().ctl_size < NODE_STATE_END || node >= MAX_NODES {
             return false;
         }
@@ -120,19 +124,19 @@ impl Lease {
     /// is not lost and has not revoked it, but no ACK came in time (the lender's daemon or VM
     /// is restarting; the lender keeps the loan for `LEASE_MS` after our last RENEW and
     /// restores it from its record). Bounded by [`MAX_STALL_NS`].
-    fn stalled(&self, now: i64, fabric: &Fabric) -> bool {
-        let lapsed = -self.clock.left(now);
+    fn stalled(&self, io: &Io<'_>) -> bool {
+        let lapsed = -self.clock.left(io.now);
         self.clock.acked()
             && !self.clock.is_revoked()
             && !self.is_lost()
-            && !fabric.lost(self.node)
+            && !io.lost(self.node)
             && lapsed > 0
             && lapsed < MAX_STALL_NS
     }
 
-    /// Whether this node may touch the chunks at `now`.
-    pub(crate) fn ok(&self, now: i64, fabric: &Fabric) -> bool {
-        !self.is_lost() && self.clock.usable(now) && !fabric.lost(self.node)
+    /// Whether this node may touch the chunks now.
+    fn ok(&self, io: &Io<'_>) -> bool {
+        !self.is_lost() && self.clock.usable(io.now) && !io.lost(self.node)
     }
 }
 
@@ -282,12 +286,16 @@ pub(crate) struct Io<'a> {
     shared: &'a Shared,
     fabric: &'a Fabric,
     now: i64,
-    _window: Access<'a>,
+    window: Access<'a>,
 }
 
 impl Io<'_> {
+    fn lost(&self, node: u32) -> bool {
+        self.fabric.lost_in(&self.window, node)
+    }
+
     fn readable(&self, p: &Part) -> bool {
-        !p.syncing && p.lease.ok(self.now, self.fabric)
+        !p.syncing && p.lease.ok(self)
     }
 
     /// Reads `n` bytes at disk offset `at` from the first copy that can serve them, one part at
@@ -311,7 +319,7 @@ impl Io<'_> {
                 let k = ((p.end() - pos) as usize).min(n - done);
                 // `p` holds `[pos, pos + k)` (`part`, `end`).
                 put(p.ptr(pos), done, k);
-                if self.fabric.lost(p.lease.node) {
+                if self.lost(p.lease.node) {
                     p.lease.lose();
                     continue;
                 }
@@ -354,7 +362,7 @@ impl Io<'_> {
                 let Some(p) = self.l.part(c, pos) else {
                     continue;
                 };
-                if p.lease.ok(self.now, self.fabric) {
+                if p.lease.ok(self) {
                     // `p` holds `[pos, pos + k)`.
                     get(p.ptr(pos), done, k);
                     stored |= !p.syncing;
@@ -378,8 +386,11 @@ impl Io<'_> {
             let (mut ok, mut stalled, mut next) = (false, false, end);
             for c in 0..self.l.ncopies {
                 if let Some(p) = self.l.part(c, pos) {
-                    ok |= self.readable(p) || (p.syncing && p.lease.ok(self.now, self.fabric));
-                    stalled |= p.lease.stalled(self.now, self.fabric);
+                    if !ok {
+                        ok = p.lease.ok(self);
+                        // Only a piece no copy can take waits for a stalled lease.
+                        stalled |= !ok && p.lease.stalled(self);
+                    }
                     next = next.min(p.end());
                 }
             }
@@ -476,7 +487,7 @@ impl Backing {
             shared: &self.shared,
             fabric: &self.fabric,
             now: self.epoch.now(),
-            _window: window,
+            window,
         };
         if io.stalled(start, end) {
             // BLK_STS_RESOURCE: blk-mq requeues the request and runs the queue again shortly.
@@ -548,9 +559,9 @@ pub(crate) fn resync(
             shared,
             fabric,
             now: epoch.now(),
-            _window: window,
+            window,
         };
-        if !p.lease.ok(io.now, fabric) {
+        if !p.lease.ok(&io) {
             return false;
         }
         let n = (p.end() - at).min(BLOCK) as usize;

@@ -85,7 +85,7 @@ module! {
         },
         transfermode: u32 {
             default: 1,
-            description: "How data is copied: 1 = by DMA_MEMCPY channels of a DMA engine (the fabric card's CDMA; emulated by unimem_eusrvmem in the virtual cluster, where the CPU is faster), 0 = by the CPU",
+            description: "How data is copied: 1 = by DMA_MEMCPY channels of a DMA engine (the fabric card's CDMA; emulated by unimem_eusrvmem in the virtual cluster, where the CPU is faster), 0 = by the CPU (a bio-based disk, as brd)",
         },
     },
 }
