@@ -51,9 +51,7 @@ impl Fabric {
     /// Whether `node`'s memory went away: the fabric poisoned its partition, or the fabric
     /// device itself is gone.
     pub(crate) fn lost(&self, node: u32) -> bool {
-        self.gas
-            .access()
-            .is_none_or(|w| self.lost_in(&w, node))
+        self.gas.access().is_none_or(|w| self.lost_in(&w, node))
     }
 
     /// [`Fabric::lost`], with the window already held: one liveness word read.
@@ -250,35 +248,27 @@ pub(crate) trait Work {
     fn for_each_segment(&self, f: impl FnMut(&Segment<'_>) -> Result) -> Result;
 }
 
-impl Work for Request<KramDisk> {
-    fn command(&self) -> Command {
-        Request::command(self)
-    }
-    fn sector(&self) -> u64 {
-        Request::sector(self)
-    }
-    fn bytes(&self) -> u32 {
-        Request::bytes(self)
-    }
-    fn for_each_segment(&self, f: impl FnMut(&Segment<'_>) -> Result) -> Result {
-        Request::for_each_segment(self, f)
-    }
+/// Both have the same methods under the same names.
+macro_rules! impl_work {
+    ($t:ty) => {
+        impl Work for $t {
+            fn command(&self) -> Command {
+                <$t>::command(self)
+            }
+            fn sector(&self) -> u64 {
+                <$t>::sector(self)
+            }
+            fn bytes(&self) -> u32 {
+                <$t>::bytes(self)
+            }
+            fn for_each_segment(&self, f: impl FnMut(&Segment<'_>) -> Result) -> Result {
+                <$t>::for_each_segment(self, f)
+            }
+        }
+    };
 }
-
-impl Work for Bio {
-    fn command(&self) -> Command {
-        Bio::command(self)
-    }
-    fn sector(&self) -> u64 {
-        Bio::sector(self)
-    }
-    fn bytes(&self) -> u32 {
-        Bio::bytes(self)
-    }
-    fn for_each_segment(&self, f: impl FnMut(&Segment<'_>) -> Result) -> Result {
-        Bio::for_each_segment(self, f)
-    }
-}
+impl_work!(Request<KramDisk>);
+impl_work!(Bio);
 
 /// One request's view of the layout, with its lock held and the window usable.
 pub(crate) struct Io<'a> {
