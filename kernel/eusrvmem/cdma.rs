@@ -12,6 +12,7 @@
 //! `dma_map_resource`) and RAM (their pages); anything else fails the copy.
 
 use crate::fabric::Fabric;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     device::{Bound, Device},
     dmaengine::{
@@ -31,6 +32,9 @@ pub(crate) const MAX_CHANNELS: usize = 16;
 pub(crate) struct Cdma {
     dev: ARef<Device>,
     fabric: Arc<Fabric>,
+    /// `cdma_fail_every`: every Nth copy fails, as a bus error would fail it (0: none).
+    fail_every: u32,
+    copies: AtomicU32,
 }
 
 impl Cdma {
@@ -62,6 +66,12 @@ impl Engine for Cdma {
     const POLL: Delta = Delta::from_micros(100);
 
     fn transfer(&self, _channel: usize, job: &Job) -> TxResult {
+        if self.fail_every != 0 {
+            let n = self.copies.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+            if n.checked_rem(self.fail_every) == Some(0) {
+                return TxResult::WriteFailed;
+            }
+        }
         let Some(src) = self.resolve(job.src, job.len) else {
             return TxResult::ReadFailed;
         };
@@ -75,16 +85,27 @@ impl Engine for Cdma {
     }
 }
 
-/// Registers `channels` channels of `dev` copying to and from `fabric`'s window.
+/// Registers `channels` channels of `dev` copying to and from `fabric`'s window; every
+/// `fail_every`th copy fails (0: none).
 pub(crate) fn register(
     dev: &Device<Bound>,
     fabric: &Arc<Fabric>,
     channels: usize,
+    fail_every: u32,
 ) -> Result<Registration<Cdma>> {
+    if fail_every != 0 {
+        dev_warn!(
+            dev,
+            "the emulated CDMA engine fails every {} copies (cdma_fail_every)\n",
+            fail_every
+        );
+    }
     let engine = Arc::new(
         Cdma {
             dev: dev.into(),
             fabric: fabric.clone(),
+            fail_every,
+            copies: AtomicU32::new(0),
         },
         GFP_KERNEL,
     )?;

@@ -189,9 +189,17 @@ fn bind<'bound>(
 
     // The virtual cluster's card gets the emulated engine; a board has its own CDMA.
     let cdma = match (bus, cdma_channels()) {
-        (Bus::Pci, n) if n > 0 => Some(cdma::register(dev, &fabric, n).inspect_err(|e| {
-            dev_err!(dev, "cannot register the emulated CDMA engine: {:?}\n", e);
-        })?),
+        (Bus::Pci, n) if n > 0 => Some(
+            cdma::register(
+                dev,
+                &fabric,
+                n,
+                *module_parameters::cdma_fail_every.value_ref(),
+            )
+            .inspect_err(|e| {
+                dev_err!(dev, "cannot register the emulated CDMA engine: {:?}\n", e);
+            })?,
+        ),
         _ => None,
     };
     let how = match bus {
@@ -257,6 +265,10 @@ module! {
         cdma_channels: i32 {
             default: -1,
             description: "DMA_MEMCPY channels of the virtual cluster's emulated CDMA engine (-1: one per CPU, at most 16; 0: none)",
+        },
+        cdma_fail_every: u32 {
+            default: 0,
+            description: "For tests of clients' error paths: the emulated CDMA engine fails every Nth copy (0: none)",
         },
     },
 }

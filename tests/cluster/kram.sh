@@ -2,7 +2,8 @@
 # KRAM acceptance (issue 4): the seed's insmod line on node 0 with kram-daemons on nodes 1 and 2,
 # devices that appear once a lender answers, fio verify, swap on both devices, a verifying
 # workload half again as large as node 0's RAM, chunks returned on swapoff + rmmod, the same
-# with transfermode=0, and clear errors for bad parameters.
+# with transfermode=0, an engine whose copies fail now and then (the CPU serves those requests
+# again), and clear errors for bad parameters.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
 # A failed run leaves no swap, module or daemon to the next test.
@@ -47,12 +48,13 @@ wait_disks() {
     fail "/dev/kram0 and /dev/kram1 did not appear within 15 s"
 }
 
+# "copies cpu-copies failed-requests" of the driver's DMA engine line, empty without one.
+dma_stats() {
+  on 0 "sed -n 's/^dma channels .*: copies \([0-9]*\), by the CPU instead \([0-9]*\), failed requests \([0-9]*\)\$/\1 \2 \3/p' /sys/kernel/debug/unimem_kram/stats"
+}
+
 cycle() {
   local mode=$1
-  # "copies cpu-copies failed-requests" of the driver's DMA engine line, empty without one.
-  dma_stats() {
-    on 0 "sed -n 's/^dma channels .*: copies \([0-9]*\), by the CPU instead \([0-9]*\), failed requests \([0-9]*\)\$/\1 \2 \3/p' /sys/kernel/debug/unimem_kram/stats"
-  }
   step "transfermode=$mode: the seed's insmod line, then lenders"
   on 0 "insmod $MODS/unimem_kram.ko ninstances=2 size=32,64 transfermode=$mode"
   if [ "$mode" = 1 ]; then
@@ -156,6 +158,21 @@ cycle() {
 }
 cycle 1
 cycle 0
+
+step "an engine that fails every 5th copy: the CPU serves those requests again, fio verifies"
+reload_fabric cdma_fail_every=5
+on 0 "insmod $MODS/unimem_kram.ko ninstances=2 size=32,64 transfermode=1"
+wait_disks
+on 0 "fio --name=verify-failing --filename=/dev/kram0 --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
+        --verify=crc32c --do_verify=1 --size=100% --output-format=terse --terse-version=3 > /tmp/fio-failing.out 2>&1" ||
+  { on 0 "cat /tmp/fio-failing.out"; fail "fio verify failed on /dev/kram0 with failing copies"; }
+on 0 "awk -F';' '{ if (\$5 != 0) exit 1 }' /tmp/fio-failing.out" || fail "fio reported errors with failing copies"
+read -r copies cpu failed <<<"$(dma_stats)"
+echo "DMA engine failing every 5th copy: $copies copies, $cpu by the CPU instead, $failed requests served again"
+# 32 MiB written and read back in 4 KiB requests: about a fifth of 2 * 8192 copies failed.
+[ "${failed:-0}" -ge $(( 2 * 8192 / 5 / 2 )) ] || fail "only ${failed:-no} requests saw a failed copy"
+on 0 "rmmod unimem_kram"
+reload_fabric ""
 step "stop the lenders (SIGTERM: clean exit)"
 for n in 1 2; do
   on "$n" "killall -TERM kram-daemon; for i in \$(seq 50); do pidof kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1" ||
