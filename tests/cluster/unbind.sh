@@ -103,10 +103,15 @@ wait_log $L srv '^iface [0-9]+ node '
 iface=$(on $L "sed -n 's/^iface \([0-9]*\) node .*/\1/p' /tmp/$BG-srv.log | head -1")
 out=$(on $B "unimem-mbox ping --node $L --iface $iface --count 5 --size 25")
 grep -q "^ok: 5 echoes intact" <<<"$out" || { echo "$out" >&2; fail "no mailbox after rebinding"; }
-on $B "insmod $MODS/unimem_kram.ko ninstances=1 size=16"
-on $B "for i in \$(seq 100); do [ -b /dev/kram0 ] && exit 0; sleep 0.2; done; exit 1" || fail "no /dev/kram0 after rebinding"
-on $B "dd if=/dev/urandom of=/tmp/x bs=1M count=4 2>/dev/null && dd if=/tmp/x of=/dev/kram0 bs=1M oflag=direct 2>/dev/null &&
-       cmp -n 4194304 /tmp/x /dev/kram0 && rm /tmp/x"
-on $B "rmmod unimem_kram && rmmod unimem_mailbox"
+# With the engine the fabric offers again, then as a bio-based disk.
+for mode in 1 0; do
+  on $B "insmod $MODS/unimem_kram.ko ninstances=1 size=16 transfermode=$mode"
+  on $B "for i in \$(seq 100); do [ -b /dev/kram0 ] && exit 0; sleep 0.2; done; exit 1" ||
+    fail "no /dev/kram0 after rebinding (transfermode=$mode)"
+  on $B "dd if=/dev/urandom of=/tmp/x bs=1M count=4 2>/dev/null && dd if=/tmp/x of=/dev/kram0 bs=1M oflag=direct 2>/dev/null &&
+         cmp -n 4194304 /tmp/x /dev/kram0 && rm /tmp/x" || fail "/dev/kram0 lost data after rebinding (transfermode=$mode)"
+  on $B "rmmod unimem_kram"
+done
+on $B "rmmod unimem_mailbox"
 dmesg_clean $B "$mark" || fail "node $B logged an error"
 echo "unbind: no oops, clean errors, memory returned, rebind works"
