@@ -480,7 +480,8 @@ impl Backing {
             window,
         };
         if io.stalled(start, end) {
-            // BLK_STS_RESOURCE: blk-mq requeues the request and runs the queue again shortly.
+            // Tried again shortly: blk-mq requeues the request (BLK_STS_RESOURCE), the bio-based
+            // disk sleeps in `submit_bio`.
             return Err(ENOMEM);
         }
         f(&io, start)

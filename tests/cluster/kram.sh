@@ -53,6 +53,15 @@ dma_stats() {
   on 0 "sed -n 's/^dma channels .*: copies \([0-9]*\), by the CPU instead \([0-9]*\), failed requests \([0-9]*\)\$/\1 \2 \3/p' /sys/kernel/debug/unimem_kram/stats"
 }
 
+# fio_verify DEV WHEN: 4 KiB random writes over all of DEV, each read back and checked (crc32c);
+# fails on a mismatch or any I/O error (WHEN completes the failure message).
+fio_verify() {
+  on 0 "fio --name=verify-$1 --filename=/dev/$1 --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
+          --verify=crc32c --do_verify=1 --size=100% --output-format=terse --terse-version=3 > /tmp/fio-$1.out 2>&1" ||
+    { on 0 "cat /tmp/fio-$1.out"; fail "fio verify failed on /dev/$1$2"; }
+  on 0 "awk -F';' '{ if (\$5 != 0) exit 1 }' /tmp/fio-$1.out" || fail "fio reported errors on /dev/$1$2"
+}
+
 cycle() {
   local mode=$1
   step "transfermode=$mode: the seed's insmod line, then lenders"
@@ -101,10 +110,7 @@ cycle() {
 
   step "transfermode=$mode: fio --verify=crc32c over both devices"
   for d in kram0 kram1; do
-    on 0 "fio --name=verify-$d --filename=/dev/$d --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
-            --verify=crc32c --do_verify=1 --size=100% --output-format=terse --terse-version=3 > /tmp/fio-$d.out 2>&1" ||
-      { on 0 "cat /tmp/fio-$d.out"; fail "fio verify failed on /dev/$d"; }
-    on 0 "awk -F';' '{ if (\$5 != 0) exit 1 }' /tmp/fio-$d.out" || fail "fio reported errors on /dev/$d"
+    fio_verify "$d" ""
   done
   # transfermode=1: the engine's channels did the copies (a 4 KiB write and its verifying read
   # per block of both devices), none failed, and the CPU stood in for almost none.
@@ -163,10 +169,7 @@ step "an engine that fails every 5th copy: the CPU serves those requests again, 
 reload_fabric cdma_fail_every=5
 on 0 "insmod $MODS/unimem_kram.ko ninstances=2 size=32,64 transfermode=1"
 wait_disks
-on 0 "fio --name=verify-failing --filename=/dev/kram0 --rw=randwrite --bs=4k --direct=1 --ioengine=psync \
-        --verify=crc32c --do_verify=1 --size=100% --output-format=terse --terse-version=3 > /tmp/fio-failing.out 2>&1" ||
-  { on 0 "cat /tmp/fio-failing.out"; fail "fio verify failed on /dev/kram0 with failing copies"; }
-on 0 "awk -F';' '{ if (\$5 != 0) exit 1 }' /tmp/fio-failing.out" || fail "fio reported errors with failing copies"
+fio_verify kram0 " with failing copies"
 read -r copies cpu failed <<<"$(dma_stats)"
 echo "DMA engine failing every 5th copy: $copies copies, $cpu by the CPU instead, $failed requests served again"
 # 32 MiB written and read back in 4 KiB requests: about a fifth of 2 * 8192 copies failed.
