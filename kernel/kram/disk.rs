@@ -121,7 +121,7 @@ impl Lease {
     /// Whether a request must wait for this lease rather than fail: it was ours, its lender
     /// is not lost and has not revoked it, but no ACK came in time (the lender's daemon or VM
     /// is restarting; the lender keeps the loan for `LEASE_MS` after our last RENEW and
-    /// restores it from its record). Bounded by [`MAX_STALL_NS`].
+    /// restores it from its record). Bounded by `stall_timeout` ([`Io::max_stall_ns`]).
     fn stalled(&self, io: &Io<'_>) -> bool {
         let lapsed = -self.clock.left(io.now);
         self.clock.acked()
@@ -129,7 +129,7 @@ impl Lease {
             && !self.is_lost()
             && !io.lost(self.node)
             && lapsed > 0
-            && lapsed < MAX_STALL_NS
+            && lapsed < io.max_stall_ns
     }
 
     /// Whether this node may touch the chunks now.
@@ -137,9 +137,6 @@ impl Lease {
         !self.is_lost() && self.clock.usable(io.now) && !io.lost(self.node)
     }
 }
-
-/// How long I/O waits for a lapsed lease to be acknowledged again before it fails.
-const MAX_STALL_NS: i64 = 60_000_000_000;
 
 /// A lease placed at `offset` of the disk in one copy. A `syncing` part (a replacement for a
 /// lost one) takes writes but serves no read until the mirror has been copied into it.
@@ -231,6 +228,8 @@ pub(crate) struct Backing {
     pub(crate) dma: Option<Arc<Dma>>,
     pub(crate) epoch: Epoch,
     pub(crate) fabric: Fabric,
+    /// How long I/O waits for a lapsed lease to be acknowledged again before it fails.
+    pub(crate) max_stall_ns: i64,
 }
 
 /// The blk-mq disk of `transfermode=1`: its tags bound the copies in flight, and the engine's
@@ -276,6 +275,8 @@ pub(crate) struct Io<'a> {
     shared: &'a Shared,
     fabric: &'a Fabric,
     now: i64,
+    /// [`Backing::max_stall_ns`]; 0 where nothing waits.
+    max_stall_ns: i64,
     window: Access<'a>,
 }
 
@@ -477,6 +478,7 @@ impl Backing {
             shared: &self.shared,
             fabric: &self.fabric,
             now: self.epoch.now(),
+            max_stall_ns: self.max_stall_ns,
             window,
         };
         if io.stalled(start, end) {
@@ -550,6 +552,8 @@ pub(crate) fn resync(
             shared,
             fabric,
             now: epoch.now(),
+            // A resync never waits for a lease: it gives up and is tried again.
+            max_stall_ns: 0,
             window,
         };
         if !p.lease.ok(&io) {
@@ -619,22 +623,23 @@ impl Operations for KramDisk {
     }
 }
 
-/// How long a bio waits, in steps of `RETRY_MS`, for a stalled lease or for memory (as blk-mq
-/// requeues a request after `BLK_MQ_RESOURCE_DELAY`), before it fails: a stall ends within
-/// [`MAX_STALL_NS`].
+/// A bio waits for a stalled lease or for memory in steps of `RETRY_MS` (as blk-mq requeues a
+/// request after `BLK_MQ_RESOURCE_DELAY`), at most `stall_timeout` and 1000 steps more (a
+/// stall ends within `stall_timeout`), before it fails.
 const RETRY_MS: i64 = 3;
-const MAX_RETRIES: u32 = (MAX_STALL_NS / (RETRY_MS * 1_000_000)) as u32 + 1000;
+const EXTRA_RETRIES: i64 = 1000;
 
 #[vtable]
 impl bio::Operations for KramBio {
     type Data = KBox<Backing>;
 
     fn submit_bio(backing: &Backing, bio: Bio) {
+        let max_retries = backing.max_stall_ns / (RETRY_MS * 1_000_000) + EXTRA_RETRIES;
         let mut tries = 0;
         loop {
             match backing.serve(&bio) {
                 // The bio-based disk does not take REQ_NOWAIT bios, so it may sleep here.
-                Err(e) if e == ENOMEM && tries < MAX_RETRIES => {
+                Err(e) if e == ENOMEM && tries < max_retries => {
                     tries += 1;
                     fsleep(Delta::from_millis(RETRY_MS));
                 }

@@ -87,6 +87,10 @@ module! {
             default: 1,
             description: "How data is copied: 1 = by DMA_MEMCPY channels of a DMA engine (the fabric card's CDMA; emulated by unimem_eusrvmem in the virtual cluster, where the CPU is faster), 0 = by the CPU (a bio-based disk, as brd)",
         },
+        stall_timeout: u32 {
+            default: 60,
+            description: "Seconds I/O waits for a lender that stopped acknowledging its lease without revoking it (its daemon or node restarting; it keeps the loan) before the I/O fails (1-3600)",
+        },
     },
 }
 
@@ -130,6 +134,8 @@ struct Kram {
     /// The engine's channels, with `transfermode=1`.
     dma: Option<Arc<dma::Dma>>,
     mirror: bool,
+    /// `stall_timeout`.
+    max_stall_ns: i64,
     epoch: Epoch,
     instances: KVec<Pin<KBox<Instance>>>,
     /// Set at unload: no new requests, no new disks.
@@ -247,12 +253,13 @@ impl Kram {
                 dma: self.dma.clone(),
                 epoch: self.epoch,
                 fabric: self.fabric.clone(),
+                max_stall_ns: self.max_stall_ns,
             },
             GFP_KERNEL,
         )?;
         let name = fmt!("kram{}", inst.id);
-        // A copy to or from memory gains nothing from I/O accounting (brd and zram have none);
-        // swap may read in place (synchronous, as on brd and zram).
+        // I/O accounting costs a visible share of a copy at memory speed: off, as on brd, until
+        // a user writes 1 to `queue/iostats`; swap may read in place (synchronous, as on brd and zram).
         let builder = GenDiskBuilder::new()
             .capacity_sectors(len >> 9)
             .logical_block_size(4096)?
@@ -392,7 +399,15 @@ impl LenderSink for Kram {
     }
 }
 
-fn validated_params() -> Result<(KVec<u32>, Transfer, bool)> {
+/// The module parameters, checked.
+struct Params {
+    sizes: KVec<u32>,
+    transfer: Transfer,
+    mirror: bool,
+    max_stall_ns: i64,
+}
+
+fn validated_params() -> Result<Params> {
     let n = *module_parameters::ninstances.value_ref();
     if n == 0 || n > MAX_INSTANCES {
         pr_err!("ninstances={} is out of range (1-{})\n", n, MAX_INSTANCES);
@@ -418,11 +433,24 @@ fn validated_params() -> Result<(KVec<u32>, Transfer, bool)> {
             return Err(EINVAL);
         }
     };
+    let stall_s = *module_parameters::stall_timeout.value_ref();
+    if !(1..=3600).contains(&stall_s) {
+        pr_err!(
+            "stall_timeout={} is out of range (1-3600 seconds)\n",
+            stall_s
+        );
+        return Err(EINVAL);
+    }
     let mut v = KVec::with_capacity(n as usize, GFP_KERNEL)?;
     for &mib in sizes.as_slice() {
         v.push(mib, GFP_KERNEL)?;
     }
-    Ok((v, transfer, *module_parameters::mirror.value_ref()))
+    Ok(Params {
+        sizes: v,
+        transfer,
+        mirror: *module_parameters::mirror.value_ref(),
+        max_stall_ns: i64::from(stall_s) * 1_000_000_000,
+    })
 }
 
 struct KramModule {
@@ -436,7 +464,12 @@ struct KramModule {
 
 impl kernel::Module for KramModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let (sizes, transfer, mirror) = validated_params()?;
+        let Params {
+            sizes,
+            transfer,
+            mirror,
+            max_stall_ns,
+        } = validated_params()?;
         let gas = Gas::attach()?;
         let info = *gas.info();
         let fabric = Fabric::new(gas.clone());
@@ -471,6 +504,7 @@ impl kernel::Module for KramModule {
                 fabric,
                 dma: kram_dma,
                 mirror,
+                max_stall_ns,
                 epoch: Epoch::new(),
                 instances,
                 stopping: AtomicBool::new(false),

@@ -30,6 +30,7 @@ bad "ninstances=2 size=32" "size: 1 size(s) given for ninstances=2"
 bad "ninstances=1 size=70000" "parameter .size"
 bad "ninstances=1 size=32,x" "parameter .size"
 bad "ninstances=1 size=32 transfermode=2" "transfermode=2"
+bad "ninstances=1 size=32 stall_timeout=0" "stall_timeout=0"
 # transfermode=1 (the default) needs a DMA_MEMCPY channel: none while unimem_eusrvmem offers
 # no engine.
 reload_fabric() {
@@ -124,6 +125,22 @@ cycle() {
   else
     [ -z "$copies" ] || fail "transfermode=0 used a DMA engine"
   fi
+
+  step "transfermode=$mode: I/O accounting, off by default, counts while queue/iostats is 1"
+  # Reads 64 blocks of kram0 and writes them back unchanged, direct: 64 reads and 64 writes.
+  rw64() { on 0 "dd if=/dev/kram0 of=/dev/kram0 bs=4k count=64 iflag=direct oflag=direct conv=notrunc status=none" ||
+             fail "dd on /dev/kram0 failed"; }
+  iostat() { on 0 "awk '{print \$1, \$5, \$9}' /sys/block/kram0/stat"; }
+  read -r r0 w0 _ <<<"$(iostat)"
+  rw64
+  expect_eq "$(iostat)" "$r0 $w0 0" "reads, writes and in-flight of /dev/kram0 with iostats 0"
+  on 0 "echo 1 > /sys/block/kram0/queue/iostats"
+  rw64
+  read -r r1 w1 inflight <<<"$(iostat)"
+  on 0 "echo 0 > /sys/block/kram0/queue/iostats"
+  [ "$((r1 - r0))" -ge 64 ] && [ "$((w1 - w0))" -ge 64 ] ||
+    fail "iostats 1: /dev/kram0 counted $((r1 - r0)) reads and $((w1 - w0)) writes for 64 of each"
+  expect_eq "$inflight" 0 "I/O in flight on /dev/kram0 after it ended (every accounted bio ended its accounting)"
 
   step "transfermode=$mode: discard (a request without data) zeroes its range and nothing else"
   # fio left random data everywhere; discard MiB 1 of kram0 and check MiB 0-2.

@@ -12,10 +12,14 @@
 #     time (LEASE_MS = 20 s) plus slack.
 #  5. Node 0 frozen past its lease: node 1 reclaims and wipes its ranges; once node 0 runs again
 #     its devices fail I/O rather than touch memory that is not its own any more.
+#  6. Node 1's daemon stopped (no ACK, no REVOKE): with either disk, node 0's I/O to a lapsed
+#     lease waits for it up to `stall_timeout`, then fails.
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 BG=lease
 LEASE_S=20
+BORROWER_LEASE_S=16
+STALL_S=30
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 trap 'bg_cleanup; kram_cleanup' EXIT
 
@@ -137,6 +141,24 @@ on 0 "rmmod unimem_kram"
 sleep 2
 expect_eq "$(lent)" 0 "chunks lent by node 1 after node 0 unloaded"
 on 1 "kram-daemon --status | tail -2"
+for mode in 0 1; do
+  step "transfermode=$mode: node 1's daemon stopped (no ACK, no REVOKE): node 0's read of the lapsed lease waits stall_timeout=$STALL_S, then fails"
+  on 0 "insmod $MODS/unimem_kram.ko ninstances=1 size=8 transfermode=$mode stall_timeout=$STALL_S"
+  wait_dev 0 kram0
+  on 0 "dd if=/dev/urandom of=/dev/kram0 bs=1M count=8 oflag=direct 2>/dev/null" || fail "could not write /dev/kram0"
+  on 1 "killall -STOP kram-daemon"
+  # The last ACK came at most a RENEW period before the stop: the lease lapsed 4-5 s ago.
+  sleep $((BORROWER_LEASE_S + 4))
+  t0=$SECONDS
+  ! on_may_fail 0 "dd if=/dev/kram0 of=/dev/null bs=4k count=1 iflag=direct" 2>/dev/null ||
+    fail "node 0 read a lease whose lender stopped acknowledging it $STALL_S s ago"
+  waited=$((SECONDS - t0))
+  on 1 "killall -CONT kram-daemon"
+  echo "the read failed after waiting $waited s (stall_timeout=$STALL_S; the default, 60, would wait about 55 s)"
+  [ "$waited" -ge $((STALL_S / 2)) ] && [ "$waited" -le $((STALL_S + 15)) ] ||
+    fail "the read waited $waited s, not about stall_timeout=$STALL_S s less the 4-5 s the lease had lapsed"
+  on 0 "rmmod unimem_kram"
+done
 # (I/O errors are expected: the frozen borrower's reads fail on purpose.)
 on 0 "! dmesg | tail -n +$((mark + 1)) | grep -E 'BUG|Oops|WARNING'" || fail "kernel warnings on node 0"
 on 1 "killall -TERM kram-daemon"
