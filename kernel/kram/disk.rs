@@ -121,15 +121,15 @@ impl Lease {
     /// Whether a request must wait for this lease rather than fail: it was ours, its lender
     /// is not lost and has not revoked it, but no ACK came in time (the lender's daemon or VM
     /// is restarting; the lender keeps the loan for `LEASE_MS` after our last RENEW and
-    /// restores it from its record). Bounded by `stall_timeout` ([`Io::max_stall_ns`]).
-    fn stalled(&self, io: &Io<'_>) -> bool {
+    /// restores it from its record), for less than `max_stall_ns` (`stall_timeout`).
+    fn stalled(&self, io: &Io<'_>, max_stall_ns: i64) -> bool {
         let lapsed = -self.clock.left(io.now);
         self.clock.acked()
             && !self.clock.is_revoked()
             && !self.is_lost()
             && !io.lost(self.node)
             && lapsed > 0
-            && lapsed < io.max_stall_ns
+            && lapsed < max_stall_ns
     }
 
     /// Whether this node may touch the chunks now.
@@ -275,8 +275,6 @@ pub(crate) struct Io<'a> {
     shared: &'a Shared,
     fabric: &'a Fabric,
     now: i64,
-    /// [`Backing::max_stall_ns`]; 0 where nothing waits.
-    max_stall_ns: i64,
     window: Access<'a>,
 }
 
@@ -370,8 +368,9 @@ impl Io<'_> {
     }
 
     /// Whether the request over `[start, end)` must be retried later: some piece of it has no
-    /// usable copy but one whose lease is only stalled. Checked before anything is copied.
-    fn stalled(&self, start: u64, end: u64) -> bool {
+    /// usable copy but one whose lease is only stalled (for less than `max_stall_ns`). Checked
+    /// before anything is copied.
+    fn stalled(&self, start: u64, end: u64, max_stall_ns: i64) -> bool {
         let mut pos = start;
         while pos < end {
             let (mut ok, mut stalled, mut next) = (false, false, end);
@@ -380,7 +379,7 @@ impl Io<'_> {
                     if !ok {
                         ok = p.lease.ok(self);
                         // Only a piece no copy can take waits for a stalled lease.
-                        stalled |= !ok && p.lease.stalled(self);
+                        stalled |= !ok && p.lease.stalled(self, max_stall_ns);
                     }
                     next = next.min(p.end());
                 }
@@ -478,10 +477,9 @@ impl Backing {
             shared: &self.shared,
             fabric: &self.fabric,
             now: self.epoch.now(),
-            max_stall_ns: self.max_stall_ns,
             window,
         };
-        if io.stalled(start, end) {
+        if io.stalled(start, end, self.max_stall_ns) {
             // Tried again shortly: blk-mq requeues the request (BLK_STS_RESOURCE), the bio-based
             // disk sleeps in `submit_bio`.
             return Err(ENOMEM);
@@ -552,8 +550,6 @@ pub(crate) fn resync(
             shared,
             fabric,
             now: epoch.now(),
-            // A resync never waits for a lease: it gives up and is tried again.
-            max_stall_ns: 0,
             window,
         };
         if !p.lease.ok(&io) {
@@ -629,17 +625,24 @@ impl Operations for KramDisk {
 const RETRY_MS: i64 = 3;
 const EXTRA_RETRIES: i64 = 1000;
 
+impl Backing {
+    /// How many times a bio of this disk sleeps `RETRY_MS` before it fails; worked out only
+    /// once a bio waits.
+    fn max_retries(&self) -> i64 {
+        self.max_stall_ns / (RETRY_MS * 1_000_000) + EXTRA_RETRIES
+    }
+}
+
 #[vtable]
 impl bio::Operations for KramBio {
     type Data = KBox<Backing>;
 
     fn submit_bio(backing: &Backing, bio: Bio) {
-        let max_retries = backing.max_stall_ns / (RETRY_MS * 1_000_000) + EXTRA_RETRIES;
         let mut tries = 0;
         loop {
             match backing.serve(&bio) {
                 // The bio-based disk does not take REQ_NOWAIT bios, so it may sleep here.
-                Err(e) if e == ENOMEM && tries < max_retries => {
+                Err(e) if e == ENOMEM && tries < backing.max_retries() => {
                     tries += 1;
                     fsleep(Delta::from_millis(RETRY_MS));
                 }

@@ -259,7 +259,8 @@ impl Kram {
         )?;
         let name = fmt!("kram{}", inst.id);
         // I/O accounting costs a visible share of a copy at memory speed: off, as on brd, until
-        // a user writes 1 to `queue/iostats`; swap may read in place (synchronous, as on brd and zram).
+        // a user writes 1 to `queue/iostats`; swap may read in place (synchronous, as on brd
+        // and zram).
         let builder = GenDiskBuilder::new()
             .capacity_sectors(len >> 9)
             .logical_block_size(4096)?
