@@ -42,7 +42,7 @@ gsas-pc:
 # Onto this host (as root) or staged: make install DESTDIR=/tmp/x PREFIX=/usr. Installs what `make`
 # built and builds nothing (so that `sudo make install` leaves no root-owned build output); what goes
 # where, and the variables: scripts/install.sh --help.
-INSTALL_VARS := DESTDIR PREFIX BINDIR SBINDIR LIBDIR INCLUDEDIR DATADIR MANDIR DOCDIR SYSCONFDIR UNITDIR TMPFILESDIR KRELEASE
+INSTALL_VARS := DESTDIR PREFIX BINDIR SBINDIR LIBDIR INCLUDEDIR DATADIR MANDIR DOCDIR SYSCONFDIR UNITDIR TMPFILESDIR UDEVRULESDIR SYSUSERSDIR KRELEASE
 install:
 	@$(foreach v,$(INSTALL_VARS),$(if $($(v)),$(v)='$($(v))')) scripts/install.sh
 

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib/common.sh"
 
 BINARIES=(numactl numastat migratepages fio stress-ng kmod mkswap swapon swapoff lsblk losetup
-          blkdiscard taskset flock setsid)
+          blkdiscard taskset flock setsid setpriv)
 PKGS=(busybox-static numactl fio stress-ng kmod util-linux libc6)
 
 # Where the image's programs come from, by architecture. Paths are those of the image; guest_file
@@ -44,7 +44,7 @@ log "building guest root filesystem ($out)"
 root="$out/root.tmp"
 rm -rf "$out"; mkdir -p "$root"
 guest_prepare "$out/sources.tmp"
-mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc/init.d,proc,sys,dev,tmp,run,var/log,root,mnt,opt/unimem,lib/modules}
+mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,etc/init.d,proc,sys,dev,tmp,run,var/log,root,home,mnt,opt/unimem,lib/modules}
 cp "$(guest_file "$(guest_busybox)")" "$root/bin/busybox"
 applets=$(guest_applets)
 for applet in $applets; do
@@ -78,8 +78,12 @@ done
 install -m 0644 "$UNIMEM_ROOT/scripts/guest/inittab" "$root/etc/inittab"
 install -m 0755 "$UNIMEM_ROOT/scripts/guest/rcS" "$root/etc/init.d/rcS"
 install -m 0755 "$UNIMEM_ROOT/scripts/guest/agent" "$root/etc/init.d/agent"
-echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
-echo "root:x:0:" > "$root/etc/group"
+# unimem-user: the unprivileged user of the tests (tests/cluster/lib.sh, as_user), in group unimem,
+# which may open /dev/unimem_mailbox (lib.sh's load_base; a host has dist/udev/60-unimem.rules).
+# Its home is made at boot (rcS), so that it is uid 1000's whoever builds the image.
+printf '%s\n' "root:x:0:0:root:/root:/bin/sh" \
+  "unimem-user:x:1000:1000:unimem test user:/home/unimem-user:/bin/sh" >"$root/etc/passwd"
+printf '%s\n' "root:x:0:" "unimem:x:900:unimem-user" "unimem-user:x:1000:" >"$root/etc/group"
 ln -sf /proc/mounts "$root/etc/mtab"
 rm -rf "$out/sources.tmp"
 size_mb=$(( $(du -sm "$root" | cut -f1) * 3 / 2 + 64 ))

@@ -12,10 +12,13 @@
 //! pending for a WAIT.
 
 use crate::{
+    claims::Claim,
     gsas::{
         daemon::{self as abi, Post, IOCTL_TYPE, NR_JOB, NR_POST},
         fork::{self as fk, BLOB_MAX, MAX_CHILDREN},
-        op, status, Response, BULK_OUT_PAGE,
+        op,
+        owner::{self, Creds},
+        status, Response, BULK_OUT_PAGE,
     },
     packet::Payload,
     stats::Counter,
@@ -38,6 +41,15 @@ const POST: u32 = _IOW::<Post>(IOCTL_TYPE, NR_POST);
 // SAFETY: four `u32`s: every bit pattern is a valid value.
 unsafe impl FromBytes for Post {}
 
+/// Who a FORK came from.
+struct Issuer {
+    node: u32,
+    iface: u32,
+    /// The entry word its claim held.
+    entry: u64,
+    creds: Creds,
+}
+
 enum State {
     /// Waiting for the daemon; the checked blob.
     Queued(KVec<u8>),
@@ -53,9 +65,13 @@ enum State {
 struct Child {
     serial: u32,
     tree: u32,
-    /// The issuer of the FORK, answered when the daemon posts STARTED or FAILED.
+    /// The issuer of the FORK, answered when the daemon posts STARTED or FAILED, only if its
+    /// interface is still owned under the entry word `entry` then (`claims.rs`).
     node: u32,
     iface: u32,
+    entry: u64,
+    /// Who issued it, as its node sealed it: the daemon runs the child as this user.
+    creds: Creds,
     /// The FORK's address, echoed in its answer.
     echo: u64,
     state: State,
@@ -98,19 +114,23 @@ impl Children {
         self.next
     }
 
-    /// Room for one more entry: drops the oldest finished child if the table is full.
-    fn make_room(&mut self) -> bool {
+    /// Room for one more entry: drops the oldest finished child if the table is full. `Err`
+    /// if there is none; `Ok(Some(tree))` names the tree of the child dropped.
+    fn make_room(&mut self) -> Result<Option<u32>, ()> {
         if self.list.len() < MAX_CHILDREN {
-            return true;
+            return Ok(None);
         }
-        match self
+        let i = self
             .list
             .iter()
             .position(|c| matches!(c.state, State::Exited(_) | State::Lost))
-        {
-            Some(i) => self.list.remove(i).is_ok(),
-            None => false,
-        }
+            .ok_or(())?;
+        Ok(self.list.remove(i).ok().map(|c| c.tree))
+    }
+
+    /// Whether a child of `tree` is in the table (started or not, not waited for).
+    pub(crate) fn holds(&self, tree: u32) -> bool {
+        self.list.iter().any(|c| c.tree == tree)
     }
 }
 
@@ -171,17 +191,31 @@ impl Service {
         self.respond(inner, node, iface, &mut resp);
     }
 
-    /// A FORK or WAIT (checked by `gsas::check`) from `iface` of node `from`, tree `tree`.
-    pub(crate) fn fork_or_wait(&self, from: u32, iface: u32, tree: u32, req: &Payload) {
+    /// A FORK or WAIT (checked by `gsas::check`) from `iface` of node `from`, tree `tree`,
+    /// under `claim`.
+    pub(crate) fn fork_or_wait(
+        &self,
+        from: u32,
+        iface: u32,
+        tree: u32,
+        req: &Payload,
+        claim: &Claim<'_>,
+    ) {
         if req.opcode == op::FORK {
             // Copy and check the blob before taking the lock (it may be a page; the bytes are
             // untrusted and copied once).
             let blob = self.fork_blob(from, iface, req.arg1);
+            let issuer = Issuer {
+                node: from,
+                iface,
+                entry: claim.entry,
+                creds: self.issuer_creds(from, iface, claim),
+            };
             let mut inner = self.inner.lock();
             let st = match blob {
                 Err(st) => st,
                 Ok(_) if tree == 0 => status::DENIED,
-                Ok(blob) => match self.queue(&mut inner, from, iface, tree, req.address, blob) {
+                Ok(blob) => match self.queue(&mut inner, issuer, tree, req.address, blob) {
                     Ok(()) => return,
                     Err(st) => st,
                 },
@@ -191,6 +225,7 @@ impl Service {
         }
         let mut inner = self.inner.lock();
         let (st, value) = wait(&mut inner.children, self.node, tree, req.address);
+        self.refresh_live(&inner, tree);
         self.answer(
             &mut inner,
             (from, iface),
@@ -228,8 +263,7 @@ impl Service {
     fn queue(
         &self,
         inner: &mut Inner,
-        node: u32,
-        iface: u32,
+        issuer: Issuer,
         tree: u32,
         echo: u64,
         blob: KVec<u8>,
@@ -238,9 +272,14 @@ impl Service {
         if !ch.daemon {
             return Err(status::NO_DAEMON);
         }
-        if !ch.make_room() {
-            return Err(status::BUSY);
+        let user = issuer.creds;
+        if user.flags & owner::ADMIN == 0
+            && ch.list.iter().filter(|c| c.creds.uid == user.uid).count()
+                >= self.quota.forks as usize
+        {
+            return Err(status::QUOTA);
         }
+        let dropped = ch.make_room().map_err(|()| status::BUSY)?;
         let serial = ch.fresh_serial();
         // The table's capacity is `MAX_CHILDREN` and `make_room` left room: no allocation.
         ch.list
@@ -248,14 +287,21 @@ impl Service {
                 Child {
                     serial,
                     tree,
-                    node,
-                    iface,
+                    node: issuer.node,
+                    iface: issuer.iface,
+                    entry: issuer.entry,
+                    creds: issuer.creds,
                     echo,
                     state: State::Queued(blob),
                 },
                 GFP_ATOMIC,
             )
             .map_err(|_| status::NO_MEMORY)?;
+        // Before the claim's release: from now on the tree is live here (`claims.rs`).
+        self.refresh_live(inner, tree);
+        if let Some(t) = dropped {
+            self.refresh_live(inner, t);
+        }
         self.stats.bump(Counter::Forks);
         self.jobs.notify_one();
         Ok(())
@@ -271,16 +317,20 @@ impl Service {
             let c = &mut inner.children.list[i];
             match c.state {
                 State::Queued(_) | State::Taken => {
-                    let (node, iface, echo) = (c.node, c.iface, c.echo);
+                    let (node, iface, entry, echo, tree) =
+                        (c.node, c.iface, c.entry, c.echo, c.tree);
                     let _ = inner.children.list.remove(i);
-                    self.answer(
-                        &mut inner,
-                        (node, iface),
-                        op::FORK,
-                        echo,
-                        status::NO_DAEMON,
-                        0,
-                    );
+                    self.refresh_live(&inner, tree);
+                    if let Some(_claim) = self.reclaim(node, iface, entry) {
+                        self.answer(
+                            &mut inner,
+                            (node, iface),
+                            op::FORK,
+                            echo,
+                            status::NO_DAEMON,
+                            0,
+                        );
+                    }
                     continue;
                 }
                 State::Running => c.state = State::Lost,
@@ -292,7 +342,7 @@ impl Service {
 
     /// JOB: the next queued program, written to user memory at `arg`.
     fn next_job(&self, file: &File, arg: usize) -> Result<isize> {
-        let (serial, tree, node, blob) = {
+        let (serial, tree, node, creds, blob) = {
             let mut inner = self.inner.lock();
             loop {
                 let ch = &mut inner.children;
@@ -304,7 +354,7 @@ impl Service {
                     let State::Queued(blob) = core::mem::replace(&mut c.state, State::Taken) else {
                         return Err(EINVAL);
                     };
-                    break (c.serial, c.tree, c.node, blob);
+                    break (c.serial, c.tree, c.node, c.creds, blob);
                 }
                 if file.flags() & file::flags::O_NONBLOCK != 0 {
                     return Err(EAGAIN);
@@ -314,8 +364,19 @@ impl Service {
                 }
             }
         };
-        let mut hdr = [0u8; 16];
-        for (k, v) in [serial, tree, node, blob.len() as u32].iter().enumerate() {
+        // `abi::Job` up to its blob: eight `u32`s.
+        let mut hdr = [0u8; 32];
+        let fields = [
+            serial,
+            tree,
+            node,
+            blob.len() as u32,
+            creds.uid,
+            creds.gid,
+            creds.flags,
+            0,
+        ];
+        for (k, v) in fields.iter().enumerate() {
             hdr[k * 4..k * 4 + 4].copy_from_slice(&v.to_ne_bytes());
         }
         let mut w =
@@ -338,24 +399,31 @@ impl Service {
         let mut inner = self.inner.lock();
         let i = inner.children.find(p.serial).ok_or(ENOENT)?;
         let c = &mut inner.children.list[i];
-        let (node, iface, echo) = (c.node, c.iface, c.echo);
+        let (node, iface, entry, echo, tree) = (c.node, c.iface, c.entry, c.echo, c.tree);
         match (p.kind, &c.state) {
             (abi::STARTED, State::Taken) => {
                 c.state = State::Running;
                 let id = fk::child_id(self.node as u16, p.serial);
-                self.answer(&mut inner, (node, iface), op::FORK, echo, status::OK, id);
+                // The issuer's interface changed owner meanwhile: the answer is not for the
+                // next one (its WAIT still works, by child id).
+                if let Some(_claim) = self.reclaim(node, iface, entry) {
+                    self.answer(&mut inner, (node, iface), op::FORK, echo, status::OK, id);
+                }
             }
             (abi::FAILED, State::Taken) => {
                 let _ = inner.children.list.remove(i);
+                self.refresh_live(&inner, tree);
                 self.stats.bump(Counter::ForkFailed);
-                self.answer(
-                    &mut inner,
-                    (node, iface),
-                    op::FORK,
-                    echo,
-                    status::EXEC_FAILED,
-                    u64::from(p.value),
-                );
+                if let Some(_claim) = self.reclaim(node, iface, entry) {
+                    self.answer(
+                        &mut inner,
+                        (node, iface),
+                        op::FORK,
+                        echo,
+                        status::EXEC_FAILED,
+                        u64::from(p.value),
+                    );
+                }
             }
             (abi::EXITED, State::Running) => {
                 c.state = State::Exited(p.value);

@@ -29,6 +29,7 @@ use kernel::{
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
+mod claims;
 mod fork;
 mod pool;
 mod service;
@@ -67,7 +68,7 @@ mod wire_gsas;
 #[allow(unused_imports)]
 use wire::{gas, kram, mailbox, packet};
 #[allow(unused_imports)]
-use wire_gsas::{gsas, lease_record};
+use wire_gsas::{gsas, lease_record, trees};
 
 use fabric_api::FabricInfo;
 use fabric_client::{Gas, OnRevoke, RevokeHook};
@@ -94,7 +95,22 @@ module! {
             default: 5000,
             description: "How long loading waits for the kram-daemon's offer and acknowledgement before it fails (100-60000 ms)",
         },
+        user_pages_pct: u32 {
+            default: 50,
+            description: "Percentage of the page pool one user may hold (1-100); users with CAP_SYS_ADMIN on their node are not limited",
+        },
+        user_forks: u32 {
+            default: 32,
+            description: "remoteFork children one user may have on this node, started or not waited for (1-64); users with CAP_SYS_ADMIN on their node are not limited",
+        },
     },
+}
+
+/// What one user may hold on this node (`user_pages_pct=`, `user_forks=`).
+#[derive(Clone, Copy)]
+pub(crate) struct Quota {
+    pub(crate) pages_pct: u32,
+    pub(crate) forks: u32,
 }
 
 /// What the service lock protects.
@@ -117,9 +133,13 @@ pub(crate) struct Service {
     node: u32,
     /// Window offset of this node's partition.
     part: u64,
+    quota: Quota,
     module: &'static ThisModule,
     #[pin]
     inner: SpinLock<Inner>,
+    /// Requests being applied, per issuer interface (`claims.rs`).
+    #[pin]
+    claims: claims::Claims,
     /// Signalled when a FORK is queued for the daemon.
     #[pin]
     jobs: CondVar,
@@ -418,7 +438,7 @@ struct GsasModule {
     timer: Option<ArcHrTimerHandle<Service>>,
 }
 
-fn check_params() -> Result<(u32, u32)> {
+fn check_params() -> Result<(u32, u32, Quota)> {
     let mib = *module_parameters::pool_mib.value_ref();
     if !(1..=4096).contains(&mib) || mib > MAX_REQUEST_CHUNKS_V2 {
         pr_err!("pool_mib={} is out of range (1-4096)\n", mib);
@@ -429,12 +449,31 @@ fn check_params() -> Result<(u32, u32)> {
         pr_err!("offer_timeout_ms={} is out of range (100-60000)\n", timeout);
         return Err(EINVAL);
     }
-    Ok((mib, timeout))
+    let quota = Quota {
+        pages_pct: *module_parameters::user_pages_pct.value_ref(),
+        forks: *module_parameters::user_forks.value_ref(),
+    };
+    if !(1..=100).contains(&quota.pages_pct) {
+        pr_err!(
+            "user_pages_pct={} is out of range (1-100)\n",
+            quota.pages_pct
+        );
+        return Err(EINVAL);
+    }
+    if !(1..=gsas::fork::MAX_CHILDREN as u32).contains(&quota.forks) {
+        pr_err!(
+            "user_forks={} is out of range (1-{})\n",
+            quota.forks,
+            gsas::fork::MAX_CHILDREN
+        );
+        return Err(EINVAL);
+    }
+    Ok((mib, timeout, quota))
 }
 
 impl kernel::Module for GsasModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let (mib, timeout) = check_params()?;
+        let (mib, timeout, quota) = check_params()?;
         let gas = Gas::attach()?;
         let info = *gas.info();
         let part = info.ctl_size + u64::from(info.node_id) * info.partition_size;
@@ -458,8 +497,10 @@ impl kernel::Module for GsasModule {
                 info,
                 node: info.node_id,
                 part,
+                quota,
                 module,
                 inner <- new_spinlock!(Inner { pool: None, seqs, module_held: false, children }, "unimem_gsas::inner"),
+                claims <- claims::Claims::new(),
                 jobs <- new_condvar!("unimem_gsas::jobs"),
                 borrow <- Borrow::new(info.node_id, GSAS_INSTANCE, Epoch::new()),
                 epoch: Epoch::new(),
@@ -490,6 +531,8 @@ impl kernel::Module for GsasModule {
             service: service.clone(),
             timer: None,
         };
+        // Nothing of a previous load is claimed or lives here any more.
+        service.reset_tree_tables()?;
         service.take_pool(mib, timeout)?;
         // Renewals from now on (the ACK made the lease good for `BORROWER_LEASE_MS`).
         this.timer = Some(service.clone().start(PERIOD));

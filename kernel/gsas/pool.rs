@@ -17,6 +17,8 @@ pub(crate) struct Pool {
     len: KVVec<u32>,
     /// The tag of the allocation that starts at this page (ALLOC's `arg2`); 0 elsewhere.
     tag: KVVec<u64>,
+    /// The user who made the allocation that starts at this page (its quota is charged).
+    user: KVVec<u32>,
     /// Pages not free (allocated or being zeroed).
     pub(crate) used: usize,
     /// Allocations not freed yet.
@@ -28,15 +30,18 @@ impl Pool {
         let mut owner = KVVec::with_capacity(pages, GFP_KERNEL)?;
         let mut len = KVVec::with_capacity(pages, GFP_KERNEL)?;
         let mut tag = KVVec::with_capacity(pages, GFP_KERNEL)?;
+        let mut user = KVVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
             owner.push(FREE, GFP_KERNEL)?;
             len.push(0, GFP_KERNEL)?;
             tag.push(0, GFP_KERNEL)?;
+            user.push(0, GFP_KERNEL)?;
         }
         Ok(Self {
             owner,
             len,
             tag,
+            user,
             used: 0,
             allocations: 0,
         })
@@ -46,9 +51,9 @@ impl Pool {
         self.owner.len()
     }
 
-    /// First fit: `n` contiguous free pages, now owned by `tree` with `tag`; the first page's
-    /// index.
-    pub(crate) fn alloc(&mut self, n: usize, tree: u32, tag: u64) -> Option<usize> {
+    /// First fit: `n` contiguous free pages, now owned by `tree` with `tag`, charged to user
+    /// `uid`; the first page's index.
+    pub(crate) fn alloc(&mut self, n: usize, tree: u32, tag: u64, uid: u32) -> Option<usize> {
         let mut run = 0;
         for i in 0..self.pages() {
             run = if self.owner[i] == FREE { run + 1 } else { 0 };
@@ -57,6 +62,7 @@ impl Pool {
                 self.owner[first..=i].fill(tree);
                 self.len[first] = n as u32;
                 self.tag[first] = tag;
+                self.user[first] = uid;
                 self.used += n;
                 self.allocations += 1;
                 return Some(first);
@@ -99,6 +105,19 @@ impl Pool {
     /// The first page of the first allocation of `tree` tagged `tag`.
     pub(crate) fn find_tagged(&self, tree: u32, tag: u64) -> Option<usize> {
         (0..self.pages()).find(|&i| self.len[i] != 0 && self.tag[i] == tag && self.owner[i] == tree)
+    }
+
+    /// Pages of the allocations user `uid` made.
+    pub(crate) fn used_by(&self, uid: u32) -> usize {
+        (0..self.pages())
+            .filter(|&i| self.len[i] != 0 && self.user[i] == uid)
+            .map(|i| self.len[i] as usize)
+            .sum()
+    }
+
+    /// Whether an allocation of `tree` exists (pages being zeroed are nobody's).
+    pub(crate) fn holds(&self, tree: u32) -> bool {
+        (0..self.pages()).any(|i| self.len[i] != 0 && self.owner[i] == tree)
     }
 
     /// The zeroed pages of a freed allocation are free again.

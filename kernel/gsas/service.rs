@@ -5,7 +5,7 @@
 use crate::{
     fabric_client::Access,
     gsas::{
-        self, op, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
+        self, op, owner, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
         USER_INTERFACES,
     },
     kmsg_api,
@@ -17,6 +17,15 @@ use crate::{
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
+
+/// Who a request came from: interface `iface` of node `from`, in tree `tree`; for an ALLOC,
+/// the issuing user.
+struct Issued {
+    from: u32,
+    iface: u32,
+    tree: u32,
+    user: Option<owner::Creds>,
+}
 
 /// What applying a request left to do after the lock is released.
 enum After {
@@ -42,9 +51,14 @@ impl Service {
         let iface = u32::from(p.header.iface);
         let req = p.payload;
         self.stats.request(req.opcode);
+        let tree = p.header.prot_id;
+        // Only while the interface is still owned in the packet's tree, and until answered.
+        let Some(claim) = self.claim(from, iface, tree) else {
+            return;
+        };
         if matches!(req.opcode, op::FORK | op::WAIT) {
             // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
-            return self.fork_or_wait(from, iface, p.header.prot_id, &req);
+            return self.fork_or_wait(from, iface, tree, &req, &claim);
         }
         let mut resp = Response {
             seq: 0,
@@ -54,43 +68,57 @@ impl Service {
             value: [0; 32],
         };
         let mut after = After::Nothing;
+        let base = req.opcode & !op::WIDTH32;
+        // Who is charged for an allocation, as the issuer's node sealed it.
+        let user = (base == op::ALLOC).then(|| self.issuer_creds(from, iface, &claim));
         {
             let mut inner = self.inner.lock();
             let result = match gsas::check(&req) {
                 Err(e) => Err(e.status()),
                 Ok(()) => self.apply(
                     &mut inner,
-                    from,
-                    iface,
-                    p.header.prot_id,
+                    Issued {
+                        from,
+                        iface,
+                        tree,
+                        user,
+                    },
                     &req,
                     &mut resp.value,
                     &mut after,
                 ),
             };
+            if result.is_ok() && matches!(base, op::ALLOC | op::FREE | op::FREE_TAG) {
+                // Before the answer and the claim's release: the issuer's node must see the
+                // tree live from then on (`claims.rs`).
+                self.refresh_live(&inner, tree);
+            }
             resp.status = result.err().unwrap_or(status::OK);
             self.stats.status(resp.status);
             // Under the lock: responses are written in the order the requests were applied.
             self.respond(&mut inner, from, iface, &mut resp);
         }
+        drop(claim);
         if let After::Zero(first, n) = after {
             self.zero_freed(first, n);
         }
     }
 
-    /// Applies `req` of tree `tree` (issued by `iface` of node `from`); the value goes to
-    /// `value`. Called under the service lock.
-    #[allow(clippy::too_many_arguments)]
+    /// Applies `req`; the value goes to `value`. Called under the service lock.
     fn apply(
         &self,
         inner: &mut Inner,
-        from: u32,
-        iface: u32,
-        tree: u32,
+        issued: Issued,
         req: &crate::packet::Payload,
         value: &mut [u8; 32],
         after: &mut After,
     ) -> Result<(), u8> {
+        let Issued {
+            from,
+            iface,
+            tree,
+            user,
+        } = issued;
         let base = req.opcode & !op::WIDTH32;
         if base == op::NOP {
             return Ok(());
@@ -110,9 +138,16 @@ impl Service {
             if tree == 0 {
                 return Err(status::DENIED);
             }
+            let uid = user.map_or(0, |c| c.uid);
+            if user.is_some_and(|c| c.flags & owner::ADMIN == 0) {
+                let limit = pool.pages.pages() * self.quota.pages_pct as usize / 100;
+                if pool.pages.used_by(uid) + n as usize > limit {
+                    return Err(status::QUOTA);
+                }
+            }
             let first = pool
                 .pages
-                .alloc(n as usize, tree, req.arg2)
+                .alloc(n as usize, tree, req.arg2, uid)
                 .ok_or(status::NO_MEMORY)?;
             let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
             value[..8].copy_from_slice(&addr.to_le_bytes());
@@ -196,11 +231,14 @@ impl Service {
         Ok(())
     }
 
+    /// Window offset of node `node`'s partition.
+    pub(crate) fn part_offset(&self, node: u32) -> u64 {
+        self.info.ctl_size + u64::from(node) * self.info.partition_size
+    }
+
     /// Window offset of page `page` of the area of `iface` of node `node`.
     pub(crate) fn area(&self, node: u32, iface: u32, page: u64) -> u64 {
-        self.info.ctl_size
-            + u64::from(node) * self.info.partition_size
-            + gsas::area_page(iface, page)
+        self.part_offset(node) + gsas::area_page(iface, page)
     }
 
     /// Copies `len` bytes inside the window (from an area or the pool to the other).

@@ -75,9 +75,14 @@ pub(crate) enum Counter {
     MapDenied,
     /// Mappings refused: a page not allocated (or no pool).
     MapFaults,
+    /// Requests dropped because their interface changed owner (or was freed) before they were
+    /// applied: never applied for the next owner (`claims.rs`).
+    Stale,
+    /// ALLOCs and FORKs refused: the issuing user is at its quota on this node.
+    Quota,
 }
 
-const COUNTERS: [(Counter, &str); 19] = [
+const COUNTERS: [(Counter, &str); 21] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -97,6 +102,8 @@ const COUNTERS: [(Counter, &str); 19] = [
     (Counter::Maps, "maps"),
     (Counter::MapDenied, "map_denied"),
     (Counter::MapFaults, "map_faults"),
+    (Counter::Stale, "stale"),
+    (Counter::Quota, "over_quota"),
 ];
 
 pub(crate) struct Stats {
@@ -139,6 +146,7 @@ impl Stats {
             status::BUSY => Counter::Busy,
             status::RUNNING => Counter::Running,
             status::NO_CHILD => Counter::NoChild,
+            status::QUOTA => Counter::Quota,
             // Counted as `fork_failed` by the service.
             status::EXEC_FAILED => return,
             _ => Counter::Invalid,
@@ -200,7 +208,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 44] = [
+const NAMES: [&CStr; 46] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -245,6 +253,8 @@ const NAMES: [&CStr; 44] = [
     c"maps",
     c"map_denied",
     c"map_faults",
+    c"stale",
+    c"over_quota",
 ];
 
 /// `/sys/kernel/unimem_gsas/` while alive.

@@ -11,10 +11,11 @@
 //! Included with `#[path]` as `fabric_client`, next to `unimem_fabric.rs` as `fabric_api`.
 
 use crate::fabric_api::{self, DoorbellHandler, FabricInfo};
+use crate::wire::gas::{node_state, MAX_NODES, NODE_STATE_END, NODE_STATE_OFFSET};
 use core::{
     marker::PhantomData,
     ptr::NonNull,
-    sync::atomic::{AtomicBool, Ordering},
+    sync::atomic::{AtomicBool, AtomicU64, Ordering},
 };
 use kernel::{
     ffi::c_void,
@@ -210,6 +211,40 @@ impl Access<'_> {
         let end = offset.checked_add(len)?;
         // SAFETY: `[offset, end)` lies inside the mapped window (checked; `Gas` invariant).
         (end <= info.gas_size).then(|| unsafe { info.gas_virt.add(offset as usize) })
+    }
+
+    /// The 8-byte aligned word at window offset `offset`, if it lies inside the window. Other
+    /// nodes access shared words with aligned loads and stores too.
+    pub(crate) fn word(&self, offset: u64) -> Option<&AtomicU64> {
+        if offset % 8 != 0 {
+            return None;
+        }
+        let p = self.ptr(offset, 8)?;
+        // SAFETY: 8 bytes inside the window (`ptr`), 8-byte aligned (the window is mapped
+        // page-aligned and `offset` is a multiple of 8), usable while `self` lives, which the
+        // returned borrow cannot outlive.
+        Some(unsafe { AtomicU64::from_ptr(p.cast()) })
+    }
+
+    /// The word at byte `offset` of node `node`'s partition (see [`Access::word`]).
+    pub(crate) fn part_word(&self, node: u32, offset: u64) -> Option<&AtomicU64> {
+        let info = &self.gas.info;
+        if node >= info.node_count || offset >= info.partition_size {
+            return None;
+        }
+        self.word(info.ctl_size + u64::from(node) * info.partition_size + offset)
+    }
+
+    /// Whether the fabric marks `node`'s memory lost (its partition poisoned): nothing in it is
+    /// to be read as data. False on fabrics without node states.
+    pub(crate) fn node_lost(&self, node: u32) -> bool {
+        if self.gas.info.ctl_size < NODE_STATE_END || node >= MAX_NODES {
+            return false;
+        }
+        self.word(NODE_STATE_OFFSET + u64::from(node) * 8)
+            .is_some_and(|w| {
+                node_state::state(u64::from_le(w.load(Ordering::Relaxed))) == node_state::LOST
+            })
     }
 }
 

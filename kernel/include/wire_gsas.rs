@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The GSAS wire formats (`unimem-wire` `gsas`, and `lease_record`, whose offset bounds the GSAS
+//! The GSAS wire formats (`unimem-wire` `gsas` and `trees`, and `lease_record`, whose offset bounds the GSAS
 //! interface areas) for the modules that need them: the mailbox and the GSAS service.
 //!
 //! Kept apart from `wire.rs` because `gsas.rs` names `crate::lease_record`, which names
@@ -10,3 +10,5 @@
 pub(crate) mod gsas;
 #[path = "../../userspace/unimem-wire/src/lease_record.rs"]
 pub(crate) mod lease_record;
+#[path = "../../userspace/unimem-wire/src/trees.rs"]
+pub(crate) mod trees;

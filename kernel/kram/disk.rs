@@ -6,10 +6,7 @@
 use crate::dma::{Dma, Submitted};
 use crate::fabric_client::{Access, Gas};
 use crate::kram_client::{Epoch, LeaseClock};
-use crate::wire::{
-    gas::{node_state, MAX_NODES, NODE_STATE_END, NODE_STATE_OFFSET},
-    kram::CHUNK_SIZE,
-};
+use crate::wire::kram::CHUNK_SIZE;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
     block::{
@@ -51,21 +48,7 @@ impl Fabric {
     /// Whether `node`'s memory went away: the fabric poisoned its partition, or the fabric
     /// device itself is gone.
     pub(crate) fn lost(&self, node: u32) -> bool {
-        self.gas.access().is_none_or(|w| self.lost_in(&w, node))
-    }
-
-    /// [`Fabric::lost`], with the window already held: one liveness word read.
-    fn lost_in(&self, w: &Access<'_>, node: u32) -> bool {
-        if self.gas.info().ctl_size < NODE_STATE_END || node >= MAX_NODES {
-            return false;
-        }
-        let Some(word) = w.ptr(NODE_STATE_OFFSET + u64::from(node) * 8, 8) else {
-            return false;
-        };
-        // SAFETY: the word lies in the mapped control area (`ptr`, and `ctl_size` checked) and
-        // is 8-byte aligned; the fabric writes it concurrently, hence a volatile read.
-        let word = unsafe { core::ptr::read_volatile(word.cast::<u64>()) };
-        node_state::state(u64::from_le(word)) == node_state::LOST
+        self.gas.access().is_none_or(|w| w.node_lost(node))
     }
 }
 
@@ -273,14 +256,13 @@ impl_work!(Bio);
 pub(crate) struct Io<'a> {
     l: &'a Layout,
     shared: &'a Shared,
-    fabric: &'a Fabric,
     now: i64,
     window: Access<'a>,
 }
 
 impl Io<'_> {
     fn lost(&self, node: u32) -> bool {
-        self.fabric.lost_in(&self.window, node)
+        self.window.node_lost(node)
     }
 
     fn readable(&self, p: &Part) -> bool {
@@ -475,7 +457,6 @@ impl Backing {
         let io = Io {
             l: &layout,
             shared: &self.shared,
-            fabric: &self.fabric,
             now: self.epoch.now(),
             window,
         };
@@ -548,7 +529,6 @@ pub(crate) fn resync(
         let io = Io {
             l: &layout,
             shared,
-            fabric,
             now: epoch.now(),
             window,
         };

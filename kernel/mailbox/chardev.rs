@@ -2,9 +2,14 @@
 //! `/dev/unimem_mailbox`: one interface pair per open file, packets and 64-bit messages.
 
 use crate::{
-    gsas::{area_page, AREA_PAGES, BULK_OUT_PAGE, PAGE_SIZE as GSAS_PAGE},
+    gsas::{
+        area_page,
+        owner::{self, Creds},
+        AREA_PAGES, BULK_OUT_PAGE, PAGE_SIZE as GSAS_PAGE,
+    },
     mailbox as abi,
-    state::{Pages, State, Take},
+    maps::Pages,
+    state::{State, Take},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -33,11 +38,19 @@ const KRECV: u32 = _IOR::<abi::KmsgArgs>(abi::IOCTL_TYPE, abi::NR_KRECV);
 const INHERIT: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_INHERIT);
 const SET_TREE: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_SET_TREE);
 const KICK: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_KICK);
+const SET_OWNER: u32 = _IOW::<abi::OwnerArgs>(abi::IOCTL_TYPE, abi::NR_SET_OWNER);
 
 // The interface area is mapped page by page with the kernel's pages.
 const _: () = assert!(GSAS_PAGE as usize == bindings::PAGE_SIZE);
 
 const NONE: u32 = u32::MAX;
+
+/// What a file is told before `ALLOC`.
+#[derive(Default)]
+struct Join {
+    tree: Option<u32>,
+    creds: Option<Creds>,
+}
 
 /// An open `/dev/unimem_mailbox`.
 #[pin_data]
@@ -47,10 +60,11 @@ pub(crate) struct MboxFile {
     service: AtomicU32,
     /// Round-robin start among senders, so one busy node cannot starve the others.
     next_sender: AtomicU32,
-    /// The protection tree `ALLOC` puts the interface in (`INHERIT`, `SET_TREE`); `None`: a
-    /// fresh one. Also serializes those ioctls with `ALLOC`.
+    /// What `ALLOC` gives the interface: a tree (`INHERIT`, `SET_TREE`; `None`: a fresh one)
+    /// and an identity (`SET_OWNER`; `None`: the opener's). Also serializes those ioctls with
+    /// `ALLOC`.
     #[pin]
-    tree: Mutex<Option<u32>>,
+    join: Mutex<Join>,
     /// Always registered by `poll`, and signalled by `ALLOC`/`KBIND`: an epoll set that
     /// watched the file before it had anything to wait for re-polls and picks up the rest.
     #[pin]
@@ -68,6 +82,8 @@ unsafe impl FromBytes for abi::SendArgs {}
 unsafe impl FromBytes for abi::SetProtArgs {}
 // SAFETY: `u32`, `u32`, `u64`: every bit pattern is a valid value.
 unsafe impl FromBytes for abi::KmsgArgs {}
+// SAFETY: three `u32`s: every bit pattern is a valid value.
+unsafe impl FromBytes for abi::OwnerArgs {}
 // SAFETY: four `u32`s and no padding (asserted in `unimem-wire`): every byte is initialized.
 unsafe impl AsBytes for abi::AllocInfo {}
 // SAFETY: one byte array: every byte is initialized.
@@ -90,6 +106,23 @@ fn write_arg<T: AsBytes>(arg: usize, value: &T) -> Result {
         .write(value)
 }
 
+/// The identity `ALLOC` seals by default: the effective ids of whoever opened the file (as
+/// the initial user namespace sees them: one view across the cluster), and `ADMIN` if the
+/// allocating thread has `CAP_SYS_ADMIN`. A file opened by root and handed to someone without
+/// the capability seals uid 0 without `ADMIN`, which remoteFork refuses to run as root.
+fn opener(file: &File) -> Creds {
+    let cred = file.cred();
+    Creds {
+        uid: cred.euid().into_uid_in_init_ns(),
+        gid: cred.egid().into_gid_in_init_ns(),
+        flags: if require_admin().is_ok() {
+            owner::ADMIN
+        } else {
+            0
+        },
+    }
+}
+
 fn nonblocking(file: &File) -> bool {
     file.flags() & file::flags::O_NONBLOCK != 0
 }
@@ -102,15 +135,16 @@ impl MboxFile {
         }
     }
 
-    fn alloc(&self, arg: usize) -> Result<isize> {
-        let tree = self.tree.lock();
+    fn alloc(&self, file: &File, arg: usize) -> Result<isize> {
+        let join = self.join.lock();
         if self.iface.load(Ordering::Acquire) != NONE {
             return Err(EINVAL);
         }
+        let creds = join.creds.unwrap_or_else(|| opener(file));
         let thread_id = kernel::current!().pid();
-        let (id, prot_id) = self.state.alloc(thread_id, *tree)?;
+        let (id, prot_id) = self.state.alloc(thread_id, join.tree, creds)?;
         self.iface.store(id, Ordering::Release);
-        drop(tree);
+        drop(join);
         let info = abi::AllocInfo {
             iface: id,
             node: self.state.node,
@@ -119,6 +153,26 @@ impl MboxFile {
         };
         self.armed.notify_all();
         write_arg(arg, &info)?;
+        Ok(0)
+    }
+
+    /// `SET_OWNER(args)` (`CAP_SYS_ADMIN`): before `ALLOC`, the identity it seals instead of
+    /// the opener's.
+    fn set_owner(&self, arg: usize) -> Result<isize> {
+        require_admin()?;
+        let args: abi::OwnerArgs = read_arg(arg)?;
+        if args.flags & !owner::ADMIN != 0 {
+            return Err(EINVAL);
+        }
+        let mut join = self.join.lock();
+        if self.iface.load(Ordering::Acquire) != NONE {
+            return Err(EINVAL);
+        }
+        join.creds = Some(Creds {
+            uid: args.uid,
+            gid: args.gid,
+            flags: args.flags,
+        });
         Ok(0)
     }
 
@@ -213,11 +267,11 @@ impl MboxFile {
     }
 
     fn join(&self, id: u32) -> Result<isize> {
-        let mut tree = self.tree.lock();
+        let mut join = self.join.lock();
         if self.iface.load(Ordering::Acquire) != NONE {
             return Err(EINVAL);
         }
-        *tree = Some(id);
+        join.tree = Some(id);
         Ok(0)
     }
 
@@ -288,7 +342,7 @@ impl MiscDevice for MboxFile {
                 iface: AtomicU32::new(NONE),
                 service: AtomicU32::new(NONE),
                 next_sender: AtomicU32::new(0),
-                tree <- new_mutex!(None, "unimem_mailbox::tree"),
+                join <- new_mutex!(Join::default(), "unimem_mailbox::join"),
                 armed <- new_poll_condvar!("unimem_mailbox::armed"),
             }),
             GFP_KERNEL,
@@ -298,7 +352,7 @@ impl MiscDevice for MboxFile {
     fn release(this: Pin<KBox<Self>>, file: &File) {
         // Every mapping of the interface area held the file, so none is left: the next owner
         // of the interface cannot be reached through an old one.
-        this.state.unmap_file(file.as_ptr());
+        this.state.maps.unmap_file(file.as_ptr());
         if let Ok(id) = this.iface() {
             this.state.free(id);
         }
@@ -310,7 +364,7 @@ impl MiscDevice for MboxFile {
 
     fn ioctl(this: Pin<&Self>, file: &File, cmd: u32, arg: usize) -> Result<isize> {
         match cmd {
-            ALLOC => this.alloc(arg),
+            ALLOC => this.alloc(file, arg),
             SEND => this.send(arg),
             RECV => this.recv(file, arg),
             SET_PROT => this.set_prot(arg),
@@ -320,6 +374,7 @@ impl MiscDevice for MboxFile {
             INHERIT => this.inherit(file, arg),
             SET_TREE => this.set_tree(arg),
             KICK => this.kick(arg),
+            SET_OWNER => this.set_owner(arg),
             _ => Err(ENOTTY),
         }
     }
@@ -377,7 +432,7 @@ impl MiscDevice for MboxFile {
         vma.set_io();
         vma.set_dontexpand();
         vma.set_dontdump();
-        s.map_user(file.as_ptr(), pages, || {
+        s.maps.map_user(file.as_ptr(), pages, || {
             // SAFETY: `[phys, phys + len)` is inside this node's partition of the window: this
             // interface's area (`AREA_END` lies inside the reserved start of every partition,
             // which `State::new` checked) or pages the GSAS service allocated to this file's

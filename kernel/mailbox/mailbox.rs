@@ -23,6 +23,8 @@ mod iface;
 mod kmsg;
 #[path = "../include/log_limit.rs"]
 mod log_limit;
+mod maps;
+mod owners;
 mod poll;
 #[path = "../include/privilege.rs"]
 #[allow(dead_code)]
@@ -57,7 +59,7 @@ mod wire_gsas;
 #[allow(unused_imports)]
 use wire::{gas, kram, mailbox, packet};
 #[allow(unused_imports)]
-use wire_gsas::{gsas, lease_record};
+use wire_gsas::{gsas, lease_record, trees};
 
 use fabric_client::{Gas, OnRevoke, RevokeHook};
 use state::State;
@@ -149,7 +151,7 @@ impl OnRevoke for State {
     /// access), no ring is touched again, nothing is dispatched, and every sleeping reader
     /// wakes up to fail with `ENODEV`.
     fn revoke(&self) {
-        self.zap_user_maps();
+        self.maps.zap_user_maps();
         self.gas().revoke();
         self.stopping.store(true, Ordering::Release);
         self.cancel_work();

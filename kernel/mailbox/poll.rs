@@ -95,7 +95,7 @@ impl State {
     }
 
     fn poll_loop(&self, window: u64) -> (bool, u64) {
-        self.busy_polls.fetch_add(1, Ordering::Relaxed);
+        self.counters.busy_polls.fetch_add(1, Ordering::Relaxed);
         let run = self.now_ns();
         let mut last = run;
         let mut served = 0u64;
@@ -127,7 +127,9 @@ impl State {
             // cost microseconds (remote Fetch&Add 6-8 us with it, 5 without); a look is not a
             // tight spin anyway (the clock, the scheduler's state and the rings in the window).
         };
-        self.busy_poll_packets.fetch_add(served, Ordering::Relaxed);
+        self.counters
+            .busy_poll_packets
+            .fetch_add(served, Ordering::Relaxed);
         (again, served)
     }
 }

@@ -73,6 +73,7 @@ pub unsafe extern "C" fn unimem_mbox_map_check(check: Option<MapCheck>, ctx: *mu
     from_result(|| {
         crate::current_state()
             .ok_or(ENODEV)?
+            .maps
             .set_map_check(check, ctx)?;
         Ok(0)
     })
@@ -84,6 +85,7 @@ pub extern "C" fn unimem_mbox_zap_pages(offset: u64, len: u64) -> c_int {
     from_result(|| {
         crate::current_state()
             .ok_or(ENODEV)?
+            .maps
             .zap_pages(offset, len)?;
         Ok(0)
     })

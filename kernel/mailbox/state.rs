@@ -3,13 +3,14 @@
 
 use crate::{
     fabric_client::{Access, Gas},
-    gsas::{owner, prot, SERVICE_IFACE, USER_INTERFACES},
-    iface::{Iface, Owner},
+    gsas::{owner, SERVICE_IFACE, USER_INTERFACES},
+    iface::Iface,
     kmsg::Services,
-    kmsg_api::{MapCheck, PacketHandler},
+    kmsg_api::PacketHandler,
     log_limit::LogLimit,
-    mailbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES, MMAP_GSAS},
-    packet::{Header, Packet, MAX_24, PACKET_LEN, PAYLOAD_LEN},
+    mailbox::{layout, Kmsg, DOORBELL_VECTOR, INTERFACES},
+    maps::UserMaps,
+    packet::{Header, Packet, PACKET_LEN, PAYLOAD_LEN},
     ring::{Resynced, Ring},
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -33,26 +34,6 @@ struct Served {
     ctx: usize,
 }
 
-/// Where user mappings of interface areas and GSAS pages live, so that revocation (and the
-/// GSAS service, for pages it frees) can zap them.
-pub(crate) struct Maps {
-    revoked: bool,
-    /// (file, its `address_space`), by address.
-    list: KVec<(usize, usize)>,
-    /// The GSAS service's ownership check for mappings of partition pages
-    /// (`unimem_mbox_map_check`), with its context. Called under this lock, so removing it
-    /// waits for a running call, and a page the service frees (which it zaps under this lock)
-    /// cannot be mapped between its check and the zap.
-    check: Option<(MapCheck, usize)>,
-}
-
-/// Pages of this node's partition a thread asks to map (`MMAP_GSAS`).
-pub(crate) struct Pages {
-    pub(crate) tree: u32,
-    pub(crate) offset: u64,
-    pub(crate) len: u64,
-}
-
 #[pin_data]
 pub(crate) struct State {
     pub(crate) node: u32,
@@ -70,27 +51,15 @@ pub(crate) struct State {
     /// How long the dispatch work keeps polling the served rings after serving packets
     /// (`poll_us`); 0: never.
     pub(crate) poll_ns: u64,
-    /// Polling windows entered, and packets served while polling (`poll.rs`).
-    pub(crate) busy_polls: AtomicU64,
-    pub(crate) busy_poll_packets: AtomicU64,
     /// The current polling window (ns, at most `poll_ns`), and when the last one ended (ns
     /// since `epoch`); only the dispatch work, which never runs twice at once, writes them.
     pub(crate) poll_window: AtomicU64,
-    /// Doorbells this node did not ring because the destination polled the ring.
-    pub(crate) doorbells_skipped: AtomicU64,
     pub(crate) poll_idle_at: AtomicU64,
-    /// Ring entries rejected on receipt (bad header, wrong sender).
-    pub(crate) malformed: AtomicU64,
-    /// Receive rings found with impossible indices (more than a ring's worth queued) and reset.
-    pub(crate) resynced: AtomicU64,
     /// Numbers the owner-table publications of this load (`submit.rs`), from a random start.
     pub(crate) publications: AtomicU32,
     /// Per (peer node, user interface): the submission this node's service last took from
     /// that peer's slot (`submit.rs`). Written by the one consumer of the service's rings.
     pub(crate) last_taken: KVec<AtomicU64>,
-    /// Requests taken from submission slots, and `KICK`s this node's threads asked for.
-    pub(crate) submitted: AtomicU64,
-    pub(crate) kicks: AtomicU64,
     /// Peer-caused warnings; the counters above count everything.
     noisy: LogLimit,
     pub(crate) epoch: Instant<Monotonic>,
@@ -102,11 +71,36 @@ pub(crate) struct State {
     served: Mutex<[Option<Served>; KERNEL_IFACES]>,
     /// Mirrors `served` for the doorbell handler.
     serving: [AtomicBool; KERNEL_IFACES],
-    /// The next serial to try for a protection tree made on this node. Also serializes `alloc`.
+    /// The next serial to try for a protection tree made on this node. Also serializes `alloc`
+    /// (`owners.rs`).
     #[pin]
-    trees: Mutex<u16>,
+    pub(crate) trees: Mutex<u16>,
+    /// User mappings of interface areas and partition pages (`maps.rs`).
     #[pin]
-    maps: Mutex<Maps>,
+    pub(crate) maps: UserMaps,
+    /// The node's totals (`sysfs.rs`).
+    pub(crate) counters: Counters,
+}
+
+/// Node-wide counters, shown in `/sys/kernel/unimem_mailbox/`.
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Polling windows entered, and packets served while polling (`poll.rs`).
+    pub(crate) busy_polls: AtomicU64,
+    pub(crate) busy_poll_packets: AtomicU64,
+    /// Doorbells this node did not ring because the destination polled the ring.
+    pub(crate) doorbells_skipped: AtomicU64,
+    /// Ring entries rejected on receipt (bad header, wrong sender).
+    pub(crate) malformed: AtomicU64,
+    /// Receive rings found with impossible indices (more than a ring's worth queued) and reset.
+    pub(crate) resynced: AtomicU64,
+    /// Requests taken from submission slots, and `KICK`s this node's threads asked for.
+    pub(crate) submitted: AtomicU64,
+    pub(crate) kicks: AtomicU64,
+    /// `ALLOC`s refused because every free interface still had a previous owner's request
+    /// applied somewhere, and because no fresh tree id was found (`owners.rs`).
+    pub(crate) quarantined: AtomicU64,
+    pub(crate) trees_exhausted: AtomicU64,
 }
 
 /// What [`State::take_packet`] found.
@@ -210,19 +204,12 @@ impl State {
                 services <- Services::new(),
                 work <- new_work!("unimem_mailbox::kmsg"),
                 poll_ns,
-                busy_polls: AtomicU64::new(0),
-                busy_poll_packets: AtomicU64::new(0),
                 poll_window: AtomicU64::new(0),
-                doorbells_skipped: AtomicU64::new(0),
                 poll_idle_at: AtomicU64::new(0),
-                malformed: AtomicU64::new(0),
-                resynced: AtomicU64::new(0),
                 // SAFETY: `get_random_u32` has no preconditions. A random start keeps a peer's
                 // memory of this node's previous load from matching a new owner.
                 publications: AtomicU32::new(unsafe { bindings::get_random_u32() }),
                 last_taken,
-                submitted: AtomicU64::new(0),
-                kicks: AtomicU64::new(0),
                 noisy: LogLimit::new(),
                 epoch: Instant::now(),
                 stopping: AtomicBool::new(false),
@@ -232,7 +219,8 @@ impl State {
                 // likely that a tree id of a previous load (whose GSAS pages may still exist)
                 // is handed out again soon.
                 trees <- new_mutex!((unsafe { bindings::get_random_u32() } as u16).max(1), "unimem_mailbox::trees"),
-                maps <- new_mutex!(Maps { revoked: false, list: KVec::new(), check: None }, "unimem_mailbox::maps"),
+                maps <- UserMaps::new(),
+                counters: Counters::default(),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -285,114 +273,6 @@ impl State {
         self.ring_at(w, dest, layout::kmsg_ring(sender))
     }
 
-    /// Gives the lowest free interface a thread may have to `thread_id`, in protection tree
-    /// `tree` or, if `None`, a fresh one; returns the interface and the tree.
-    pub(crate) fn alloc(&self, thread_id: i32, tree: Option<u32>) -> Result<(u32, u32)> {
-        let mut next_serial = self.trees.lock();
-        let prot_id = match tree {
-            Some(t) => t,
-            None => self.fresh_tree(&mut next_serial)?,
-        };
-        for (id, iface) in self
-            .ifaces
-            .iter()
-            .enumerate()
-            .take(USER_INTERFACES as usize)
-        {
-            let mut owner = iface.owner.lock();
-            if owner.is_some() {
-                continue;
-            }
-            *owner = Some(Owner { thread_id, prot_id });
-            iface.in_use.store(true, Ordering::Release);
-            iface.generation.fetch_add(1, Ordering::Relaxed);
-            // Whatever a previous owner left unread is not for this thread.
-            let Some(w) = self.gas.access() else {
-                *owner = None;
-                iface.in_use.store(false, Ordering::Release);
-                return Err(ENODEV);
-            };
-            for sender in 0..self.nodes {
-                let stale = self.packet_ring(&w, self.node, id as u32, sender).discard();
-                iface.dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
-            }
-            self.publish_owner(&w, id as u32, Some(prot_id));
-            return Ok((id as u32, prot_id));
-        }
-        Err(EBUSY)
-    }
-
-    /// A protection tree id made here that no interface of this node holds: `prot::new(node,
-    /// serial)`, serials counting up from a random start, never 0. Called under `trees`.
-    fn fresh_tree(&self, next: &mut u16) -> Result<u32> {
-        // At most `USER_INTERFACES` ids are held, so this ends within that many + 1 tries.
-        for _ in 0..=USER_INTERFACES {
-            let serial = (*next).max(1);
-            *next = serial.wrapping_add(1);
-            let id = prot::new(self.node, serial);
-            if !self
-                .ifaces
-                .iter()
-                .any(|i| i.owner.lock().is_some_and(|o| o.prot_id == id))
-            {
-                return Ok(id);
-            }
-        }
-        Err(EBUSY)
-    }
-
-    /// Local interface `id`'s tree and generation while a thread holds it.
-    pub(crate) fn iface_state(&self, id: u32) -> Option<(u32, u32)> {
-        let iface = self.ifaces.get(id as usize)?;
-        let owner = iface.owner.lock();
-        // Read under the owner lock, which `alloc` holds while it bumps the generation.
-        Some((
-            owner.as_ref()?.prot_id,
-            iface.generation.load(Ordering::Relaxed),
-        ))
-    }
-
-    /// The protection tree of local interface `id`, if allocated.
-    pub(crate) fn tree_of(&self, id: u32) -> Option<u32> {
-        Some(self.ifaces.get(id as usize)?.owner.lock().as_ref()?.prot_id)
-    }
-
-    pub(crate) fn free(&self, id: u32) {
-        if let Some(iface) = self.ifaces.get(id as usize) {
-            let mut owner = iface.owner.lock();
-            if let Some(w) = self.gas.access() {
-                self.publish_owner(&w, id, None);
-            }
-            *owner = None;
-            iface.in_use.store(false, Ordering::Release);
-        }
-    }
-
-    /// Whether `prot_id` can name a protection tree: 24 bits, not 0 (the GSAS service's "free").
-    pub(crate) fn valid_tree(prot_id: u32) -> bool {
-        prot_id != 0 && prot_id <= MAX_24
-    }
-
-    pub(crate) fn set_prot(&self, id: u32, prot_id: u32) -> Result {
-        if id >= USER_INTERFACES || !Self::valid_tree(prot_id) {
-            return Err(EINVAL);
-        }
-        let iface = self.ifaces.get(id as usize).ok_or(EINVAL)?;
-        let mut owner = iface.owner.lock();
-        match &mut *owner {
-            Some(owner) => {
-                owner.prot_id = prot_id;
-                // A request already in a submission slot is dropped rather than run in the new
-                // tree (docs/GSAS.md).
-                if let Some(w) = self.gas.access() {
-                    self.publish_owner(&w, id, Some(prot_id));
-                }
-                Ok(())
-            }
-            None => Err(ENOENT),
-        }
-    }
-
     /// Sends `payload` from local interface `from` to interface `iface` of node `node`. The
     /// header comes from the interface's owner record, never from the caller. `true` if the
     /// receiver was polling (no doorbell rung): the caller may use its submission slot next.
@@ -436,7 +316,9 @@ impl State {
         }
         Iface::count(&src.sent);
         if polled {
-            self.doorbells_skipped.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .doorbells_skipped
+                .fetch_add(1, Ordering::Relaxed);
         } else {
             self.notify(node);
         }
@@ -449,7 +331,7 @@ impl State {
         if node >= self.nodes {
             return Err(EINVAL);
         }
-        self.kicks.fetch_add(1, Ordering::Relaxed);
+        self.counters.kicks.fetch_add(1, Ordering::Relaxed);
         self.notify(node);
         Ok(())
     }
@@ -468,7 +350,7 @@ impl State {
         let mut pass = match ring.pass() {
             Ok(pass) => pass,
             Err(Resynced) => {
-                self.resynced.fetch_add(1, Ordering::Relaxed);
+                self.counters.resynced.fetch_add(1, Ordering::Relaxed);
                 if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
                     pr_warn!(
                         "{} ring of node {} had impossible indices: resynced (rate-limited)\n",
@@ -484,7 +366,7 @@ impl State {
             if let Some(item) = decode(&slot) {
                 return Some(item);
             }
-            self.malformed.fetch_add(1, Ordering::Relaxed);
+            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
             if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
                 pr_warn!(
                     "malformed entry from node {} in a {} ring dropped (rate-limited)\n",
@@ -635,7 +517,7 @@ impl State {
                 let mut pass = match self.kmsg_ring(&w, self.node, sender).pass() {
                     Ok(pass) => pass,
                     Err(Resynced) => {
-                        self.resynced.fetch_add(1, Ordering::Relaxed);
+                        self.counters.resynced.fetch_add(1, Ordering::Relaxed);
                         if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
                             pr_warn!("message ring of node {} had impossible indices: resynced (rate-limited)\n", sender);
                         }
@@ -648,7 +530,7 @@ impl State {
                         // A pass takes at most `SLOTS` entries, the capacity.
                         Some(m) => drop(batch.push_within_capacity(m)),
                         None => {
-                            self.malformed.fetch_add(1, Ordering::Relaxed);
+                            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
                             if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
                                 pr_warn!(
                                     "malformed message from node {} dropped (rate-limited)\n",
@@ -737,7 +619,7 @@ impl State {
                     let mut pass = match self.packet_ring(&w, self.node, id, sender).pass() {
                         Ok(pass) => pass,
                         Err(Resynced) => {
-                            self.resynced.fetch_add(1, Ordering::Relaxed);
+                            self.counters.resynced.fetch_add(1, Ordering::Relaxed);
                             if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
                                 pr_warn!("packet ring of node {} for interface {} had impossible indices: resynced (rate-limited)\n", sender, id);
                             }
@@ -752,7 +634,7 @@ impl State {
                                 && u32::from(p.header.iface) < INTERFACES
                         });
                         if !valid {
-                            self.malformed.fetch_add(1, Ordering::Relaxed);
+                            self.counters.malformed.fetch_add(1, Ordering::Relaxed);
                             if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
                                 pr_warn!("malformed entry from node {} for interface {} dropped (rate-limited)\n", sender, id);
                             }
@@ -843,95 +725,5 @@ impl State {
         });
         let kmsgs = (0..self.nodes).any(|s| !self.kmsg_ring(&w, self.node, s).is_empty());
         (served, kmsgs)
-    }
-
-    /// Runs `map` (which maps part of the GAS window into user space through `file`) unless the
-    /// device is gone or, for partition `pages`, the GSAS service does not approve them; records
-    /// the file's mapping so that revocation and [`zap_pages`](Self::zap_pages) reach it.
-    pub(crate) fn map_user(
-        &self,
-        file: *mut bindings::file,
-        pages: Option<Pages>,
-        map: impl FnOnce() -> Result,
-    ) -> Result {
-        let mut m = self.maps.lock();
-        if m.revoked {
-            return Err(ENODEV);
-        }
-        if let Some(p) = pages {
-            // No service, no owner to ask: nothing of the partition is mappable.
-            let (check, ctx) = m.check.ok_or(ENXIO)?;
-            // SAFETY: the registrant promised `check` is callable with `ctx` until removed,
-            // which takes this lock, held here.
-            let ret = unsafe { check(ctx as *mut c_void, p.tree, p.offset, p.len) };
-            kernel::error::to_result(ret)?;
-        }
-        if !m.list.iter().any(|e| e.0 == file as usize) {
-            // SAFETY: `file` is a file being mmapped, so alive; `f_mapping` is set at open.
-            let mapping = unsafe { (*file).f_mapping };
-            m.list.push((file as usize, mapping as usize), GFP_KERNEL)?;
-        }
-        map()
-    }
-
-    /// Forgets the mapping of a file being released (its mappings are gone: each held the file).
-    pub(crate) fn unmap_file(&self, file: *mut bindings::file) {
-        self.maps.lock().list.retain(|e| e.0 != file as usize);
-    }
-
-    /// Installs (`Some`, `EBUSY` if one is) or removes the GSAS service's check of partition
-    /// mappings (`unimem_mbox_map_check`); removal waits for a running check.
-    pub(crate) fn set_map_check(&self, check: Option<MapCheck>, ctx: *mut c_void) -> Result {
-        let mut m = self.maps.lock();
-        match check {
-            Some(_) if m.check.is_some() => Err(EBUSY),
-            Some(f) => {
-                m.check = Some((f, ctx as usize));
-                Ok(())
-            }
-            None => {
-                m.check = None;
-                Ok(())
-            }
-        }
-    }
-
-    /// Zaps every user mapping of the partition range `[offset, offset + len)` (`len` 0: to
-    /// the end): pages the GSAS service freed or lost. Holding the lock, it waits for a mapping
-    /// being made, so none made after the service's check survives.
-    pub(crate) fn zap_pages(&self, offset: u64, len: u64) -> Result {
-        let begin = MMAP_GSAS.checked_add(offset).ok_or(EINVAL)?;
-        let (begin, len) = (
-            i64::try_from(begin).map_err(|_| EINVAL)?,
-            i64::try_from(len).map_err(|_| EINVAL)?,
-        );
-        let m = self.maps.lock();
-        for &(_, mapping) in m.list.iter() {
-            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
-            // the list is locked); zapping any range of it is always allowed.
-            unsafe {
-                bindings::unmap_mapping_range(
-                    mapping as *mut bindings::address_space,
-                    begin,
-                    len,
-                    1,
-                )
-            };
-        }
-        Ok(())
-    }
-
-    /// Zaps every user mapping of an interface area (the process gets SIGBUS at its next
-    /// access) and refuses new ones: the fabric device goes.
-    pub(crate) fn zap_user_maps(&self) {
-        let mut m = self.maps.lock();
-        m.revoked = true;
-        for &(_, mapping) in m.list.iter() {
-            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
-            // the list is locked); zapping every page of it is always allowed.
-            unsafe {
-                bindings::unmap_mapping_range(mapping as *mut bindings::address_space, 0, 0, 1)
-            };
-        }
     }
 }

@@ -30,10 +30,10 @@ impl State {
                 counts[0], counts[1], counts[2], counts[3]
             )?;
         }
-        writeln!(f, "malformed {}", load(&self.malformed))?;
-        writeln!(f, "resynced {}", load(&self.resynced))?;
-        writeln!(f, "submissions {}", load(&self.submitted))?;
-        writeln!(f, "kicks {}", load(&self.kicks))?;
+        writeln!(f, "malformed {}", load(&self.counters.malformed))?;
+        writeln!(f, "resynced {}", load(&self.counters.resynced))?;
+        writeln!(f, "submissions {}", load(&self.counters.submitted))?;
+        writeln!(f, "kicks {}", load(&self.counters.kicks))?;
         writeln!(f, "service sent received rejected dropped")?;
         let c = &self.services.counters;
         for s in 1..c.sent.len() {

@@ -19,7 +19,10 @@
 
 use crate::{
     fabric_client::Access,
-    gsas::{owner, submit_slot, SUBMIT_PAYLOAD_OFFSET, SUBMIT_SEQ_OFFSET, USER_INTERFACES},
+    gsas::{
+        owner::{self, Creds},
+        submit_slot, SUBMIT_PAYLOAD_OFFSET, SUBMIT_SEQ_OFFSET, USER_INTERFACES,
+    },
     packet::{Header, Packet, PACKET_LEN, PAYLOAD_LEN},
     state::State,
 };
@@ -51,29 +54,31 @@ impl State {
         unsafe { AtomicU32::from_ptr(self.part_word(w, node, offset)) }
     }
 
-    /// Empties this node's owner table (at load: no interface has an owner yet).
+    /// Empties this node's owner table (at load: no interface has an owner yet), credentials
+    /// included.
     pub(crate) fn reset_owner_table(&self, w: &Access<'_>) {
-        self.word64(w, self.node, owner::TABLE_OFFSET)
-            .store(0, Ordering::Release);
-        for id in 0..USER_INTERFACES {
-            self.word64(w, self.node, owner::entry(id))
-                .store(0, Ordering::Release);
-        }
+        let p = self.part_ptr(w, self.node, owner::TABLE_OFFSET as usize);
+        // SAFETY: the table is one page of this node's partition below `TABLE_END`
+        // (`part_ptr`); no interface has an owner yet, so nobody else writes it.
+        unsafe { core::ptr::write_bytes(p, 0, (owner::TABLE_END - owner::TABLE_OFFSET) as usize) };
     }
 
-    /// Publishes in this node's owner table that local interface `id` belongs to `tree`
-    /// (`None`: to nobody). The interface's owner lock is held, so publications of one
-    /// interface do not interleave.
-    pub(crate) fn publish_owner(&self, w: &Access<'_>, id: u32, tree: Option<u32>) {
+    /// Publishes in this node's owner table that local interface `id` belongs to `owner`'s
+    /// tree, with its credentials (`None`: to nobody). The interface's owner lock is held, so
+    /// publications of one interface do not interleave.
+    pub(crate) fn publish_owner(&self, w: &Access<'_>, id: u32, owner: Option<(u32, Creds)>) {
         if id >= USER_INTERFACES {
             return;
         }
         let entry = self.word64(w, self.node, owner::entry(id));
         let bitmap = self.word64(w, self.node, owner::TABLE_OFFSET);
-        // Withdrawn first: a home copying a request now sees the word change and drops it.
+        // Withdrawn first: a home copying a request now sees the word change and drops it, and
+        // a home about to claim the interface sees it too (the fence pairs with theirs:
+        // `wire::trees`).
         entry.store(0, Ordering::Release);
+        fence(Ordering::SeqCst);
         bitmap.fetch_and(!(1u64 << id), Ordering::AcqRel);
-        let Some(tree) = tree else { return };
+        let Some((tree, creds)) = owner else { return };
         for home in 0..self.nodes {
             self.word32(
                 w,
@@ -82,9 +87,27 @@ impl State {
             )
             .store(0, Ordering::Release);
         }
+        let dst: *mut u8 = self.part_word(w, self.node, owner::creds(id));
+        for (i, b) in creds.encode().iter().enumerate() {
+            // SAFETY: the credentials of a user interface lie inside the owner table page
+            // (`part_word`); only this driver writes them, under the owner lock.
+            unsafe { dst.add(i).write_volatile(*b) };
+        }
         let publication = self.publications.fetch_add(1, Ordering::Relaxed);
+        // Release: a home that reads this word reads the credentials above.
         entry.store(owner::word(publication, tree), Ordering::Release);
         bitmap.fetch_or(1u64 << id, Ordering::AcqRel);
+    }
+
+    /// The credentials published for local interface `id` (its owner's, while it has one).
+    pub(crate) fn published_creds(&self, w: &Access<'_>, id: u32) -> Creds {
+        let src: *const u8 = self.part_word(w, self.node, owner::creds(id));
+        let mut b = [0u8; owner::CREDS_LEN as usize];
+        for (i, x) in b.iter_mut().enumerate() {
+            // SAFETY: inside the owner table page (`part_word`), written only by this driver.
+            *x = unsafe { src.add(i).read_volatile() };
+        }
+        Creds::decode(&b)
     }
 
     /// The request in `sender`'s slot of interface `id` for this node, if it is new: what to
@@ -167,7 +190,9 @@ impl State {
             *slot = Packet::seal(header, &payload);
             n += 1;
         }
-        self.submitted.fetch_add(n as u64, Ordering::Relaxed);
+        self.counters
+            .submitted
+            .fetch_add(n as u64, Ordering::Relaxed);
         n
     }
 

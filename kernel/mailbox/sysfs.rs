@@ -7,7 +7,7 @@ use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-const NAMES: [&CStr; 20] = [
+const NAMES: [&CStr; 22] = [
     c"node",
     c"nodes",
     c"interfaces_allocated",
@@ -28,6 +28,8 @@ const NAMES: [&CStr; 20] = [
     c"doorbells_skipped",
     c"submissions",
     c"kicks",
+    c"allocs_quarantined",
+    c"trees_exhausted",
 ];
 
 impl State {
@@ -51,19 +53,21 @@ impl State {
             b"packets_received" => ifaces(|i| &i.received),
             b"packets_rejected" => ifaces(|i| &i.rejected),
             b"packets_dropped" => ifaces(|i| &i.dropped),
-            b"malformed" => load(&self.malformed),
-            b"resynced" => load(&self.resynced),
+            b"malformed" => load(&self.counters.malformed),
+            b"resynced" => load(&self.counters.resynced),
             b"messages_sent" => services(&c.sent),
             b"messages_received" => services(&c.received),
             b"messages_rejected" => services(&c.rejected),
             b"messages_dropped" => services(&c.dropped),
             b"poll_us" => self.poll_ns / 1000,
-            b"busy_polls" => load(&self.busy_polls),
-            b"busy_poll_packets" => load(&self.busy_poll_packets),
+            b"busy_polls" => load(&self.counters.busy_polls),
+            b"busy_poll_packets" => load(&self.counters.busy_poll_packets),
             b"busy_poll_window_ns" => load(&self.poll_window),
-            b"doorbells_skipped" => load(&self.doorbells_skipped),
-            b"submissions" => load(&self.submitted),
-            b"kicks" => load(&self.kicks),
+            b"doorbells_skipped" => load(&self.counters.doorbells_skipped),
+            b"submissions" => load(&self.counters.submitted),
+            b"kicks" => load(&self.counters.kicks),
+            b"allocs_quarantined" => load(&self.counters.quarantined),
+            b"trees_exhausted" => load(&self.counters.trees_exhausted),
             _ => return None,
         })
     }

@@ -13,6 +13,11 @@
 #    its node's gsasd log directory;
 #  - another process of the same tree waits for a child (any thread of the tree may); a child
 #    whose daemon went away while it ran is reported lost;
+#  - users (issue 29): a child forked by the unprivileged test user runs as that user with its
+#    groups and no capabilities, and its log is that user's; root without CAP_SYS_ADMIN may not
+#    fork (as root: EPERM); a node's fork policy (gsasd --policy) refuses a program outside its
+#    allow-path rules and a denied user (EACCES), with clear errors at the issuer and the rule in
+#    the daemon's log;
 #  - a node whose daemon is not running: FORK fails with a clear error; a second daemon on a
 #    node is refused; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
@@ -92,6 +97,40 @@ echo "$out"
 grep -q 'no remoteFork daemon on node 3' <<<"$out" || fail "no daemon: unclear error"
 gsasd 3
 on 0 "unimem-gsas fork --node 3 --wait -- /bin/true" >/dev/null || fail "fork after the daemon's restart"
+
+step "as $TEST_USER: the child runs as that user, with its groups and no capabilities; its log is the user's"
+child=$(on 0 "$(as_user "unimem-gsas fork --node 1 --wait -- /bin/grep -E '^(Uid|Gid|Groups|CapPrm|CapEff|NoNewPrivs):' /proc/self/status")") ||
+  fail "fork as $TEST_USER"
+serial=$(( child & 0xffffffff ))
+out=$(on 1 "cat $LOGS/child-$serial.log; stat -c 'log %u:%g %a' $LOGS/child-$serial.log")
+echo "$out"
+grep -qE "^Uid:\s+$TEST_UID\s+$TEST_UID\s+$TEST_UID\s+$TEST_UID$" <<<"$out" || fail "the child's uid is not $TEST_UID"
+grep -qE "^Groups:.*\b$UNIMEM_GID\b" <<<"$out" || fail "the child lacks group unimem ($UNIMEM_GID)"
+{ grep -qE '^CapPrm:\s+0+$' <<<"$out" && grep -qE '^CapEff:\s+0+$' <<<"$out"; } || fail "the child has capabilities"
+grep -qE '^NoNewPrivs:\s+1$' <<<"$out" || fail "the child may gain privileges"
+grep -q "^log $TEST_UID:$TEST_UID 600$" <<<"$out" || fail "the child's log is not $TEST_USER's (0600)"
+
+step "root without CAP_SYS_ADMIN may not fork: refused (EPERM) with a clear error"
+out=$(on_may_fail 0 "setpriv --bounding-set=-sys_admin unimem-gsas fork --node 1 -- /bin/true 2>&1") &&
+  fail "root without CAP_SYS_ADMIN forked: $out"
+echo "$out"
+grep -q 'root without CAP_SYS_ADMIN may not fork as root' <<<"$out" || fail "EPERM: unclear error"
+
+step "node 2's fork policy: its programs only, not $TEST_USER; refusals (EACCES) explained, rule logged"
+on 2 "printf '%s\n' 'allow-path /opt/unimem/bin/*' 'deny-user $TEST_USER' >/tmp/fork.policy; $STOP_GSASD"
+gsasd_up 2 "$LOGS" --policy /tmp/fork.policy
+on 0 "unimem-gsas fork --node 2 --wait -- /opt/unimem/bin/unimem-gsas --version" >/dev/null || fail "an allowed program refused"
+out=$(on_may_fail 0 "unimem-gsas fork --node 2 -- /bin/true 2>&1") && fail "a program outside allow-path forked: $out"
+echo "$out"
+grep -q "/bin/true refused by node 2's fork policy" <<<"$out" || fail "EACCES: unclear error"
+out=$(on_may_fail 0 "$(as_user "unimem-gsas fork --node 2 -- /opt/unimem/bin/unimem-gsas --version") 2>&1") &&
+  fail "a denied user forked: $out"
+echo "$out"
+grep -q "refused by node 2's fork policy" <<<"$out" || fail "deny-user: unclear error"
+on 2 "grep 'refused by the fork policy' /tmp/$BG-gsasd.log" | tee /dev/stderr | grep -q "deny-user $TEST_USER" ||
+  fail "node 2's gsasd did not log the rule"
+on 2 "$STOP_GSASD"
+gsasd 2
 
 step "counters and a clean kernel log"
 for n in 1 2 3; do

@@ -75,10 +75,29 @@ STOP_DAEMON="for i in \$(seq 50); do lsmod | grep -q '^unimem_gsas ' || break; r
 # dmesg_mark NODE: the kernel log's current length; dmesg_clean NODE MARK: fails on errors logged since.
 dmesg_mark() { on "$1" "dmesg | wc -l"; }
 dmesg_clean() { on "$1" "! dmesg | tail -n +$(($2 + 1)) | grep -E 'BUG|Oops|WARNING|I/O error|Read-error'"; }
-# load_base NODE: unimem_eusrvmem and unimem_mailbox loaded on NODE (a node boots without them).
+# The guests' unprivileged test user (scripts/build-guest.sh writes their /etc/passwd and
+# /etc/group): unimem-user, uid and gid 1000, also in group unimem (gid 900), which may open
+# /dev/unimem_mailbox once load_base has run.
+# shellcheck disable=SC2034 # used by the tests that source this file
+TEST_USER=unimem-user TEST_UID=1000 UNIMEM_GID=900
+# load_base NODE: unimem_eusrvmem and unimem_mailbox loaded on NODE (a node boots without them),
+# and /dev/unimem_mailbox root:unimem 0660, as a host's udev rule (dist/udev/60-unimem.rules) makes
+# it: the guests have no udev. Every time, since a reload of the module makes the node anew 0600.
 load_base() {
   on "$1" "lsmod | grep -q '^unimem_eusrvmem' || insmod /opt/unimem/modules/unimem_eusrvmem.ko
-           lsmod | grep -q '^unimem_mailbox' || insmod /opt/unimem/modules/unimem_mailbox.ko"
+           lsmod | grep -q '^unimem_mailbox' || insmod /opt/unimem/modules/unimem_mailbox.ko
+           chown 0:$UNIMEM_GID /dev/unimem_mailbox && chmod 0660 /dev/unimem_mailbox"
+}
+# as_user CMD...: guest shell code that runs CMD (its words joined with spaces, as `on` joins
+# them; quote for the guest's shell) as the test user, with its groups (initgroups), its passwd
+# environment and the agent's PATH (our binaries), e.g.
+#   on 0 "$(as_user "unimem-gsas fork --node 1 --wait -- /bin/sh -c 'id'")"
+# /dev/unimem_mailbox is the user's only after load_base.
+as_user() {
+  local cmd="$*" q="'"
+  # shellcheck disable=SC2016 # $PATH is the guest shell's
+  printf '/usr/bin/setpriv --reuid=%s --regid=%s --init-groups --reset-env /usr/bin/env PATH="$PATH" /bin/sh -c %s' \
+    "$TEST_UID" "$TEST_UID" "$q${cmd//$q/$q\\$q$q}$q"
 }
 # kram_daemon NODE ARGS...: (re)start NODE's kram-daemon in the background (bg name "daemon",
 # log /tmp/kram-daemon.log) and wait until it answers --status.
@@ -199,11 +218,14 @@ swap_work() {
 # so unimem_gsas cannot be unloaded before).
 # shellcheck disable=SC2034 # used by the tests that source this file
 STOP_GSASD="killall gsasd 2>/dev/null; for i in \$(seq 50); do pidof gsasd >/dev/null || break; sleep 0.1; done"
-# gsasd_up NODE [LOG_DIR]: (re)start NODE's gsasd in the background (bg name "gsasd"; children's
-# logs in LOG_DIR, default /tmp/gsasd) and wait until the service has it.
+# gsasd_up NODE [LOG_DIR [ARGS...]]: (re)start NODE's gsasd in the background (bg name "gsasd";
+# children's logs in LOG_DIR, default /tmp/gsasd; more flags ARGS, e.g. --policy FILE) and wait
+# until the service has it.
 gsasd_up() {
-  bg "$1" gsasd "gsasd --log-dir ${2:-/tmp/gsasd}"
-  wait_log "$1" gsasd 'serving remoteFork' 20
+  local n=$1 logs=${2:-/tmp/gsasd}
+  shift $(($# < 2 ? $# : 2))
+  bg "$n" gsasd "gsasd --log-dir $logs $*"
+  wait_log "$n" gsasd 'serving remoteFork' 20
 }
 # fork_nodes_up LOGS: every node started clean with the base modules, kram-daemon, unimem_gsas
 # and gsasd (its children's logs in LOGS); each node's kernel log length before, in marks[NODE].

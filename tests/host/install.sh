@@ -2,7 +2,8 @@
 # `make install` as a package build or an operator runs it, on what `make` built (no cluster):
 # the staged tree holds every piece, the units pass `systemd-analyze verify` and are hardened,
 # the modules' dependencies resolve against the kernel's symbols, libgsas links through its
-# pkg-config file, the logrotate file parses, `make uninstall` removes it all; without root and
+# pkg-config file, the logrotate file parses, the udev rule opens /dev/unimem_mailbox (only) to
+# the group unimem that sysusers.d creates, `make uninstall` removes it all; without root and
 # without DESTDIR, and with a piece not built, it refuses and writes nothing. One PASS/FAIL line
 # per check (scripts/test.sh counts them); exits 1 if any failed.
 source "$(dirname "$0")/../../scripts/lib/common.sh"
@@ -31,13 +32,14 @@ local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unim
   bin/unimem-dht lib/libdht.so lib/libdht.a lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
   bin/oshrun bin/oshcc lib/libshmem.so lib/pkgconfig/shmem.pc include/shmem.h share/man/man1/oshrun.1
   lib/systemd/system/kram-daemon.service lib/systemd/system/gsasd.service lib/tmpfiles.d/gsasd.conf
+  lib/udev/rules.d/60-unimem.rules lib/sysusers.d/unimem.conf
   share/man/man8/kram-daemon.8 share/man/man8/gsasd.8 share/man/man1/unimem-gsas.1
   share/man/man1/unimem-gsas-fork.1 share/bash-completion/completions/kram-daemon
   share/zsh/vendor-completions/_unimem-gas share/fish/vendor_completions.d/unimem-sl.fish
   share/doc/unimem/README.md share/doc/unimem/KRAM-DAEMON.md share/doc/unimem/COPYING)
 absent=()
 for f in "${local_files[@]}"; do [ -f "$d/usr/local/$f" ] || absent+=("usr/local/$f"); done
-for f in etc/default/kram-daemon etc/default/gsasd etc/logrotate.d/kram-daemon \
+for f in etc/default/kram-daemon etc/default/gsasd etc/logrotate.d/kram-daemon etc/unimem/fork.policy.example \
          lib/modules/"$krel"/extra/unimem_{eusrvmem,mailbox,kram,numa,gsas}.ko; do
   [ -f "$d/$f" ] || absent+=("$f")
 done
@@ -90,6 +92,18 @@ check "logrotate file parses" sh -c \
   '! logrotate --debug --state "$1" "$2" 2>&1 | grep -i "error"' sh "$tmp/logrotate.state" "$d/etc/logrotate.d/kram-daemon"
 quiet "tmpfiles.d/gsasd.conf creates /var/log/gsasd" sh -c \
   'systemd-tmpfiles --root="$1" --create "$2" && test -d "$1/var/log/gsasd"' sh "$tmp/tmpfiles-root" "$d/usr/local/lib/tmpfiles.d/gsasd.conf"
+check "sysusers.d/unimem.conf creates group unimem" sh -c \
+  'mkdir -p "$1/etc" && systemd-sysusers --root="$1" "$2" && grep -q "^unimem:x:" "$1/etc/group"' sh "$tmp/sysusers-root" "$d/usr/local/lib/sysusers.d/unimem.conf"
+rules=$d/usr/local/lib/udev/rules.d/60-unimem.rules
+check "udev rule: /dev/unimem_mailbox 0660 group unimem" \
+  grep -qx 'SUBSYSTEM=="misc", KERNEL=="unimem_mailbox", GROUP="unimem", MODE="0660"' "$rules"
+check "udev rule: /dev/eusrvmem and /dev/unimem_gsas stay root's" sh -c '! grep -v "^#" "$1" | grep -qE "eusrvmem|unimem_gsas"' sh "$rules"
+if udevadm verify --help >/dev/null 2>&1; then
+  quiet "udevadm verify 60-unimem.rules" udevadm verify --no-style "$rules"
+fi
+check "gsasd(8) and /etc/default/gsasd tell of --policy" sh -c \
+  'MANWIDTH=80 man -l "$1" 2>/dev/null | grep -q -- "--policy <FILE>" && grep -q -- "--policy" "$2"' sh "$d/usr/local/share/man/man8/gsasd.8" "$d/etc/default/gsasd"
+check "fork.policy.example: every rule commented out" sh -c '! grep -qE "^[[:space:]]*(allow|deny)-" "$1"' sh "$d/etc/unimem/fork.policy.example"
 for p in "$d"/usr/local/share/man/man8/*.8 "$d"/usr/local/share/man/man1/unimem-gsas.1; do
   quiet "man page ${p##*/} renders without warnings" sh -c 'MANWIDTH=80 man --warnings -l "$1" >/dev/null' sh "$p"
 done

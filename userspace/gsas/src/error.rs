@@ -108,6 +108,10 @@ pub enum Error {
     /// `status::BUSY`: the node's table of children is full of running children.
     #[error("{0}: node {n} runs too many remoteForked children (wait for some)", n = gsas::node_of(.0.addr))]
     Busy(Request),
+    /// `status::QUOTA`: the issuing user has as many pages or children on that node as it
+    /// allows one user.
+    #[error("{0}: over your quota on node {n} (pages or remoteForked children per user)", n = gsas::node_of(.0.addr))]
+    Quota(Request),
     /// A status this library does not know (a newer service?).
     #[error("{0}: the service answered with unknown status {1}")]
     Status(Request, u8),
@@ -146,6 +150,7 @@ impl Error {
             status::NO_DAEMON => Error::NoDaemon(req),
             status::NO_CHILD => Error::NoChild(req),
             status::BUSY => Error::Busy(req),
+            status::QUOTA => Error::Quota(req),
             other => Error::Status(req, other),
         })
     }
@@ -162,6 +167,7 @@ impl Error {
             Error::ExecFailed { errno, .. } => *errno,
             Error::NoChild(_) => Errno::ECHILD,
             Error::Busy(_) => Errno::EAGAIN,
+            Error::Quota(_) => Errno::EDQUOT,
             Error::Status(..) => Errno::EPROTO,
             Error::Timeout { .. } => Errno::ETIMEDOUT,
             Error::Mailbox(e) => e.errno().unwrap_or(Errno::EIO),
@@ -182,6 +188,7 @@ impl Error {
             Error::ExecFailed { .. } => status::EXEC_FAILED,
             Error::NoChild(_) => status::NO_CHILD,
             Error::Busy(_) => status::BUSY,
+            Error::Quota(_) => status::QUOTA,
             Error::Status(_, s) => *s,
             _ => return None,
         })
@@ -200,6 +207,7 @@ impl Error {
             Error::ExecFailed { .. } => "exec-failed",
             Error::NoChild(_) => "no-child",
             Error::Busy(_) => "busy",
+            Error::Quota(_) => "quota",
             Error::Status(..) => "status",
             Error::Timeout { .. } => "timeout",
             Error::Argument(_) => "argument",

@@ -23,6 +23,7 @@ pub enum Op {
     Fcntl,
     Inherit,
     SetTree,
+    SetOwner,
     /// `mmap(2)` of the interface's GSAS area.
     Mmap,
     Kick,
@@ -43,6 +44,7 @@ impl fmt::Display for Op {
             Op::Fcntl => "fcntl",
             Op::Inherit => "INHERIT",
             Op::SetTree => "SET_TREE",
+            Op::SetOwner => "SET_OWNER",
             Op::Mmap => "mmap",
             Op::Kick => "KICK",
         })
@@ -101,13 +103,17 @@ pub fn hint(op: Op, errno: Errno) -> Option<&'static str> {
             "all 63 interfaces threads may have on this node are allocated (64th: the GSAS service's)"
         }
         (Op::Alloc, EINVAL) => "this file already has an interface",
+        (Op::Alloc, EAGAIN) => {
+            "every free interface still has a previous owner's request being applied by a home (or no fresh tree id): try again"
+        }
+        (Op::SetOwner, EINVAL) => "unknown flags, or this file has allocated already",
         (Op::Send, EAGAIN) => "the destination ring is full (32 slots per sender node)",
         (Op::Send, EINVAL) => {
             "bad node or interface, nonzero reserved bytes, or no ALLOC on this file"
         }
         (Op::Recv, EAGAIN) => "no packet waiting",
         (Op::Recv, EINVAL) => "no ALLOC on this file",
-        (Op::SetProt | Op::SetTree | Op::KBind | Op::KSend | Op::KRecv, EPERM) => {
+        (Op::SetProt | Op::SetTree | Op::SetOwner | Op::KBind | Op::KSend | Op::KRecv, EPERM) => {
             "needs CAP_SYS_ADMIN"
         }
         (Op::SetProt, EINVAL) => {

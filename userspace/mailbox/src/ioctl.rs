@@ -7,8 +7,9 @@
 //! with `ENOTTY` at run time, far from the cause.
 
 use unimem_wire::mailbox::{
-    AllocInfo, KmsgArgs, RecvArgs, SendArgs, SetProtArgs, IOCTL_TYPE, NR_ALLOC, NR_INHERIT,
-    NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_SEND, NR_SET_PROT, NR_SET_TREE,
+    AllocInfo, KmsgArgs, OwnerArgs, RecvArgs, SendArgs, SetProtArgs, IOCTL_TYPE, NR_ALLOC,
+    NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_SEND, NR_SET_OWNER, NR_SET_PROT,
+    NR_SET_TREE,
 };
 
 const TY: u8 = IOCTL_TYPE as u8;
@@ -23,6 +24,7 @@ nix::ioctl_read!(krecv, TY, NR_KRECV as u8, KmsgArgs);
 nix::ioctl_write_ptr!(inherit, TY, NR_INHERIT as u8, u32);
 nix::ioctl_write_ptr!(set_tree, TY, NR_SET_TREE as u8, u32);
 nix::ioctl_write_ptr!(kick, TY, NR_KICK as u8, u32);
+nix::ioctl_write_ptr!(set_owner, TY, NR_SET_OWNER as u8, OwnerArgs);
 
 /// `_IOC_WRITE` of asm-generic (x86, arm64, riscv): user space writes, the kernel reads.
 pub const IOC_WRITE: u32 = 1;
@@ -49,6 +51,7 @@ pub mod code {
     pub const INHERIT: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_INHERIT, size_of::<u32>());
     pub const SET_TREE: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SET_TREE, size_of::<u32>());
     pub const KICK: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_KICK, size_of::<u32>());
+    pub const SET_OWNER: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SET_OWNER, size_of::<OwnerArgs>());
 }
 
 #[cfg(test)]
@@ -59,7 +62,11 @@ mod tests {
     #[test]
     fn kernel_formula_matches_nix() {
         let ty = IOCTL_TYPE as u8;
-        let pairs: [(u32, u64); 10] = [
+        let pairs: [(u32, u64); 11] = [
+            (
+                code::SET_OWNER,
+                nix::request_code_write!(ty, NR_SET_OWNER, size_of::<OwnerArgs>()) as u64,
+            ),
             (
                 code::KICK,
                 nix::request_code_write!(ty, NR_KICK, size_of::<u32>()) as u64,
@@ -119,6 +126,7 @@ mod tests {
         assert_eq!(code::KRECV, 0x8010_4d07);
         assert_eq!(code::INHERIT, 0x4004_4d08);
         assert_eq!(code::SET_TREE, 0x4004_4d09);
+        assert_eq!(code::SET_OWNER, 0x400c_4d0b);
     }
 
     #[test]
@@ -133,6 +141,8 @@ mod tests {
             code::KRECV,
             code::INHERIT,
             code::SET_TREE,
+            code::KICK,
+            code::SET_OWNER,
         ];
         for (i, a) in all.iter().enumerate() {
             assert!(all[i + 1..].iter().all(|b| a != b));

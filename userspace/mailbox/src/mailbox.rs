@@ -11,7 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
-use unimem_wire::mailbox::{AllocInfo, Kmsg, KmsgArgs, RecvArgs, SendArgs, SetProtArgs};
+use unimem_wire::mailbox::{AllocInfo, Kmsg, KmsgArgs, OwnerArgs, RecvArgs, SendArgs, SetProtArgs};
 use unimem_wire::packet::{Packet, Payload, PACKET_LEN, PAYLOAD_LEN};
 
 /// Path of the character device.
@@ -178,6 +178,24 @@ impl Mailbox {
     pub fn set_tree(&self, prot_id: u32) -> Result<()> {
         // SAFETY: the driver reads one `u32` from the pointer, valid for the call.
         unsafe { ioctl::set_tree(self.raw(), &prot_id) }.map_err(|e| Error::sys(Op::SetTree, e))?;
+        Ok(())
+    }
+
+    /// Before [`alloc`](Self::alloc): the identity the interface will carry instead of the
+    /// opener's (`CAP_SYS_ADMIN`; remoteFork's daemon gives a child's file the issuer's).
+    /// `admin`: the identity may run programs as root. Errors: `EPERM`, `EINVAL` (after ALLOC).
+    pub fn set_owner(&self, uid: u32, gid: u32, admin: bool) -> Result<()> {
+        let args = OwnerArgs {
+            uid,
+            gid,
+            flags: if admin {
+                unimem_wire::gsas::owner::ADMIN
+            } else {
+                0
+            },
+        };
+        // SAFETY: the driver reads one `OwnerArgs` from the pointer, valid for the call.
+        unsafe { ioctl::set_owner(self.raw(), &args) }.map_err(|e| Error::sys(Op::SetOwner, e))?;
         Ok(())
     }
 

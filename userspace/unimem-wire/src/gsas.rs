@@ -159,6 +159,9 @@ pub mod status {
     pub const NO_CHILD: u8 = 10;
     /// FORK: the node's table of children is full of running ones.
     pub const BUSY: u8 = 11;
+    /// ALLOC or FORK: the issuing user already has as many pages, or children, on that node
+    /// as the node allows one user (`EDQUOT`; `unimem_gsas` `user_pages=`, `user_forks=`).
+    pub const QUOTA: u8 = 12;
 }
 
 /// remoteFork's request blob and child ids.
@@ -264,7 +267,10 @@ pub mod daemon {
     /// `_IOW(IOCTL_TYPE, NR_POST, Post)`: what became of a child.
     pub const NR_POST: u32 = 2;
 
-    /// A program to start: child `serial` for tree `tree` (issued from `node`).
+    /// A program to start: child `serial` for tree `tree` (issued from `node`) as user `uid`,
+    /// group `gid`. The identity is the issuer's, as its node's mailbox driver sealed it when the
+    /// issuing thread's interface was allocated (the credentials of the opener of
+    /// `/dev/unimem_mailbox`): never anything the issuer wrote.
     #[repr(C)]
     #[derive(Debug, Clone, Copy)]
     pub struct Job {
@@ -273,10 +279,19 @@ pub mod daemon {
         pub node: u32,
         /// Bytes of `blob` used (checked with `fork::check` by the service).
         pub len: u32,
+        pub uid: u32,
+        pub gid: u32,
+        /// [`JOB_ADMIN`] and nothing else yet.
+        pub flags: u32,
+        pub _reserved: u32,
         pub blob: [u8; BLOB_MAX],
     }
 
-    const _: () = assert!(core::mem::size_of::<Job>() == 16 + BLOB_MAX);
+    const _: () = assert!(core::mem::size_of::<Job>() == 32 + BLOB_MAX);
+
+    /// `Job::flags`: the issuer had `CAP_SYS_ADMIN` on its node. Only then may the child run as
+    /// root (uid 0); a job with uid 0 without it is refused.
+    pub const JOB_ADMIN: u32 = 1;
 
     /// `Post::kind`: the child runs (`value` = its pid).
     pub const STARTED: u32 = 1;
@@ -373,7 +388,56 @@ pub mod owner {
     /// Bit 63 of an entry word: the interface has an owner.
     pub const VALID: u64 = 1 << 63;
 
-    const _: () = assert!(ENTRIES + super::INTERFACES as u64 * ENTRY_LEN <= PAGE_SIZE);
+    const _: () = assert!(ENTRIES + super::INTERFACES as u64 * ENTRY_LEN <= CREDS);
+
+    /// Offset of credentials 0 in the table: per interface, the [`Creds`] of its owner,
+    /// written before the entry word is published (so a home that read a valid word under a
+    /// claim reads the credentials of the owner that word names).
+    pub const CREDS: u64 = 2048;
+    /// Bytes per credentials.
+    pub const CREDS_LEN: u64 = 16;
+
+    const _: () = assert!(CREDS + super::INTERFACES as u64 * CREDS_LEN <= PAGE_SIZE);
+
+    /// Partition offset of the credentials of interface `iface`'s owner.
+    pub const fn creds(iface: u32) -> u64 {
+        TABLE_OFFSET + CREDS + iface as u64 * CREDS_LEN
+    }
+
+    /// [`Creds::flags`]: the owner had `CAP_SYS_ADMIN` when it allocated the interface.
+    pub const ADMIN: u32 = 1;
+
+    /// Who owns an interface, as its node's driver saw the allocating thread: effective user
+    /// and group id, and [`ADMIN`]. Ids are those of the issuing node; the cluster is assumed
+    /// to share one user database (docs/SECURITY.md).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Creds {
+        pub uid: u32,
+        pub gid: u32,
+        pub flags: u32,
+    }
+
+    impl Creds {
+        /// Little-endian uid, gid, flags, then 4 zero bytes.
+        pub fn encode(&self) -> [u8; CREDS_LEN as usize] {
+            let mut b = [0u8; CREDS_LEN as usize];
+            b[0..4].copy_from_slice(&self.uid.to_le_bytes());
+            b[4..8].copy_from_slice(&self.gid.to_le_bytes());
+            b[8..12].copy_from_slice(&self.flags.to_le_bytes());
+            b
+        }
+
+        /// Any bytes decode (the table is written only by a trusted driver); unknown flags are
+        /// dropped, so a garbled table never grants more than [`ADMIN`].
+        pub fn decode(b: &[u8; CREDS_LEN as usize]) -> Self {
+            let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+            Self {
+                uid: word(0),
+                gid: word(4),
+                flags: word(8) & ADMIN,
+            }
+        }
+    }
 
     /// Partition offset of entry `iface`.
     pub const fn entry(iface: u32) -> u64 {
@@ -507,6 +571,20 @@ pub mod prot {
 mod tests {
     use super::*;
     use crate::packet::{Header, Packet};
+
+    #[test]
+    fn owner_credentials_round_trip_and_fit_the_table() {
+        let c = owner::Creds {
+            uid: 1000,
+            gid: 900,
+            flags: owner::ADMIN,
+        };
+        assert_eq!(owner::Creds::decode(&c.encode()), c);
+        let garbled = owner::Creds::decode(&[0xff; owner::CREDS_LEN as usize]);
+        assert_eq!(garbled.flags, owner::ADMIN, "unknown flags are dropped");
+        assert!(owner::entry(USER_INTERFACES) + owner::ENTRY_LEN <= owner::creds(0));
+        assert!(owner::creds(INTERFACES - 1) + owner::CREDS_LEN <= owner::TABLE_END);
+    }
 
     #[test]
     fn addresses() {

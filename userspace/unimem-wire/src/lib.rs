@@ -12,3 +12,4 @@ pub mod kram;
 pub mod lease_record;
 pub mod mailbox;
 pub mod packet;
+pub mod trees;

@@ -41,6 +41,11 @@ pub const NR_SET_TREE: u32 = 9;
 /// `KICK` (`u32` node): ring node's doorbell, for a request left in a submission slot
 /// (`gsas::submit_slot`) while that node's service may not be polling.
 pub const NR_KICK: u32 = 10;
+/// `_IOW(SET_OWNER, OwnerArgs)`: before `ALLOC`, the identity the interface will carry
+/// (`CAP_SYS_ADMIN`). Without it, `ALLOC` seals the opener's effective uid and gid, and
+/// `ADMIN` if the allocating thread has `CAP_SYS_ADMIN`. remoteFork's daemon gives a child's
+/// file the issuer's identity this way, not its own.
+pub const NR_SET_OWNER: u32 = 11;
 
 /// `mmap` offsets on a mailbox file that has allocated an interface: its GSAS area
 /// (`gsas::AREA_*`) in this node's partition. Responses and bulk-in: 2 pages from offset
@@ -96,6 +101,15 @@ pub struct SetProtArgs {
     pub prot_id: u32,
 }
 
+/// Argument of `SET_OWNER`: `flags` is `gsas::owner::ADMIN` or 0.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OwnerArgs {
+    pub uid: u32,
+    pub gid: u32,
+    pub flags: u32,
+}
+
 /// Argument of `KSEND` (node = destination) and `KRECV` (node = sender).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -113,6 +127,7 @@ const _: () = {
     assert!(size_of::<SendArgs>() == 4 + 4 + PAYLOAD_LEN + 7);
     assert!(size_of::<RecvArgs>() == PACKET_LEN);
     assert!(size_of::<SetProtArgs>() == 4 + 4);
+    assert!(size_of::<OwnerArgs>() == 3 * 4);
     assert!(size_of::<KmsgArgs>() == 4 + 4 + 8);
 };
 

@@ -167,9 +167,10 @@ enum Cmd {
         #[arg(required = true, trailing_var_arg = true)]
         cmd: Vec<String>,
     },
-    /// remoteFork: start PROG (an absolute path) with ARGS on NODE, in this process's tree;
-    /// prints the child id. With --wait, waits for it and exits with its status (a signal:
-    /// 128 + the signal).
+    /// remoteFork: start PROG (an absolute path) with ARGS on NODE, in this process's tree and
+    /// as this user (uid 0 only with CAP_SYS_ADMIN); prints the child id. With --wait, waits
+    /// for it and exits with its status (a signal: 128 + the signal). NODE's fork policy may
+    /// refuse the program or the user (gsasd --policy).
     Fork {
         #[arg(long)]
         node: u16,
@@ -436,7 +437,9 @@ fn run(cli: Cli) -> Result<i32> {
         Cmd::Exec { cmd } => exec(&ctx, &cmd),
         Cmd::Fork { node, wait, cmd } => {
             let g = ctx.open()?;
-            let child = g.remote_fork(node, &cmd[0], &cmd[1..])?;
+            let child = g
+                .remote_fork(node, &cmd[0], &cmd[1..])
+                .map_err(|e| fork::explain(e, node, &cmd[0]))?;
             println!("{child}");
             if !wait {
                 return Ok(0);

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The home's side of `wire::trees`: a request is applied only under a claim on its issuer's
+//! interface, so a previous owner's request is never applied with the next owner's pages or
+//! answered into its slots; and the live-tree map that tells every node which of its trees
+//! still have pages or children here, so that no tree id is made again while they exist.
+//!
+//! The claim and the map words are in this node's partition; only this module writes them.
+
+use crate::{
+    fabric_client::Access,
+    gas::MAX_NODES,
+    gsas::{owner, prot, USER_INTERFACES},
+    stats::Counter,
+    trees, Inner, Service,
+};
+use core::sync::atomic::{fence, Ordering};
+use kernel::{new_spinlock, prelude::*, sync::SpinLock};
+
+/// Slots of the claim table (`wire::trees::claim`): one per (issuer node, interface).
+const SLOTS: usize = MAX_NODES as usize * 64;
+
+/// How many requests of each (issuer, interface) are being applied: the claim word is set by
+/// the first and cleared by the last (a thread's requests can overlap: several threads may
+/// share one mailbox file, and local requests run in the sender's context).
+#[pin_data]
+pub(crate) struct Claims {
+    #[pin]
+    held: SpinLock<[u16; SLOTS]>,
+}
+
+impl Claims {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            held <- new_spinlock!([0; SLOTS], "unimem_gsas::claims"),
+        })
+    }
+}
+
+/// A claim on (issuer node, interface) under the entry word `entry`: released when dropped.
+pub(crate) struct Claim<'a> {
+    service: &'a Service,
+    slot: usize,
+    pub(crate) entry: u64,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let s = self.service;
+        let mut held = s.claims.held.lock();
+        held[self.slot] -= 1;
+        if held[self.slot] == 0 {
+            if let Some(w) = s.gas.access() {
+                // Release: what was written under the claim (answer, live bits) is visible to
+                // a node that reads the claim cleared.
+                if let Some(c) = w.part_word(s.node, trees::CLAIMS_OFFSET + self.slot as u64 * 8) {
+                    c.store(0, Ordering::Release);
+                }
+            }
+        }
+    }
+}
+
+impl Service {
+    /// Zeroes the claim table and the live maps (at load: nothing is claimed, and a previous
+    /// load's pool, with everything in it, is gone).
+    pub(crate) fn reset_tree_tables(&self) -> Result {
+        let (start, end) = (trees::TABLES.start, trees::TABLES.end);
+        self.gas.wipe(self.part + start, end - start)
+    }
+
+    /// Claims interface `iface` of node `from` for a request of tree `tree`, if that interface
+    /// is still owned in that tree: `None` (the request is to be dropped) otherwise.
+    pub(crate) fn claim(&self, from: u32, iface: u32, tree: u32) -> Option<Claim<'_>> {
+        self.claim_if(from, iface, |entry| owner::tree(entry) == Some(tree))
+    }
+
+    /// Claims (`from`, `iface`) again under the entry word a previous claim had, to answer
+    /// later (remoteFork): `None` if the interface changed owner (or tree) since.
+    pub(crate) fn reclaim(&self, from: u32, iface: u32, entry: u64) -> Option<Claim<'_>> {
+        self.claim_if(from, iface, |e| e == entry)
+    }
+
+    fn claim_if(&self, from: u32, iface: u32, ok: impl Fn(u64) -> bool) -> Option<Claim<'_>> {
+        if from >= MAX_NODES || iface >= USER_INTERFACES {
+            return None;
+        }
+        let slot = (from * 64 + iface) as usize;
+        let mut held = self.claims.held.lock();
+        let w = self.gas.access()?;
+        let entry_word = w.part_word(from, owner::entry(iface))?;
+        let mine = w.part_word(self.node, trees::claim(from, iface))?;
+        let entry = u64::from_le(entry_word.load(Ordering::Acquire));
+        if !ok(entry) {
+            drop(w);
+            drop(held);
+            self.stats.bump(Counter::Stale);
+            return None;
+        }
+        if held[slot] != 0 {
+            // Already claimed under some word: the same one, or the first claim's holder will
+            // still be applying a request of a withdrawn owner, which the issuer waits for.
+            if u64::from_le(mine.load(Ordering::Relaxed)) != entry {
+                drop(w);
+                drop(held);
+                self.stats.bump(Counter::Stale);
+                return None;
+            }
+        } else {
+            mine.store(entry.to_le(), Ordering::Relaxed);
+        }
+        // Pairs with the issuer's fence after it withdraws an entry (`wire::trees`).
+        fence(Ordering::SeqCst);
+        if u64::from_le(entry_word.load(Ordering::Acquire)) != entry {
+            if held[slot] == 0 {
+                mine.store(0, Ordering::Release);
+            }
+            drop(w);
+            drop(held);
+            self.stats.bump(Counter::Stale);
+            return None;
+        }
+        held[slot] += 1;
+        Some(Claim {
+            service: self,
+            slot,
+            entry,
+        })
+    }
+
+    /// The credentials the issuer's node published for (`from`, `iface`) under `claim`.
+    pub(crate) fn issuer_creds(&self, from: u32, iface: u32, _claim: &Claim<'_>) -> owner::Creds {
+        let mut b = [0u8; owner::CREDS_LEN as usize];
+        if let Some(w) = self.gas.access() {
+            let at = self.part_offset(from) + owner::creds(iface);
+            if let Some(src) = w.ptr(at, owner::CREDS_LEN) {
+                for (i, x) in b.iter_mut().enumerate() {
+                    // SAFETY: inside the window (`ptr`), usable while `w` lives; written only
+                    // by the issuer's driver, before the entry word the claim holds.
+                    *x = unsafe { src.add(i).read_volatile() };
+                }
+            }
+        }
+        owner::Creds::decode(&b)
+    }
+
+    /// Sets or clears tree `tree`'s bit in this node's live map as it holds pages or children
+    /// of it now. Under the service lock (the only writer of the map).
+    pub(crate) fn refresh_live(&self, inner: &Inner, tree: u32) {
+        let origin = prot::node(tree);
+        if tree == 0 || origin >= MAX_NODES {
+            return;
+        }
+        let holds =
+            inner.pool.as_ref().is_some_and(|p| p.pages.holds(tree)) || inner.children.holds(tree);
+        let Some(w) = self.gas.access() else { return };
+        set_bit(&w, self.node, tree, holds);
+    }
+}
+
+/// Sets (`on`) or clears `tree`'s bit in `node`'s live map.
+fn set_bit(w: &Access<'_>, node: u32, tree: u32, on: bool) {
+    let (offset, mask) = trees::live_bit(prot::node(tree), tree as u16);
+    if let Some(word) = w.part_word(node, offset) {
+        let old = u64::from_le(word.load(Ordering::Relaxed));
+        let new = if on { old | mask } else { old & !mask };
+        if new != old {
+            word.store(new.to_le(), Ordering::Release);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Where threads mapped interface areas and GSAS pages of this node's partition, so that
+//! revocation (the fabric device goes) and the GSAS service (pages it frees or loses) can zap
+//! them, and the service's check that a thread maps only its own tree's pages.
+
+use crate::{kmsg_api::MapCheck, mailbox::MMAP_GSAS};
+use kernel::{bindings, ffi::c_void, new_mutex, prelude::*, sync::Mutex};
+
+/// Pages of this node's partition a thread asks to map (`MMAP_GSAS`).
+pub(crate) struct Pages {
+    pub(crate) tree: u32,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+}
+
+struct Maps {
+    revoked: bool,
+    /// (file, its `address_space`), by address.
+    list: KVec<(usize, usize)>,
+    /// The GSAS service's ownership check for mappings of partition pages
+    /// (`unimem_mbox_map_check`), with its context. Called under this lock, so removing it
+    /// waits for a running call, and a page the service frees (which it zaps under this lock)
+    /// cannot be mapped between its check and the zap.
+    check: Option<(MapCheck, usize)>,
+}
+
+#[pin_data]
+pub(crate) struct UserMaps {
+    #[pin]
+    inner: Mutex<Maps>,
+}
+
+impl UserMaps {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            inner <- new_mutex!(
+                Maps { revoked: false, list: KVec::new(), check: None },
+                "unimem_mailbox::maps"
+            ),
+        })
+    }
+
+    /// Runs `map` (which maps part of the GAS window into user space through `file`) unless the
+    /// device is gone or, for partition `pages`, the GSAS service does not approve them; records
+    /// the file's mapping so that revocation and [`zap_pages`](Self::zap_pages) reach it.
+    pub(crate) fn map_user(
+        &self,
+        file: *mut bindings::file,
+        pages: Option<Pages>,
+        map: impl FnOnce() -> Result,
+    ) -> Result {
+        let mut m = self.inner.lock();
+        if m.revoked {
+            return Err(ENODEV);
+        }
+        if let Some(p) = pages {
+            // No service, no owner to ask: nothing of the partition is mappable.
+            let (check, ctx) = m.check.ok_or(ENXIO)?;
+            // SAFETY: the registrant promised `check` is callable with `ctx` until removed,
+            // which takes this lock, held here.
+            let ret = unsafe { check(ctx as *mut c_void, p.tree, p.offset, p.len) };
+            kernel::error::to_result(ret)?;
+        }
+        if !m.list.iter().any(|e| e.0 == file as usize) {
+            // SAFETY: `file` is a file being mmapped, so alive; `f_mapping` is set at open.
+            let mapping = unsafe { (*file).f_mapping };
+            m.list.push((file as usize, mapping as usize), GFP_KERNEL)?;
+        }
+        map()
+    }
+
+    /// Forgets the mapping of a file being released (its mappings are gone: each held the file).
+    pub(crate) fn unmap_file(&self, file: *mut bindings::file) {
+        self.inner.lock().list.retain(|e| e.0 != file as usize);
+    }
+
+    /// Installs (`Some`, `EBUSY` if one is) or removes the GSAS service's check of partition
+    /// mappings (`unimem_mbox_map_check`); removal waits for a running check.
+    pub(crate) fn set_map_check(&self, check: Option<MapCheck>, ctx: *mut c_void) -> Result {
+        let mut m = self.inner.lock();
+        match check {
+            Some(_) if m.check.is_some() => Err(EBUSY),
+            Some(f) => {
+                m.check = Some((f, ctx as usize));
+                Ok(())
+            }
+            None => {
+                m.check = None;
+                Ok(())
+            }
+        }
+    }
+
+    /// Zaps every user mapping of the partition range `[offset, offset + len)` (`len` 0: to
+    /// the end): pages the GSAS service freed or lost. Holding the lock, it waits for a mapping
+    /// being made, so none made after the service's check survives.
+    pub(crate) fn zap_pages(&self, offset: u64, len: u64) -> Result {
+        let begin = MMAP_GSAS.checked_add(offset).ok_or(EINVAL)?;
+        let (begin, len) = (
+            i64::try_from(begin).map_err(|_| EINVAL)?,
+            i64::try_from(len).map_err(|_| EINVAL)?,
+        );
+        let m = self.inner.lock();
+        for &(_, mapping) in m.list.iter() {
+            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
+            // the list is locked); zapping any range of it is always allowed.
+            unsafe {
+                bindings::unmap_mapping_range(
+                    mapping as *mut bindings::address_space,
+                    begin,
+                    len,
+                    1,
+                )
+            };
+        }
+        Ok(())
+    }
+
+    /// Zaps every user mapping of an interface area (the process gets SIGBUS at its next
+    /// access) and refuses new ones: the fabric device goes.
+    pub(crate) fn zap_user_maps(&self) {
+        let mut m = self.inner.lock();
+        m.revoked = true;
+        for &(_, mapping) in m.list.iter() {
+            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
+            // the list is locked); zapping every page of it is always allowed.
+            unsafe {
+                bindings::unmap_mapping_range(mapping as *mut bindings::address_space, 0, 0, 1)
+            };
+        }
+    }
+}
