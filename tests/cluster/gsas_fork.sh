@@ -110,8 +110,14 @@ grep -qE "^Groups:.*\b$UNIMEM_GID\b" <<<"$out" || fail "the child lacks group un
 grep -qE '^NoNewPrivs:\s+1$' <<<"$out" || fail "the child may gain privileges"
 grep -q "^log $TEST_UID:$TEST_UID 600$" <<<"$out" || fail "the child's log is not $TEST_USER's (0600)"
 
+step "as root (CAP_SYS_ADMIN): the child runs as root"
+child=$(on 0 "unimem-gsas fork --node 1 --wait -- /bin/grep -E '^Uid:' /proc/self/status") || fail "fork as root"
+out=$(on 1 "cat $LOGS/child-$(( child & 0xffffffff )).log")
+echo "$out"
+grep -qE '^Uid:\s+0\s+0\s+0\s+0$' <<<"$out" || fail "root's child does not run as root"
+
 step "root without CAP_SYS_ADMIN may not fork: refused (EPERM) with a clear error"
-out=$(on_may_fail 0 "setpriv --bounding-set=-sys_admin unimem-gsas fork --node 1 -- /bin/true 2>&1") &&
+out=$(on_may_fail 0 "unimem-gas without-admin -- unimem-gsas fork --node 1 -- /bin/true 2>&1") &&
   fail "root without CAP_SYS_ADMIN forked: $out"
 echo "$out"
 grep -q 'root without CAP_SYS_ADMIN may not fork as root' <<<"$out" || fail "EPERM: unclear error"
@@ -127,8 +133,9 @@ out=$(on_may_fail 0 "$(as_user "unimem-gsas fork --node 2 -- /opt/unimem/bin/uni
   fail "a denied user forked: $out"
 echo "$out"
 grep -q "refused by node 2's fork policy" <<<"$out" || fail "deny-user: unclear error"
-on 2 "grep 'refused by the fork policy' /tmp/$BG-gsasd.log" | tee /dev/stderr | grep -q "deny-user $TEST_USER" ||
-  fail "node 2's gsasd did not log the rule"
+out=$(on 2 "grep 'refused by the fork policy' /tmp/$BG-gsasd.log")
+echo "$out"
+grep -q "deny-user $TEST_USER" <<<"$out" || fail "node 2's gsasd did not log the rule"
 on 2 "$STOP_GSASD"
 gsasd 2
 
