@@ -40,6 +40,8 @@ impl Claims {
 pub(crate) struct Claim<'a> {
     service: &'a Service,
     slot: usize,
+    pub(crate) from: u32,
+    pub(crate) iface: u32,
     pub(crate) entry: u64,
 }
 
@@ -123,6 +125,8 @@ impl Service {
         Some(Claim {
             service: self,
             slot,
+            from,
+            iface,
             entry,
         })
     }
@@ -146,14 +150,20 @@ impl Service {
     /// Sets or clears tree `tree`'s bit in this node's live map as it holds pages or children
     /// of it now. Under the service lock (the only writer of the map).
     pub(crate) fn refresh_live(&self, inner: &Inner, tree: u32) {
-        let origin = prot::node(tree);
-        if tree == 0 || origin >= MAX_NODES {
-            return;
-        }
         let holds =
             inner.pool.as_ref().is_some_and(|p| p.pages.holds(tree)) || inner.children.holds(tree);
-        let Some(w) = self.gas.access() else { return };
-        set_bit(&w, self.node, tree, holds);
+        self.set_live(tree, holds);
+    }
+
+    /// Sets (`on`: something of `tree` is here now) or clears its bit in this node's live map.
+    /// Under the service lock.
+    pub(crate) fn set_live(&self, tree: u32, on: bool) {
+        if tree == 0 || prot::node(tree) >= MAX_NODES {
+            return;
+        }
+        if let Some(w) = self.gas.access() {
+            set_bit(&w, self.node, tree, on);
+        }
     }
 }
 

@@ -169,11 +169,11 @@ fn published() -> Option<Arc<Service>> {
 }
 
 impl Service {
-    /// Writes an answer for (`node`, `iface`) under the lock, counting its status.
+    /// Writes an answer for the claimed interface under the lock, counting its status.
     fn answer(
         &self,
         inner: &mut Inner,
-        (node, iface): (u32, u32),
+        claim: &Claim<'_>,
         opcode: u8,
         echo: u64,
         st: u8,
@@ -188,7 +188,7 @@ impl Service {
         };
         resp.value[..8].copy_from_slice(&value.to_le_bytes());
         self.stats.status(st);
-        self.respond(inner, node, iface, &mut resp);
+        self.respond(inner, claim, &mut resp);
     }
 
     /// A FORK or WAIT (checked by `gsas::check`) from `iface` of node `from`, tree `tree`,
@@ -220,20 +220,13 @@ impl Service {
                     Err(st) => st,
                 },
             };
-            self.answer(&mut inner, (from, iface), req.opcode, req.address, st, 0);
+            self.answer(&mut inner, claim, req.opcode, req.address, st, 0);
             return;
         }
         let mut inner = self.inner.lock();
         let (st, value) = wait(&mut inner.children, self.node, tree, req.address);
         self.refresh_live(&inner, tree);
-        self.answer(
-            &mut inner,
-            (from, iface),
-            req.opcode,
-            req.address,
-            st,
-            value,
-        );
+        self.answer(&mut inner, claim, req.opcode, req.address, st, value);
     }
 
     /// Copies `len` bytes of the issuer's bulk-out page and checks them as a blob.
@@ -298,7 +291,7 @@ impl Service {
             )
             .map_err(|_| status::NO_MEMORY)?;
         // Before the claim's release: from now on the tree is live here (`claims.rs`).
-        self.refresh_live(inner, tree);
+        self.set_live(tree, true);
         if let Some(t) = dropped {
             self.refresh_live(inner, t);
         }
@@ -321,15 +314,8 @@ impl Service {
                         (c.node, c.iface, c.entry, c.echo, c.tree);
                     let _ = inner.children.list.remove(i);
                     self.refresh_live(&inner, tree);
-                    if let Some(_claim) = self.reclaim(node, iface, entry) {
-                        self.answer(
-                            &mut inner,
-                            (node, iface),
-                            op::FORK,
-                            echo,
-                            status::NO_DAEMON,
-                            0,
-                        );
+                    if let Some(claim) = self.reclaim(node, iface, entry) {
+                        self.answer(&mut inner, &claim, op::FORK, echo, status::NO_DAEMON, 0);
                     }
                     continue;
                 }
@@ -406,18 +392,18 @@ impl Service {
                 let id = fk::child_id(self.node as u16, p.serial);
                 // The issuer's interface changed owner meanwhile: the answer is not for the
                 // next one (its WAIT still works, by child id).
-                if let Some(_claim) = self.reclaim(node, iface, entry) {
-                    self.answer(&mut inner, (node, iface), op::FORK, echo, status::OK, id);
+                if let Some(claim) = self.reclaim(node, iface, entry) {
+                    self.answer(&mut inner, &claim, op::FORK, echo, status::OK, id);
                 }
             }
             (abi::FAILED, State::Taken) => {
                 let _ = inner.children.list.remove(i);
                 self.refresh_live(&inner, tree);
                 self.stats.bump(Counter::ForkFailed);
-                if let Some(_claim) = self.reclaim(node, iface, entry) {
+                if let Some(claim) = self.reclaim(node, iface, entry) {
                     self.answer(
                         &mut inner,
-                        (node, iface),
+                        &claim,
                         op::FORK,
                         echo,
                         status::EXEC_FAILED,

@@ -117,8 +117,9 @@ pub(crate) struct Quota {
 pub(crate) struct Inner {
     /// `None` once the fabric device went.
     pool: Option<PoolState>,
-    /// Per (issuer node, interface): `1 << 32 | last seq` once answered since load, else 0.
-    seqs: KVec<u64>,
+    /// Per (issuer node, interface): the owner entry word under which it was last answered
+    /// (0: not since load) and the `seq` of that answer.
+    seqs: KVec<(u64, u32)>,
     /// A module reference is held while allocations exist (unload is refused: nothing would
     /// renew their lease).
     module_held: bool,
@@ -487,7 +488,7 @@ impl kernel::Module for GsasModule {
         }
         let mut seqs = KVec::with_capacity((info.node_count * INTERFACES) as usize, GFP_KERNEL)?;
         for _ in 0..info.node_count * INTERFACES {
-            seqs.push(0, GFP_KERNEL)?;
+            seqs.push((0, 0), GFP_KERNEL)?;
         }
         let children = fork::Children::new()?;
         let gas_ref = gas.clone();

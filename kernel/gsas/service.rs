@@ -2,6 +2,7 @@
 //! Applying requests: decode, check, apply to the pool's memory under the service lock, answer
 //! in the issuer's response slot.
 
+use crate::claims::Claim;
 use crate::{
     fabric_client::Access,
     gsas::{
@@ -88,15 +89,19 @@ impl Service {
                     &mut after,
                 ),
             };
-            if result.is_ok() && matches!(base, op::ALLOC | op::FREE | op::FREE_TAG) {
+            if result.is_ok() {
                 // Before the answer and the claim's release: the issuer's node must see the
-                // tree live from then on (`claims.rs`).
-                self.refresh_live(&inner, tree);
+                // tree live from then on (`claims.rs`). A free looks for what is left.
+                match base {
+                    op::ALLOC => self.set_live(tree, true),
+                    op::FREE | op::FREE_TAG => self.refresh_live(&inner, tree),
+                    _ => {}
+                }
             }
             resp.status = result.err().unwrap_or(status::OK);
             self.stats.status(resp.status);
             // Under the lock: responses are written in the order the requests were applied.
-            self.respond(&mut inner, from, iface, &mut resp);
+            self.respond(&mut inner, &claim, &mut resp);
         }
         drop(claim);
         if let After::Zero(first, n) = after {
@@ -254,9 +259,10 @@ impl Service {
         Ok(())
     }
 
-    /// Writes `resp` into the response slot of (`from`, `iface`) for this node: everything but
-    /// `seq`, then `seq` with release ordering. Called under the service lock.
-    pub(crate) fn respond(&self, inner: &mut Inner, from: u32, iface: u32, resp: &mut Response) {
+    /// Writes `resp` into the response slot of the claimed interface for this node: everything
+    /// but `seq`, then `seq` with release ordering. Called under the service lock.
+    pub(crate) fn respond(&self, inner: &mut Inner, claim: &Claim<'_>, resp: &mut Response) {
+        let (from, iface) = (claim.from, claim.iface);
         let slot = self.info.ctl_size
             + u64::from(from) * self.info.partition_size
             + gsas::response_slot(iface, self.node);
@@ -273,14 +279,15 @@ impl Service {
         let Some(seq) = inner.seqs.get_mut(idx) else {
             return self.stats.bump(Counter::Unanswered);
         };
-        // The first answer since load continues from what the slot holds, so that a reload
-        // never repeats the value a thread read before sending.
+        // The first answer to an owner (since load, or since the interface changed hands and
+        // its area was wiped) continues from what the slot holds: the value its thread read
+        // before sending.
         let last = match *seq {
-            s if s >> 32 != 0 => s as u32,
+            (entry, last) if entry == claim.entry => last,
             _ => u32::from_le(seq_word.load(Ordering::Relaxed)),
         };
         resp.seq = last.wrapping_add(1);
-        *seq = 1 << 32 | u64::from(resp.seq);
+        *seq = (claim.entry, resp.seq);
         let bytes = resp.encode();
         for (i, b) in bytes.iter().enumerate().skip(4) {
             // SAFETY: inside the slot (see above).

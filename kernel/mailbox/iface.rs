@@ -36,6 +36,11 @@ pub(crate) struct Iface {
     pub(crate) rejected: AtomicU64,
     /// Packets discarded: stale ones left by a previous owner, or malformed ones.
     pub(crate) dropped: AtomicU64,
+    /// The owner-table publications of the current (or last) owner: the first in the high
+    /// half, the latest in the low half; 0 until the first owner. A home's claim on this
+    /// interface is one of its owners' only if its publication lies in that window, so bytes
+    /// scribbled over a claim table cannot hold an interface back (`owners.rs`).
+    pub(crate) published: AtomicU64,
 }
 
 impl Iface {
@@ -49,6 +54,7 @@ impl Iface {
             received: AtomicU64::new(0),
             rejected: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            published: AtomicU64::new(0),
         })
     }
 

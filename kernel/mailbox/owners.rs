@@ -55,7 +55,7 @@ impl State {
                 continue;
             }
             let w = self.gas().access().ok_or(ENODEV)?;
-            if self.claimed(&w, id) {
+            if self.claimed(&w, id, iface.published.load(Ordering::Relaxed)) {
                 quarantined = true;
                 continue;
             }
@@ -68,7 +68,11 @@ impl State {
                 iface.dropped.fetch_add(u64::from(stale), Ordering::Relaxed);
             }
             self.wipe_area(&w, id);
-            self.publish_owner(&w, id, Some((prot_id, creds)));
+            if let Some(p) = self.publish_owner(&w, id, Some((prot_id, creds))) {
+                iface
+                    .published
+                    .store(u64::from(p) << 32 | u64::from(p), Ordering::Relaxed);
+            }
             return Ok((id, prot_id));
         }
         if quarantined {
@@ -89,16 +93,25 @@ impl State {
     }
 
     /// Whether a home (one whose memory is not lost) still applies a request that interface
-    /// `id` of this node sent: its claim slot for the interface holds an entry word, which
-    /// can only be a withdrawn one (the interface is free; its next word is not published).
-    fn claimed(&self, w: &Access<'_>, id: u32) -> bool {
+    /// `id` of this node sent under one of its previous owner's entry words (publications
+    /// `published`: first and latest, see `Iface::published`).
+    fn claimed(&self, w: &Access<'_>, id: u32, published: u64) -> bool {
+        if published == 0 {
+            // Never owned since this load.
+            return false;
+        }
+        let (first, last) = ((published >> 32) as u32, published as u32);
+        let ours = |claim: u64| {
+            owner::tree(claim).is_some()
+                && ((claim >> 24) as u32).wrapping_sub(first) <= last.wrapping_sub(first)
+        };
         // Pairs with the fence after the entry's withdrawal and the homes' fence between their
         // claim and their second look at the entry (`wire::trees`).
         fence(Ordering::SeqCst);
         (0..self.nodes).any(|home| {
             !w.node_lost(home)
                 && w.part_word(home, trees::claim(self.node, id))
-                    .is_some_and(|c| owner::tree(u64::from_le(c.load(Ordering::Acquire))).is_some())
+                    .is_some_and(|c| ours(u64::from_le(c.load(Ordering::Acquire))))
         })
     }
 
@@ -201,7 +214,13 @@ impl State {
                 // tree (docs/GSAS.md).
                 if let Some(w) = self.gas().access() {
                     let creds = self.published_creds(&w, id);
-                    self.publish_owner(&w, id, Some((prot_id, creds)));
+                    if let Some(p) = self.publish_owner(&w, id, Some((prot_id, creds))) {
+                        // Same owner: its window of publications grows.
+                        let first = iface.published.load(Ordering::Relaxed) >> 32;
+                        iface
+                            .published
+                            .store(first << 32 | u64::from(p), Ordering::Relaxed);
+                    }
                 }
                 Ok(())
             }

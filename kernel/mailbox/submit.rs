@@ -64,11 +64,16 @@ impl State {
     }
 
     /// Publishes in this node's owner table that local interface `id` belongs to `owner`'s
-    /// tree, with its credentials (`None`: to nobody). The interface's owner lock is held, so
-    /// publications of one interface do not interleave.
-    pub(crate) fn publish_owner(&self, w: &Access<'_>, id: u32, owner: Option<(u32, Creds)>) {
+    /// tree, with its credentials (`None`: to nobody); returns the publication's number. The
+    /// interface's owner lock is held, so publications of one interface do not interleave.
+    pub(crate) fn publish_owner(
+        &self,
+        w: &Access<'_>,
+        id: u32,
+        owner: Option<(u32, Creds)>,
+    ) -> Option<u32> {
         if id >= USER_INTERFACES {
-            return;
+            return None;
         }
         let entry = self.word64(w, self.node, owner::entry(id));
         let bitmap = self.word64(w, self.node, owner::TABLE_OFFSET);
@@ -78,7 +83,7 @@ impl State {
         entry.store(0, Ordering::Release);
         fence(Ordering::SeqCst);
         bitmap.fetch_and(!(1u64 << id), Ordering::AcqRel);
-        let Some((tree, creds)) = owner else { return };
+        let (tree, creds) = owner?;
         for home in 0..self.nodes {
             self.word32(
                 w,
@@ -97,6 +102,7 @@ impl State {
         // Release: a home that reads this word reads the credentials above.
         entry.store(owner::word(publication, tree), Ordering::Release);
         bitmap.fetch_or(1u64 << id, Ordering::AcqRel);
+        Some(publication)
     }
 
     /// The credentials published for local interface `id` (its owner's, while it has one).
