@@ -4,6 +4,8 @@
 # program's pages there (numa_maps); the seed's Table 2 libnuma calls work on it and keep data;
 # the weighted-interleave service level gives the ratio asked for; removal migrates pages back
 # (or refuses when local memory cannot take them); unloading returns every chunk to the lenders.
+# Node 0 frozen for longer than a lease (issue 29): its lenders hold the range (the fabric shows
+# node 0 connected), its program's bytes verify after the thaw, nothing is lent meanwhile.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
@@ -120,6 +122,21 @@ read -r n0 n1 <<<"$(pages_on 0 "$pid")"
 echo "membind=1: $n1 pages on node 1, $n0 on node 0"
 [ "$n1" -ge $((64 * 256)) ] || fail "only $n1 pages of a 64 MiB area on node 1"
 release 0 bind
+
+step "node 0 frozen past its lease (30 s > 20 s) with 64 MiB on node 1: nothing reclaimed, every byte verifies after"
+pid=$(hold 0 frozen "numactl --membind=1 unimem-memtest --mib 64")
+held0=$(on 1 "kram-daemon --status --json | sed -n 's/.*\"leases_held\":\([0-9]*\).*/\\1/p'")
+lent1=$(lent 1)
+"$CLUSTER" pause 0
+sleep 30
+expect_eq "$(lent 1)" "$lent1" "chunks node 1 lends while node 0 is frozen"
+"$CLUSTER" resume 0
+release 0 frozen
+held1=$(on 1 "kram-daemon --status --json | sed -n 's/.*\"leases_held\":\([0-9]*\).*/\\1/p'")
+echo "node 1: lapsed leases held for a connected borrower: $held0 -> $held1"
+[ "${held1:-0}" -gt "${held0:-0}" ] || fail "node 1 did not hold node 0's lapsed NUMA lease"
+on 1 "grep 'still connected to the fabric' /tmp/kram-daemon.log | tail -1"
+on 0 "! dmesg | grep -q 'revoked chunks .* while they are online'" || fail "node 0's range was revoked while online"
 
 step "libnuma (seed Table 2): numa_alloc_onnode, numa_alloc_interleaved, numa_move_pages, numa_migrate_pages"
 on 0 "unimem-numatest --remote 1 --local 0 --mib 16"

@@ -352,6 +352,9 @@ pub struct Counters {
     pub timeouts: u64,
     /// Lent grants whose lease passed without RENEW (wiped, then free).
     pub lease_expiries: u64,
+    /// Lapsed NUMA leases held for another lease time because the fabric still shows their
+    /// borrower connected (frozen, not gone): never reclaimed from under a node.
+    pub leases_held: u64,
     /// Chunks the daemon wiped (expired leases, and free chunks at the end of grace).
     pub wiped_chunks: u64,
     pub malformed: u64,
@@ -365,7 +368,7 @@ pub struct Counters {
 
 impl Counters {
     /// `name value` pairs in display order.
-    pub fn pairs(&self) -> [(&'static str, u64); 21] {
+    pub fn pairs(&self) -> [(&'static str, u64); 22] {
         [
             ("received", self.received),
             ("requests", self.requests),
@@ -383,6 +386,7 @@ impl Counters {
             ("frees", self.frees),
             ("timeouts", self.timeouts),
             ("lease_expiries", self.lease_expiries),
+            ("leases_held", self.leases_held),
             ("wiped_chunks", self.wiped_chunks),
             ("malformed", self.malformed),
             ("version_refused", self.version_refused),
@@ -432,13 +436,18 @@ pub struct Expired {
     pub offers: Vec<Grant>,
     /// Lent grants whose lease passed: now wiping.
     pub leases: Vec<Grant>,
+    /// Lent NUMA grants whose lease passed while their borrower is still connected: held.
+    pub held: Vec<Grant>,
     /// The grace period ended: these (first, chunks) free runs are now wiping.
     pub grace_ended: Option<Vec<(u32, u32)>>,
 }
 
 impl Expired {
     pub fn is_empty(&self) -> bool {
-        self.offers.is_empty() && self.leases.is_empty() && self.grace_ended.is_none()
+        self.offers.is_empty()
+            && self.leases.is_empty()
+            && self.held.is_empty()
+            && self.grace_ended.is_none()
     }
 }
 
@@ -478,6 +487,9 @@ pub struct Table {
     /// GAS offset of chunk 0 in chunks, or `None` when it is not chunk-aligned (then no
     /// aligned REQUEST can be met).
     base_chunk: Option<u64>,
+    /// Borrowers the fabric shows connected, without a reconnection since they took their
+    /// NUMA range (bit per node; [`Table::set_present`]).
+    present: u64,
 }
 
 impl Table {
@@ -502,7 +514,21 @@ impl Table {
             counters: Counters::default(),
             expired: VecDeque::new(),
             base_chunk: Some(0),
+            present: 0,
         })
+    }
+
+    /// Which borrowers the fabric shows connected (bit `n`: node `n`), as of now. A NUMA range
+    /// is RAM its borrower's kernel uses directly: it cannot stop using it when its lease
+    /// lapses, as a KRAM disk fails its I/O. So a lapsed NUMA lease of a connected borrower
+    /// (frozen, or cut off from this daemon's messages) is held, not reclaimed; it goes when
+    /// the borrower frees it, or when the fabric marks the borrower gone, lost or reconnected.
+    pub fn set_present(&mut self, mask: u64) {
+        self.present = mask;
+    }
+
+    fn held_for(&self, grant: &Grant) -> bool {
+        grant.instance == NUMA_INSTANCE && self.present & (1u64 << grant.node) != 0
     }
 
     /// Another lease length (tests; the daemon uses [`LEASE`], the borrowers' contract).
@@ -924,6 +950,15 @@ impl Table {
                     // Remembered from its deadline, however late this runs.
                     self.expired.push_back((grant, deadline));
                     out.offers.push(grant);
+                }
+                Entry::Lent { grant, .. } if self.held_for(&grant) => {
+                    self.remove(grant.first);
+                    self.insert(Entry::Lent {
+                        grant,
+                        expiry: now + self.lease,
+                    });
+                    self.counters.leases_held += 1;
+                    out.held.push(grant);
                 }
                 Entry::Lent { grant, .. } => {
                     self.remove(grant.first);

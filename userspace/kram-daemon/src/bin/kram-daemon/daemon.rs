@@ -5,7 +5,7 @@
 //! before their chunks are free.
 
 use crate::logging::{self, RateLimit};
-use crate::partition::Partition;
+use crate::partition::{NodeStates, Partition};
 use anyhow::{bail, Context, Result};
 use kram_daemon::lease::{self, RecordStart, StartMode};
 use kram_daemon::state;
@@ -17,14 +17,15 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use nix::sys::signal::Signal;
 use signal_hook_mio::v1_0::Signals;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
-use unimem_wire::kram::reply_service;
+use unimem_wire::gas::{node_state, MAX_NODES};
+use unimem_wire::kram::{reply_service, NUMA_INSTANCE};
 
 const MAILBOX: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -69,6 +70,11 @@ pub struct Daemon {
     /// the table last changed: a driver asks every second, the log says it once.
     quiet: HashSet<(u8, u8, u32)>,
     noisy: RateLimit,
+    /// The fabric's liveness words: a lapsed NUMA lease of a borrower still connected is held.
+    states: NodeStates,
+    /// Per NUMA borrower: its connection count when it took (or last confirmed) its range; a
+    /// borrower that reconnected since (rebooted) no longer uses that range.
+    numa_connects: HashMap<u8, u64>,
 }
 
 impl Daemon {
@@ -191,7 +197,10 @@ impl Daemon {
                 .as_ref()
                 .map_or("none".into(), |p| p.display().to_string())
         );
+        let states = NodeStates::open(config.ctl_size)?;
         let mut daemon = Daemon {
+            states,
+            numa_connects: HashMap::new(),
             config,
             table,
             mailbox,
@@ -232,6 +241,7 @@ impl Daemon {
                     _ => {}
                 }
             }
+            self.refresh_present();
             // Cheap (one ioctl answering EAGAIN when empty), so always.
             if let Err(e) = self.drain() {
                 break Err(e);
@@ -378,24 +388,32 @@ impl Daemon {
             }
             Outcome::Ack {
                 msg, grant, kind, ..
-            } => match kind {
-                AckKind::Confirmed => info!("lent {grant} (ACK tag {})", msg.tag),
-                AckKind::Reconfirmed => {
-                    info!("CONFIRM of {grant} again: already lent, lease renewed")
+            } => {
+                if grant.instance == NUMA_INSTANCE && kind != AckKind::Renewed {
+                    if let Some(w) = self.states.word(u32::from(grant.node)) {
+                        self.numa_connects
+                            .insert(grant.node, node_state::connects(w));
+                    }
                 }
-                AckKind::LateConfirmed => info!(
+                match kind {
+                    AckKind::Confirmed => info!("lent {grant} (ACK tag {})", msg.tag),
+                    AckKind::Reconfirmed => {
+                        info!("CONFIRM of {grant} again: already lent, lease renewed")
+                    }
+                    AckKind::LateConfirmed => info!(
                     "lent {grant} (CONFIRM after the offer had expired; chunks were still free)"
                 ),
-                AckKind::Claimed => info!(
-                    "claimed back during grace: {grant} ({} accepted)",
-                    if msg.version == unimem_wire::kram::V2 {
-                        "v2"
-                    } else {
-                        "v1"
-                    }
-                ),
-                AckKind::Renewed => debug!("renewed {grant} (tag {})", msg.tag),
-            },
+                    AckKind::Claimed => info!(
+                        "claimed back during grace: {grant} ({} accepted)",
+                        if msg.version == unimem_wire::kram::V2 {
+                            "v2"
+                        } else {
+                            "v1"
+                        }
+                    ),
+                    AckKind::Renewed => debug!("renewed {grant} (tag {})", msg.tag),
+                }
+            }
             Outcome::Revoke { asked, why, .. } => {
                 let line = format!(
                     "REVOKE {} from node {} for instance {} chunks {}+{}: {why}",
@@ -454,6 +472,27 @@ impl Daemon {
         }
     }
 
+    /// Tells the table which borrowers the fabric shows connected without a reconnection
+    /// since they took their NUMA range.
+    fn refresh_present(&mut self) {
+        let mut mask = 0u64;
+        for node in 0..MAX_NODES {
+            let Some(word) = self.states.word(node) else {
+                continue;
+            };
+            if node_state::state(word) != node_state::UP {
+                continue;
+            }
+            let connects = node_state::connects(word);
+            // Unknown (a range restored from the record): as of now.
+            let since = *self.numa_connects.entry(node as u8).or_insert(connects);
+            if since == connects {
+                mask |= 1 << node;
+            }
+        }
+        self.table.set_present(mask);
+    }
+
     /// Releases expired offers, wipes expired leases (then they are free) and, at the end of
     /// the grace period, every chunk nobody claimed.
     fn expire(&mut self) {
@@ -464,8 +503,18 @@ impl Daemon {
         let Expired {
             offers,
             leases,
+            held,
             grace_ended,
         } = self.table.expire(now);
+        for g in held {
+            warn!(
+                "lease of {g} lapsed, but node {} is still connected to the fabric (frozen, or \
+                 cut off from this daemon): held, not reclaimed, for another {:?}: the memory \
+                 is RAM that node's kernel uses",
+                g.node,
+                self.table.lease()
+            );
+        }
         for g in offers {
             info!(
                 "offer of {g} timed out after {:?} without CONFIRM: free again",

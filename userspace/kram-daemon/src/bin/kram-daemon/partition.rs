@@ -4,6 +4,7 @@
 
 use anyhow::{ensure, Context, Result};
 use unimem_gas::device::{Device, Mapping};
+use unimem_wire::gas::{NODE_STATE_END, NODE_STATE_OFFSET};
 use unimem_wire::kram::{lent_range, CHUNK_SIZE, LENDABLE_OFFSET};
 use unimem_wire::lease_record::{RECORD_OFFSET, RECORD_SIZE};
 
@@ -54,5 +55,39 @@ impl Partition {
         let start = RECORD_SIZE + first as usize * CHUNK_SIZE as usize;
         let len = chunks as usize * CHUNK_SIZE as usize;
         self.map.as_mut_slice()[start..start + len].fill(0);
+    }
+}
+
+/// The fabric's liveness words of every node (`gas::NODE_STATE_OFFSET`, written by the fabric
+/// server), read to tell a frozen borrower (still connected) from a gone one.
+pub struct NodeStates {
+    map: Option<Mapping>,
+}
+
+impl NodeStates {
+    /// Maps the words if the control area has them (a fabric without them: no node is known
+    /// to be connected, and no lapsed lease is held).
+    pub fn open(ctl_size: u64) -> Result<Self> {
+        if ctl_size < NODE_STATE_END {
+            return Ok(NodeStates { map: None });
+        }
+        let map = Device::open()?
+            .map(
+                NODE_STATE_OFFSET,
+                (NODE_STATE_END - NODE_STATE_OFFSET) as usize,
+            )
+            .context("mapping the fabric's node states")?;
+        Ok(NodeStates { map: Some(map) })
+    }
+
+    /// Node `node`'s word (state and connection count), if known.
+    pub fn word(&mut self, node: u32) -> Option<u64> {
+        let map = self.map.as_mut()?;
+        let at = node as usize * 8;
+        let bytes = map.as_mut_slice().get(at..at + 8)?;
+        // The fabric server writes the word concurrently: one aligned volatile load.
+        let p = bytes.as_ptr().cast::<u64>();
+        // SAFETY: `p` points at 8 mapped bytes, 8-byte aligned (the mapping is page-aligned).
+        Some(u64::from_le(unsafe { p.read_volatile() }))
     }
 }
