@@ -155,6 +155,18 @@ c_examples() {
     done
   done
 }
+# oshcc_progs PROG...: tests/shmem/PROG.c built on the host with oshcc (libshmem via pkg-config)
+# for each architecture of the cluster, into the guests' bin.
+oshcc_progs() {
+  local a p
+  "$ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
+  for a in $(cluster_arches); do
+    for p in "$@"; do
+      CC=$(arch_cc "$a") OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -pthread -Wall -Wextra \
+        -Werror -O2 -L"$(userspace_bin "$a")" -o "$(arch_share "$a")/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c ($a)"
+    done
+  done
+}
 # stop_all [CMD]: CMD (default: $STOP_DAEMON) on every node, errors ignored (the EXIT traps).
 stop_all() {
   local n

@@ -25,13 +25,7 @@ BG=shm
 step "copy oshrun, libshmem.so and the GSAS tools; build the test programs with oshcc"
 share_bins oshrun gsasd kram-daemon unimem-gsas
 share_lib shmem
-"$ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
-for a in $(cluster_arches); do
-  for p in $PROGS; do
-    CC=$(arch_cc "$a") OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -pthread -Wall -Wextra \
-      -Werror -O2 -L"$(userspace_bin "$a")" -o "$(arch_share "$a")/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c ($a)"
-  done
-done
+oshcc_progs $PROGS
 
 # Guest shell code: no oshrun, agent or PE left (oshrun frees what its PEs left allocated).
 STOP_JOBS="killall -TERM oshrun 2>/dev/null; for i in \$(seq 100); do pidof oshrun $PROGS >/dev/null || break; sleep 0.1; done; killall -KILL $PROGS 2>/dev/null; true"

@@ -17,13 +17,7 @@ PROGS="rma amo coll"
 step "copy the tools and libraries; build the OpenSHMEM programs with oshcc"
 share_bins unimem-gsas unimem-dht oshrun gsasd kram-daemon
 share_lib shmem
-"$ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
-for a in $(cluster_arches); do
-  for p in $PROGS; do
-    CC=$(arch_cc "$a") OSHCC_RPATH=/opt/unimem/lib "$ROOT/userspace/shmem/oshcc" -std=gnu11 -pthread -Wall -Wextra \
-      -Werror -O2 -L"$(userspace_bin "$a")" -o "$(arch_share "$a")/bin/$p" "$ROOT/tests/shmem/$p.c" || fail "oshcc $p.c ($a)"
-  done
-done
+oshcc_progs $PROGS
 
 cleanup() {
   stop_all "killall -TERM oshrun 2>/dev/null; $STOP_GSASD; $STOP_DAEMON"
