@@ -64,10 +64,25 @@ impl Drop for Claim<'_> {
 
 impl Service {
     /// Zeroes the claim table and the live maps (at load: nothing is claimed, and a previous
-    /// load's pool, with everything in it, is gone).
+    /// load's pool, with everything in it, is gone), then marks them kept.
     pub(crate) fn reset_tree_tables(&self) -> Result {
         let (start, end) = (trees::TABLES.start, trees::TABLES.end);
-        self.gas.wipe(self.part + start, end - start)
+        self.gas.wipe(self.part + start, end - start)?;
+        self.set_header(trees::MAGIC);
+        Ok(())
+    }
+
+    /// Marks the tables no longer kept (unload: no request is applied any more).
+    pub(crate) fn retire_tree_tables(&self) {
+        self.set_header(0);
+    }
+
+    fn set_header(&self, value: u64) {
+        if let Some(w) = self.gas.access() {
+            if let Some(h) = w.part_word(self.node, trees::HEADER_OFFSET) {
+                h.store(value.to_le(), Ordering::Release);
+            }
+        }
     }
 
     /// Claims interface `iface` of node `from` for a request of tree `tree`, if that interface

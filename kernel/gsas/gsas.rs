@@ -573,6 +573,7 @@ impl Drop for GsasModule {
         drop(self._stats.take());
         drop(self._dir.take());
         drop(self.serving.take());
+        self.service.retire_tree_tables();
         drop(self.revoke.take());
         // Unload is refused while allocations exist (module reference), so the pool is all
         // free and zero here, but wipe it anyway before it goes back.

@@ -109,7 +109,7 @@ impl State {
         // claim and their second look at the entry (`wire::trees`).
         fence(Ordering::SeqCst);
         (0..self.nodes).any(|home| {
-            !w.node_lost(home)
+            Self::keeps_tables(w, home)
                 && w.part_word(home, trees::claim(self.node, id))
                     .is_some_and(|c| ours(u64::from_le(c.load(Ordering::Acquire))))
         })
@@ -158,6 +158,7 @@ impl State {
     /// or a request being applied (claims). Homes whose memory is lost hold nothing.
     fn tree_lives(&self, w: &Access<'_>, id: u32, serial: u16) -> bool {
         let (offset, mask) = trees::live_bit(self.node, serial);
+        let homes = || (0..self.nodes).filter(|&n| Self::keeps_tables(w, n));
         let nodes = || (0..self.nodes).filter(|&n| !w.node_lost(n));
         let word = |node: u32, offset: u64| {
             w.part_word(node, offset)
@@ -165,17 +166,25 @@ impl State {
         };
         // Claims first: a home releases its claim only after it set the live bit (release
         // ordering), so a released claim read here means the bit is visible below.
-        let claimed = nodes().any(|home| {
+        let claimed = homes().any(|home| {
             (0..self.nodes).any(|issuer| {
                 (0..USER_INTERFACES)
                     .any(|i| trees::claims_tree(word(home, trees::claim(issuer, i)), id))
             })
         });
         claimed
-            || nodes().any(|home| word(home, offset) & mask != 0)
+            || homes().any(|home| word(home, offset) & mask != 0)
             || nodes().any(|node| {
                 (0..USER_INTERFACES).any(|i| owner::tree(word(node, owner::entry(i))) == Some(id))
             })
+    }
+
+    /// Whether node `home`'s service keeps its claim table and live map (`wire::trees`): its
+    /// memory is not lost and its header says so.
+    fn keeps_tables(w: &Access<'_>, home: u32) -> bool {
+        !w.node_lost(home)
+            && w.part_word(home, trees::HEADER_OFFSET)
+                .is_some_and(|h| u64::from_le(h.load(Ordering::Acquire)) == trees::MAGIC)
     }
 
     /// Local interface `id`'s tree and generation while a thread holds it.

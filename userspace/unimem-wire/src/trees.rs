@@ -20,14 +20,23 @@
 //! in the cluster. A home whose memory is lost (`gas::node_state::LOST`, all bytes 0xff) holds
 //! nothing: its map is not read.
 //!
+//! **Header.** Both tables count only while the home's service runs: it zeroes them and then
+//! writes [`MAGIC`] at [`HEADER_OFFSET`] when it loads, and clears the header when it unloads.
+//! A partition whose header is not [`MAGIC`] (no service, a node restarted after its memory was
+//! poisoned, bytes scribbled over it) claims nothing and holds no tree.
+//!
 //! All words are little-endian `u64`s in shared memory, accessed with aligned atomic loads and
 //! stores; only the partition's node writes them.
 
 use crate::gas::MAX_NODES;
 use crate::gsas::{owner, PAGE_SIZE, USER_INTERFACES};
 
+/// Partition offset of the header word.
+pub const HEADER_OFFSET: u64 = owner::TABLE_END;
+/// The header of a partition whose service keeps its tables ("UMTREES1").
+pub const MAGIC: u64 = u64::from_le_bytes(*b"UMTREES1");
 /// Partition offset of the claim table: one word per (issuer node, user interface).
-pub const CLAIMS_OFFSET: u64 = owner::TABLE_END;
+pub const CLAIMS_OFFSET: u64 = HEADER_OFFSET + 64;
 /// Words per issuer node in the claim table (64: simple indexing; the last is unused).
 const CLAIMS_PER_NODE: u64 = 64;
 /// End of the claim table.
@@ -47,8 +56,8 @@ pub const MAP_LEN: u64 = SERIALS / 8;
 pub const LIVE_OFFSET: u64 = CLAIMS_END.div_ceil(PAGE_SIZE) * PAGE_SIZE;
 /// End of the maps.
 pub const LIVE_END: u64 = LIVE_OFFSET + MAX_NODES as u64 * MAP_LEN;
-/// Everything a service resets when it starts: the claims and the maps.
-pub const TABLES: core::ops::Range<u64> = CLAIMS_OFFSET..LIVE_END;
+/// Everything a service resets when it starts: the header, the claims and the maps.
+pub const TABLES: core::ops::Range<u64> = HEADER_OFFSET..LIVE_END;
 
 const _: () = assert!(USER_INTERFACES as u64 <= CLAIMS_PER_NODE);
 const _: () = assert!(LIVE_END <= crate::lease_record::RECORD_OFFSET);
@@ -77,7 +86,9 @@ mod tests {
 
     #[test]
     fn tables_follow_the_owner_table_and_do_not_overlap() {
-        const { assert!(CLAIMS_OFFSET >= AREA_END + PAGE_SIZE) };
+        const { assert!(HEADER_OFFSET >= AREA_END + PAGE_SIZE) };
+        const { assert!(CLAIMS_OFFSET >= HEADER_OFFSET + 8) };
+        assert_ne!(MAGIC, u64::MAX, "a poisoned partition must not pass");
         assert_eq!(claim(0, 0), CLAIMS_OFFSET);
         assert!(claim(MAX_NODES - 1, USER_INTERFACES - 1) + 8 <= CLAIMS_END);
         const { assert!(CLAIMS_END <= LIVE_OFFSET) };
