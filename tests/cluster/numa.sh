@@ -135,7 +135,8 @@ release 0 frozen
 held1=$(on 1 "kram-daemon --status --json | sed -n 's/.*\"leases_held\":\([0-9]*\).*/\\1/p'")
 echo "node 1: lapsed leases held for a connected borrower: $held0 -> $held1"
 [ "${held1:-0}" -gt "${held0:-0}" ] || fail "node 1 did not hold node 0's lapsed NUMA lease"
-on 1 "grep 'still connected to the fabric' /tmp/kram-daemon.log | tail -1"
+on 1 "grep 'still connected to the fabric' /var/log/kram-daemon.log | tail -1" ||
+  fail "node 1's kram-daemon did not log the held lease"
 on 0 "! dmesg | grep -q 'revoked chunks .* while they are online'" || fail "node 0's range was revoked while online"
 
 step "libnuma (seed Table 2): numa_alloc_onnode, numa_alloc_interleaved, numa_move_pages, numa_migrate_pages"
