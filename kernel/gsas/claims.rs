@@ -39,6 +39,8 @@ impl Claims {
 /// A claim on (issuer node, interface) under the entry word `entry`: released when dropped.
 pub(crate) struct Claim<'a> {
     service: &'a Service,
+    /// Whether the claim table holds it (not for a local sender's own call).
+    held: bool,
     slot: usize,
     pub(crate) from: u32,
     pub(crate) iface: u32,
@@ -47,6 +49,9 @@ pub(crate) struct Claim<'a> {
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
+        if !self.held {
+            return;
+        }
         let s = self.service;
         let mut held = s.claims.held.lock();
         held[self.slot] -= 1;
@@ -89,6 +94,33 @@ impl Service {
     /// is still owned in that tree: `None` (the request is to be dropped) otherwise.
     pub(crate) fn claim(&self, from: u32, iface: u32, tree: u32) -> Option<Claim<'_>> {
         self.claim_if(from, iface, |entry| owner::tree(entry) == Some(tree))
+    }
+
+    /// The claim of a request applied in its local sender's `SEND` (`kmsg_api::FROM_SENDER`):
+    /// the sender holds the interface for the whole call, so nothing is stored; only its entry
+    /// word is read (for the tree and the answer's `seq`).
+    pub(crate) fn sender_claim(&self, from: u32, iface: u32, tree: u32) -> Option<Claim<'_>> {
+        if from != self.node || iface >= USER_INTERFACES {
+            return None;
+        }
+        let w = self.gas.access()?;
+        let entry = u64::from_le(
+            w.part_word(from, owner::entry(iface))?
+                .load(Ordering::Acquire),
+        );
+        if owner::tree(entry) != Some(tree) {
+            drop(w);
+            self.stats.bump(Counter::Stale);
+            return None;
+        }
+        Some(Claim {
+            service: self,
+            held: false,
+            slot: 0,
+            from,
+            iface,
+            entry,
+        })
     }
 
     /// Claims (`from`, `iface`) again under the entry word a previous claim had, to answer
@@ -139,6 +171,7 @@ impl Service {
         held[slot] += 1;
         Some(Claim {
             service: self,
+            held: true,
             slot,
             from,
             iface,

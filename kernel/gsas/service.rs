@@ -36,8 +36,11 @@ enum After {
 }
 
 impl Service {
-    /// A packet for `SERVICE_IFACE` from node `from` (the mailbox checked the header's node).
+    /// A packet for `SERVICE_IFACE` from node `from` (the mailbox checked the header's node),
+    /// with `kmsg_api::FROM_SENDER` when it runs in the local sender's `SEND`.
     pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) {
+        let in_sender = from & kmsg_api::FROM_SENDER != 0;
+        let from = from & !kmsg_api::FROM_SENDER;
         let p = match Packet::decode(raw) {
             Ok(p)
                 if u32::from(p.header.node) == from
@@ -54,7 +57,12 @@ impl Service {
         self.stats.request(req.opcode);
         let tree = p.header.prot_id;
         // Only while the interface is still owned in the packet's tree, and until answered.
-        let Some(claim) = self.claim(from, iface, tree) else {
+        let claim = if in_sender {
+            self.sender_claim(from, iface, tree)
+        } else {
+            self.claim(from, iface, tree)
+        };
+        let Some(claim) = claim else {
             return;
         };
         if matches!(req.opcode, op::FORK | op::WAIT) {

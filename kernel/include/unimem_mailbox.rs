@@ -20,6 +20,11 @@ pub type KmsgHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, wo
 /// must not call `unimem_mbox_serve`.
 pub type PacketHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, packet: *const u8);
 
+/// Set in a [`PacketHandler`]'s `from_node` (this node's id) when it runs in the sending thread's
+/// `SEND`: that thread holds its interface for the whole call, so the interface cannot change
+/// owner meanwhile (the file is released only after the ioctl returns).
+pub const FROM_SENDER: u32 = 1 << 31;
+
 /// Called (process context, with the mailbox's mapping lock held) when a thread of protection
 /// tree `tree` maps `len` bytes at `offset` of this node's partition through its mailbox file
 /// (`mailbox::MMAP_GSAS`): 0 to allow it, a negative errno to refuse it. Must not call

@@ -695,7 +695,13 @@ impl State {
         // SAFETY: the registrant promised `func` is callable with `ctx` in process context until
         // removed, which waits for `served`, held here; `packet` is `PACKET_LEN` bytes valid for
         // the call.
-        unsafe { (service.func)(service.ctx as *mut c_void, self.node, packet.as_ptr()) };
+        unsafe {
+            (service.func)(
+                service.ctx as *mut c_void,
+                self.node | crate::kmsg_api::FROM_SENDER,
+                packet.as_ptr(),
+            )
+        };
         true
     }
 
