@@ -41,7 +41,6 @@ pub(crate) struct Claim<'a> {
     service: &'a Service,
     /// Whether the claim table holds it (not for a local sender's own call).
     held: bool,
-    slot: usize,
     pub(crate) from: u32,
     pub(crate) iface: u32,
     pub(crate) entry: u64,
@@ -53,13 +52,14 @@ impl Drop for Claim<'_> {
             return;
         }
         let s = self.service;
+        let slot = slot(self.from, self.iface);
         let mut held = s.claims.held.lock();
-        held[self.slot] -= 1;
-        if held[self.slot] == 0 {
+        held[slot] -= 1;
+        if held[slot] == 0 {
             if let Some(w) = s.gas.access() {
                 // Release: what was written under the claim (answer, live bits) is visible to
                 // a node that reads the claim cleared.
-                if let Some(c) = w.part_word(s.node, trees::CLAIMS_OFFSET + self.slot as u64 * 8) {
+                if let Some(c) = w.part_word(s.node, trees::claim(self.from, self.iface)) {
                     c.store(0, Ordering::Release);
                 }
             }
@@ -109,14 +109,11 @@ impl Service {
                 .load(Ordering::Acquire),
         );
         if owner::tree(entry) != Some(tree) {
-            drop(w);
-            self.stats.bump(Counter::Stale);
-            return None;
+            return self.stale();
         }
         Some(Claim {
             service: self,
             held: false,
-            slot: 0,
             from,
             iface,
             entry,
@@ -133,26 +130,20 @@ impl Service {
         if from >= MAX_NODES || iface >= USER_INTERFACES {
             return None;
         }
-        let slot = (from * 64 + iface) as usize;
+        let slot = slot(from, iface);
         let mut held = self.claims.held.lock();
         let w = self.gas.access()?;
         let entry_word = w.part_word(from, owner::entry(iface))?;
         let mine = w.part_word(self.node, trees::claim(from, iface))?;
         let entry = u64::from_le(entry_word.load(Ordering::Acquire));
         if !ok(entry) {
-            drop(w);
-            drop(held);
-            self.stats.bump(Counter::Stale);
-            return None;
+            return self.stale();
         }
         if held[slot] != 0 {
             // Already claimed under some word: the same one, or the first claim's holder will
             // still be applying a request of a withdrawn owner, which the issuer waits for.
             if u64::from_le(mine.load(Ordering::Relaxed)) != entry {
-                drop(w);
-                drop(held);
-                self.stats.bump(Counter::Stale);
-                return None;
+                return self.stale();
             }
         } else {
             mine.store(entry.to_le(), Ordering::Relaxed);
@@ -163,34 +154,30 @@ impl Service {
             if held[slot] == 0 {
                 mine.store(0, Ordering::Release);
             }
-            drop(w);
-            drop(held);
-            self.stats.bump(Counter::Stale);
-            return None;
+            return self.stale();
         }
         held[slot] += 1;
         Some(Claim {
             service: self,
             held: true,
-            slot,
             from,
             iface,
             entry,
         })
     }
 
-    /// The credentials the issuer's node published for (`from`, `iface`) under `claim`.
-    pub(crate) fn issuer_creds(&self, from: u32, iface: u32, _claim: &Claim<'_>) -> owner::Creds {
+    /// A request refused: its interface changed owner (or tree).
+    fn stale(&self) -> Option<Claim<'_>> {
+        self.stats.bump(Counter::Stale);
+        None
+    }
+
+    /// The credentials the issuer's node published for the claimed interface: written before
+    /// the entry word the claim holds, so they are that owner's.
+    pub(crate) fn issuer_creds(&self, claim: &Claim<'_>) -> owner::Creds {
         let mut b = [0u8; owner::CREDS_LEN as usize];
         if let Some(w) = self.gas.access() {
-            let at = self.part_offset(from) + owner::creds(iface);
-            if let Some(src) = w.ptr(at, owner::CREDS_LEN) {
-                for (i, x) in b.iter_mut().enumerate() {
-                    // SAFETY: inside the window (`ptr`), usable while `w` lives; written only
-                    // by the issuer's driver, before the entry word the claim holds.
-                    *x = unsafe { src.add(i).read_volatile() };
-                }
-            }
+            w.read_part(claim.from, owner::creds(claim.iface), &mut b);
         }
         owner::Creds::decode(&b)
     }
@@ -213,6 +200,12 @@ impl Service {
             set_bit(&w, self.node, tree, on);
         }
     }
+}
+
+/// The index of (issuer `from`, interface `iface`) in [`Claims::held`] (`from < MAX_NODES`,
+/// `iface < USER_INTERFACES`, checked by the claimers).
+fn slot(from: u32, iface: u32) -> usize {
+    (from * 64 + iface) as usize
 }
 
 /// Sets (`on`) or clears `tree`'s bit in `node`'s live map.

@@ -41,15 +41,6 @@ const POST: u32 = _IOW::<Post>(IOCTL_TYPE, NR_POST);
 // SAFETY: four `u32`s: every bit pattern is a valid value.
 unsafe impl FromBytes for Post {}
 
-/// Who a FORK came from.
-struct Issuer {
-    node: u32,
-    iface: u32,
-    /// The entry word its claim held.
-    entry: u64,
-    creds: Creds,
-}
-
 enum State {
     /// Waiting for the daemon; the checked blob.
     Queued(KVec<u8>),
@@ -191,31 +182,19 @@ impl Service {
         self.respond(inner, claim, &mut resp);
     }
 
-    /// A FORK or WAIT (checked by `gsas::check`) from `iface` of node `from`, tree `tree`,
-    /// under `claim`.
-    pub(crate) fn fork_or_wait(
-        &self,
-        from: u32,
-        iface: u32,
-        tree: u32,
-        req: &Payload,
-        claim: &Claim<'_>,
-    ) {
+    /// A FORK or WAIT (checked by `gsas::check`) of tree `tree`, under `claim` on the issuing
+    /// interface.
+    pub(crate) fn fork_or_wait(&self, tree: u32, req: &Payload, claim: &Claim<'_>) {
         if req.opcode == op::FORK {
             // Copy and check the blob before taking the lock (it may be a page; the bytes are
             // untrusted and copied once).
-            let blob = self.fork_blob(from, iface, req.arg1);
-            let issuer = Issuer {
-                node: from,
-                iface,
-                entry: claim.entry,
-                creds: self.issuer_creds(from, iface, claim),
-            };
+            let blob = self.fork_blob(claim.from, claim.iface, req.arg1);
+            let creds = self.issuer_creds(claim);
             let mut inner = self.inner.lock();
             let st = match blob {
                 Err(st) => st,
                 Ok(_) if tree == 0 => status::DENIED,
-                Ok(blob) => match self.queue(&mut inner, issuer, tree, req.address, blob) {
+                Ok(blob) => match self.queue(&mut inner, claim, creds, tree, req.address, blob) {
                     Ok(()) => return,
                     Err(st) => st,
                 },
@@ -225,7 +204,10 @@ impl Service {
         }
         let mut inner = self.inner.lock();
         let (st, value) = wait(&mut inner.children, self.node, tree, req.address);
-        self.refresh_live(&inner, tree);
+        if matches!(st, status::OK | status::NO_DAEMON) {
+            // The child's entry went: the tree may have nothing left here.
+            self.refresh_live(&inner, tree);
+        }
         self.answer(&mut inner, claim, req.opcode, req.address, st, value);
     }
 
@@ -256,7 +238,8 @@ impl Service {
     fn queue(
         &self,
         inner: &mut Inner,
-        issuer: Issuer,
+        claim: &Claim<'_>,
+        user: Creds,
         tree: u32,
         echo: u64,
         blob: KVec<u8>,
@@ -265,7 +248,6 @@ impl Service {
         if !ch.daemon {
             return Err(status::NO_DAEMON);
         }
-        let user = issuer.creds;
         if user.flags & owner::ADMIN == 0
             && ch.list.iter().filter(|c| c.creds.uid == user.uid).count()
                 >= self.quota.forks as usize
@@ -280,10 +262,10 @@ impl Service {
                 Child {
                     serial,
                     tree,
-                    node: issuer.node,
-                    iface: issuer.iface,
-                    entry: issuer.entry,
-                    creds: issuer.creds,
+                    node: claim.from,
+                    iface: claim.iface,
+                    entry: claim.entry,
+                    creds: user,
                     echo,
                     state: State::Queued(blob),
                 },

@@ -67,7 +67,7 @@ impl Service {
         };
         if matches!(req.opcode, op::FORK | op::WAIT) {
             // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
-            return self.fork_or_wait(from, iface, tree, &req, &claim);
+            return self.fork_or_wait(tree, &req, &claim);
         }
         let mut resp = Response {
             seq: 0,
@@ -79,7 +79,7 @@ impl Service {
         let mut after = After::Nothing;
         let base = req.opcode & !op::WIDTH32;
         // Who is charged for an allocation, as the issuer's node sealed it.
-        let user = (base == op::ALLOC).then(|| self.issuer_creds(from, iface, &claim));
+        let user = (base == op::ALLOC).then(|| self.issuer_creds(&claim));
         {
             let mut inner = self.inner.lock();
             let result = match gsas::check(&req) {

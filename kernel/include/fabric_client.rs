@@ -226,13 +226,34 @@ impl Access<'_> {
         Some(unsafe { AtomicU64::from_ptr(p.cast()) })
     }
 
+    /// Window offset of byte `offset` of node `node`'s partition, if both are in range.
+    fn part_offset(&self, node: u32, offset: u64) -> Option<u64> {
+        let info = &self.gas.info;
+        (node < info.node_count && offset < info.partition_size)
+            .then(|| info.ctl_size + u64::from(node) * info.partition_size + offset)
+    }
+
     /// The word at byte `offset` of node `node`'s partition (see [`Access::word`]).
     pub(crate) fn part_word(&self, node: u32, offset: u64) -> Option<&AtomicU64> {
-        let info = &self.gas.info;
-        if node >= info.node_count || offset >= info.partition_size {
-            return None;
+        self.word(self.part_offset(node, offset)?)
+    }
+
+    /// Copies `out.len()` bytes from byte `offset` of node `node`'s partition; false if they do
+    /// not lie in the window. Other nodes may write them meanwhile: volatile byte reads, for
+    /// the caller to decode as untrusted.
+    pub(crate) fn read_part(&self, node: u32, offset: u64, out: &mut [u8]) -> bool {
+        let Some(src) = self
+            .part_offset(node, offset)
+            .and_then(|at| self.ptr(at, out.len() as u64))
+        else {
+            return false;
+        };
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: `i < out.len()`: inside the range `ptr` checked, usable while `self`
+            // lives.
+            *b = unsafe { src.add(i).read_volatile() };
         }
-        self.word(info.ctl_size + u64::from(node) * info.partition_size + offset)
+        true
     }
 
     /// Whether the fabric marks `node`'s memory lost (its partition poisoned): nothing in it is

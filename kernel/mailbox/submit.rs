@@ -107,12 +107,8 @@ impl State {
 
     /// The credentials published for local interface `id` (its owner's, while it has one).
     pub(crate) fn published_creds(&self, w: &Access<'_>, id: u32) -> Creds {
-        let src: *const u8 = self.part_word(w, self.node, owner::creds(id));
         let mut b = [0u8; owner::CREDS_LEN as usize];
-        for (i, x) in b.iter_mut().enumerate() {
-            // SAFETY: inside the owner table page (`part_word`), written only by this driver.
-            *x = unsafe { src.add(i).read_volatile() };
-        }
+        w.read_part(self.node, owner::creds(id), &mut b);
         Creds::decode(&b)
     }
 
