@@ -41,6 +41,13 @@ impl MiscDevice for GasFile {
     }
 
     fn mmap(fabric: ArcBorrow<'_, Fabric>, _file: &File, vma: &VmaNew) -> Result {
+        // Shared mappings only: `remap_pfn_range` of a private (copy-on-write) mapping sets its
+        // `vm_pgoff` to the pfn, so `unmap_mapping_range` by window offset never finds it and a
+        // revocation or reservation would leave it mapped (memory that may become another
+        // node's, or this node's own RAM).
+        if vma.flags() & kernel::mm::virt::flags::SHARED == 0 {
+            return Err(EINVAL);
+        }
         let len = vma.end() - vma.start();
         // SAFETY: `vma` is a valid VMA being set up; `vm_pgoff` is plain data.
         let pgoff = unsafe { (*vma.as_ptr()).vm_pgoff };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # eusrvmem acceptance: distinct node ids, cross-node pattern through /dev/eusrvmem, doorbell
-# counters, refusal to unload while in use, rmmod/insmod cycle.
+# counters, no private mappings, refusal to unload while in use, rmmod/insmod cycle.
 source "$(dirname "$0")/lib.sh"
 KO=/opt/unimem/modules/unimem_eusrvmem.ko
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
@@ -60,6 +60,10 @@ expect_eq "$(on 2 unimem-gas count --vector 0)" "$other_before" "node 2 count (t
 step "bad arguments are refused"
 ! on_may_fail 1 unimem-gas ring --node 99 --vector 0 2>/dev/null || fail "ring to node 99 accepted"
 ! on_may_fail 1 unimem-gas ring --node 0 --vector 99 2>/dev/null || fail "ring to vector 99 accepted"
+
+step "a private (copy-on-write) mapping of /dev/eusrvmem is refused: no revocation could zap it"
+share_bins unimem-isolation
+on_may_fail 0 unimem-isolation map-private || fail "MAP_PRIVATE of /dev/eusrvmem was not refused with EINVAL"
 
 step "unload is refused while /dev/eusrvmem is open"
 on 0 "sleep 60 < /dev/eusrvmem > /dev/null 2>&1 & echo \$! > /tmp/holder"

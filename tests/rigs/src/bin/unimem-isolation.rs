@@ -1,6 +1,6 @@
 //! `unimem-isolation`: plays the users of tests/cluster/isolation.sh, each of which tries to
 //! get at another protection tree's data through what an interface keeps across owners. Each
-//! subcommand that checks something exits 1 when the attack worked, 0 when it did not, 2 when
+//! subcommand that checks something (and `map-private`, an attack on /dev/eusrvmem) exits 1 when the attack worked, 0 when it did not, 2 when
 //! the setup did not come about (inconclusive: the test fails too).
 
 use anyhow::{bail, Context, Result};
@@ -40,6 +40,9 @@ enum Cmd {
         #[arg(long)]
         expect_iface: Option<u32>,
     },
+    /// Maps the first page of /dev/eusrvmem privately (copy-on-write): exit 1 if the driver
+    /// allows it (a revocation or reservation could not zap such a mapping), 0 if refused.
+    MapPrivate,
     /// Opens, allocates (a fresh tree) and closes the mailbox TRIES times; exit 1 as soon as
     /// the tree AVOID is handed out.
     Recycle {
@@ -255,6 +258,29 @@ fn victim(secret: &str, expect: u32) -> Result<u8> {
     Ok(0)
 }
 
+fn map_private() -> Result<u8> {
+    use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+    use std::num::NonZeroUsize;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/eusrvmem")
+        .context("opening /dev/eusrvmem")?;
+    let len = NonZeroUsize::new(PAGE_SIZE as usize).context("page size")?;
+    let prot = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+    // SAFETY: a fresh mapping of a device file, unmapped below and never dereferenced.
+    match unsafe { mmap(None, len, prot, MapFlags::MAP_PRIVATE, &f, 0) } {
+        Ok(p) => {
+            // SAFETY: `p` is the mapping of `len` bytes made just above.
+            unsafe { munmap(p, len.get()) }.context("munmap")?;
+            eprintln!("a MAP_PRIVATE mapping of /dev/eusrvmem was allowed");
+            Ok(1)
+        }
+        Err(nix::errno::Errno::EINVAL) => Ok(0),
+        Err(e) => bail!("MAP_PRIVATE failed with {e}, not EINVAL"),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match &cli.cmd {
@@ -263,6 +289,7 @@ fn main() -> ExitCode {
             secret,
             expect_iface,
         } => scan_area(secret, *expect_iface),
+        Cmd::MapPrivate => map_private(),
         Cmd::Recycle { avoid, tries } => recycle(*avoid, *tries),
         Cmd::QueuedWrite {
             home,
