@@ -5,8 +5,10 @@
 //! dmaengine API (`xilinx_dma`, `DMA_MEMCPY`). QEMU's `ivshmem` has no engine, so this module
 //! offers the same API on the fabric device: `cdma_channels` dmaengine channels whose copies run
 //! in a work item beside the submitting CPU and end with the client's callback, as an engine's
-//! completion interrupt would. A client written for it (`unimem_kram`, `transfermode=1`) uses a
-//! board's CDMA channels unchanged. On a board (`board.rs`) nothing is emulated.
+//! completion interrupt would (with `cdma_hardirq=1` the callback runs in hard interrupt
+//! context, as a board's may: a client's completion path is tested in that context). A client
+//! written for it (`unimem_kram`, `transfermode=1`) uses a board's CDMA channels unchanged. On a
+//! board (`board.rs`) nothing is emulated.
 //!
 //! The engine resolves the DMA addresses it is given: the GAS window (what clients map with
 //! `dma_map_resource`) and RAM (their pages); anything else fails the copy.
@@ -34,6 +36,8 @@ pub(crate) struct Cdma {
     fabric: Arc<Fabric>,
     /// `cdma_fail_every`: every Nth copy fails, as a bus error would fail it (0: none).
     fail_every: u32,
+    /// `cdma_hardirq`: completion callbacks run in hard interrupt context.
+    hardirq: bool,
     copies: AtomicU32,
 }
 
@@ -83,15 +87,21 @@ impl Engine for Cdma {
         unsafe { core::ptr::copy(src, dst, job.len) };
         TxResult::NoError
     }
+
+    fn completes_in_hardirq(&self) -> bool {
+        self.hardirq
+    }
 }
 
 /// Registers `channels` channels of `dev` copying to and from `fabric`'s window; every
-/// `fail_every`th copy fails (0: none).
+/// `fail_every`th copy fails (0: none); completion callbacks run in hard IRQ context if
+/// `hardirq`.
 pub(crate) fn register(
     dev: &Device<Bound>,
     fabric: &Arc<Fabric>,
     channels: usize,
     fail_every: u32,
+    hardirq: bool,
 ) -> Result<Registration<Cdma>> {
     if fail_every != 0 {
         dev_warn!(
@@ -105,6 +115,7 @@ pub(crate) fn register(
             dev: dev.into(),
             fabric: fabric.clone(),
             fail_every,
+            hardirq,
             copies: AtomicU32::new(0),
         },
         GFP_KERNEL,

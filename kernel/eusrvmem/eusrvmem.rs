@@ -195,6 +195,7 @@ fn bind<'bound>(
                 &fabric,
                 n,
                 *module_parameters::cdma_fail_every.value_ref(),
+                *module_parameters::cdma_hardirq.value_ref(),
             )
             .inspect_err(|e| {
                 dev_err!(dev, "cannot register the emulated CDMA engine: {:?}\n", e);
@@ -269,6 +270,10 @@ module! {
         cdma_fail_every: u32 {
             default: 0,
             description: "For tests of clients' error paths: the emulated CDMA engine fails every Nth copy (0: none)",
+        },
+        cdma_hardirq: bool {
+            default: false,
+            description: "For tests of clients' completion paths: the emulated CDMA engine calls completion callbacks in hard interrupt context, as a board's engine may (default: in process context)",
         },
     },
 }

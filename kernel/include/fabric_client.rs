@@ -112,7 +112,20 @@ impl Gas {
     /// Zeroes `len` bytes at window offset `offset` (memory given back to its lender, so that
     /// its next borrower cannot read ours), a piece at a time so that no window access lasts
     /// long. `ENODEV` if the device went away before the end, `EINVAL` outside the window.
+    /// Any context (under a spinlock the caller keeps `len` small); for large ranges in process
+    /// context, [`Gas::wipe_long`].
     pub(crate) fn wipe(&self, offset: u64, len: u64) -> Result {
+        self.wipe_pieces(offset, len, false)
+    }
+
+    /// [`Gas::wipe`] of a range that may be large (a pool, a hot-added range, a lease's
+    /// chunks): gives up the CPU between pieces if the scheduler wants it. Process context, no
+    /// spinlock held.
+    pub(crate) fn wipe_long(&self, offset: u64, len: u64) -> Result {
+        self.wipe_pieces(offset, len, true)
+    }
+
+    fn wipe_pieces(&self, offset: u64, len: u64, resched: bool) -> Result {
         const PIECE: u64 = 4 << 20;
         let mut done = 0;
         while done < len {
@@ -124,6 +137,9 @@ impl Gas {
             unsafe { core::ptr::write_bytes(p, 0, n as usize) };
             drop(w);
             done += n;
+            if resched {
+                kernel::task::cond_resched();
+            }
         }
         Ok(())
     }

@@ -11,18 +11,25 @@
 //! or a failed copy, is served again by the CPU, which fails over to the mirror. What the engine
 //! cannot take (no free context or descriptor, a segment across parts) the CPU copies, as with
 //! `transfermode=0`.
+//!
+//! Completion context: an engine may call its callbacks from its interrupt handler (hard IRQ) or
+//! a tasklet. The completion path therefore only takes interrupt-safe locks, unmaps and ends the
+//! request; a request that the CPU must serve again (a failed copy, a lender lost meanwhile)
+//! goes to a work item, since that copy takes the layout's lock and up to 1 MiB of CPU time.
 
 use crate::disk::{finish, Backing, KramDisk};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use kernel::{
     block::mq::{Command, Request},
+    device::Device,
     dma::{self, DataDirection, DmaAddress},
     dmaengine::{Channel, Completion, TxResult},
-    new_spinlock,
+    new_spinlock_irq, new_work,
     prelude::*,
     revocable::Revocable,
-    sync::{aref::ARef, Arc, SpinLock},
+    sync::{aref::ARef, Arc, SpinLockIrq},
     time::{delay::fsleep, Delta},
+    workqueue::{self, impl_has_work, Work, WorkItem},
 };
 
 /// Request contexts: requests the engine can have in flight, over all instances.
@@ -69,11 +76,33 @@ struct CtxState {
 
 #[pin_data]
 struct Ctx {
+    /// Interrupt-safe: the last copy's completion may come in hard IRQ context.
     #[pin]
-    state: SpinLock<CtxState>,
+    state: SpinLockIrq<CtxState>,
     /// Copies not completed, plus one held by the submitter until it has submitted them all.
     pending: AtomicUsize,
     failed: AtomicBool,
+    /// Serves the request again with the CPU, in process context.
+    #[pin]
+    again: Work<Ctx>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Ctx { self.again }
+}
+
+impl WorkItem for Ctx {
+    type Pointer = Arc<Ctx>;
+
+    fn run(ctx: Arc<Ctx>) {
+        let backing = ctx.state.lock().backing;
+        // SAFETY: the request is still in flight (`complete` handed it here without ending
+        // it), so its queue data is alive.
+        let backing = unsafe { &*backing };
+        if let Some(d) = backing.dma.as_ref() {
+            d.serve_again(ctx);
+        }
+    }
 }
 
 // SAFETY: `backing` is only dereferenced while the request it belongs to is in flight, which
@@ -93,14 +122,20 @@ pub(crate) enum Submitted {
 }
 
 /// The engine as KRAM uses it.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Dma {
     #[pin]
     chans: Revocable<Channels>,
+    /// The channels' device, on which the requests' pages are mapped; kept to unmap those of
+    /// requests the engine never finished once its channels are gone.
+    dev: ARef<Device>,
     names: KVec<u8>,
     window_virt: usize,
+    /// Free contexts (interrupt-safe: completions give them back). Room for all of them.
     #[pin]
-    pool: SpinLock<KVec<Arc<Ctx>>>,
+    pool: SpinLockIrq<KVec<Arc<Ctx>>>,
+    /// Every context, free or not.
+    all: KVec<Arc<Ctx>>,
     inflight: AtomicUsize,
     pub(crate) copies: AtomicU64,
     pub(crate) cpu_copies: AtomicU64,
@@ -134,6 +169,7 @@ impl Dma {
             chans.push(c, GFP_KERNEL)?;
         }
         let dev = chans.first().ok_or(ENODEV)?.device();
+        let dev_ref: ARef<Device> = dev.into();
         let window = dma::map_resource(dev, phys, len, DataDirection::Bidirectional)
             .inspect_err(|e| pr_err!("cannot map the GAS window for the DMA engine: {:?}\n", e))?;
         let mut names = KVec::new();
@@ -149,6 +185,7 @@ impl Dma {
             window_len: len,
         };
         let mut pool = KVec::with_capacity(CONTEXTS, GFP_KERNEL)?;
+        let mut all = KVec::with_capacity(CONTEXTS, GFP_KERNEL)?;
         for _ in 0..CONTEXTS {
             let state = CtxState {
                 rq: None,
@@ -157,24 +194,26 @@ impl Dma {
                 read: false,
                 nodes: 0,
             };
-            pool.push(
-                Arc::pin_init(
-                    pin_init!(Ctx {
-                        state <- new_spinlock!(state, "unimem_kram::dma::ctx"),
-                        pending: AtomicUsize::new(0),
-                        failed: AtomicBool::new(false),
-                    }),
-                    GFP_KERNEL,
-                )?,
+            let ctx = Arc::pin_init(
+                pin_init!(Ctx {
+                    state <- new_spinlock_irq!(state, "unimem_kram::dma::ctx"),
+                    pending: AtomicUsize::new(0),
+                    failed: AtomicBool::new(false),
+                    again <- new_work!("unimem_kram::dma::again"),
+                }),
                 GFP_KERNEL,
             )?;
+            all.push(ctx.clone(), GFP_KERNEL)?;
+            pool.push(ctx, GFP_KERNEL)?;
         }
         Arc::pin_init(
             pin_init!(Self {
                 chans <- Revocable::new(channels),
+                dev: dev_ref,
                 names,
                 window_virt: virt as usize,
-                pool <- new_spinlock!(pool, "unimem_kram::dma::pool"),
+                pool <- new_spinlock_irq!(pool, "unimem_kram::dma::pool"),
+                all,
                 inflight: AtomicUsize::new(0),
                 copies: AtomicU64::new(0),
                 cpu_copies: AtomicU64::new(0),
@@ -216,7 +255,7 @@ impl Dma {
             .get(cpu.checked_rem(chans.chans.len()).unwrap_or(0))
         else {
             drop(chans);
-            self.pool.lock().push(ctx, GFP_ATOMIC).ok();
+            self.recycle(ctx);
             return Submitted::Cpu(rq);
         };
         let dev = chan.device();
@@ -299,7 +338,7 @@ impl Dma {
             Err(e) if !submitted => {
                 drop(st);
                 self.inflight.fetch_sub(1, Ordering::AcqRel);
-                self.pool.lock().push(ctx, GFP_ATOMIC).ok();
+                self.recycle(ctx);
                 if e == ENOMEM {
                     return Submitted::Requeue;
                 }
@@ -335,28 +374,41 @@ impl Dma {
         }
     }
 
-    /// All copies of `ctx`'s request are done: unmap, check, end it, and recycle the context.
+    /// Gives a context back to the pool (never allocates: the pool has room for all).
+    fn recycle(&self, ctx: Arc<Ctx>) {
+        if self.pool.lock().push_within_capacity(ctx).is_err() {
+            pr_err!("DMA request context pool full: context dropped\n");
+        }
+    }
+
+    /// Unmaps the pages of `ctx`'s request (its copies are done or will never be). Any context.
+    /// Called only while the channels' device is bound: from a copy's completion (its channel
+    /// is held, and the engine's device unregisters the engine, in its unbind, only after the
+    /// clients gave their channels back) or from [`Dma::revoke`] (in that unbind, before).
+    fn unmap(&self, st: &mut CtxState) {
+        let dir = if st.read {
+            DataDirection::FromDevice
+        } else {
+            DataDirection::ToDevice
+        };
+        // SAFETY: the device is bound during this call (see above), and the reference does not
+        // outlive it.
+        let dev = unsafe { self.dev.as_bound() };
+        for &(addr, len) in st.maps.iter() {
+            // SAFETY: each entry is a mapping of this request's pages on `dev`, the channels'
+            // device, and no copy of them runs any more.
+            unsafe { dma::unmap_page(dev, addr, len as usize, dir) };
+        }
+        st.maps.clear();
+    }
+
+    /// All copies of `ctx`'s request are done: unmap, check, end it and recycle the context;
+    /// or hand it to [`Dma::serve_again`] if the CPU must serve it. Any context, hard IRQ
+    /// included.
     fn complete(&self, ctx: Arc<Ctx>) {
         let (rq, backing, read, nodes) = {
             let mut st = ctx.state.lock();
-            if let Some(dev) = self
-                .chans
-                .try_access()
-                .as_ref()
-                .and_then(|c| c.chans.first())
-            {
-                let dir = if st.read {
-                    DataDirection::FromDevice
-                } else {
-                    DataDirection::ToDevice
-                };
-                for &(addr, len) in st.maps.iter() {
-                    // SAFETY: each entry is a mapping of this request's pages on the
-                    // channels' device, and its copies are done.
-                    unsafe { dma::unmap_page(dev.device(), addr, len as usize, dir) };
-                }
-            }
-            st.maps.clear();
+            self.unmap(&mut st);
             (st.rq.take(), st.backing, st.read, st.nodes)
         };
         let Some(rq) = rq else {
@@ -365,22 +417,37 @@ impl Dma {
         // SAFETY: `rq` was in flight until now, so its disk and queue data are alive.
         let backing = unsafe { &*backing };
         let failed = ctx.failed.load(Ordering::Acquire);
-        let lost = read && backing.any_lost(nodes);
-        let result = if failed || lost {
+        if failed || (read && backing.any_lost(nodes)) {
             if failed {
                 self.failed.fetch_add(1, Ordering::Relaxed);
             }
-            // The CPU serves it again, through the copy that is intact.
-            match backing.serve(&*rq) {
-                Err(e) if e == ENOMEM => Err(EIO),
-                r => r,
-            }
-        } else {
-            Ok(())
-        };
-        if self.pool.lock().push(ctx, GFP_ATOMIC).is_err() {
-            pr_err!("lost a DMA request context\n");
+            ctx.state.lock().rq = Some(rq);
+            // The CPU serves it again, through the copy that is intact: not in this context.
+            let _ = workqueue::system_percpu().enqueue(ctx);
+            return;
         }
+        self.recycle(ctx);
+        self.inflight.fetch_sub(1, Ordering::AcqRel);
+        finish(rq, Ok(()));
+    }
+
+    /// Serves `ctx`'s request with the CPU after a failed copy or a lost lender. Process
+    /// context (`Ctx`'s work item).
+    fn serve_again(&self, ctx: Arc<Ctx>) {
+        let (rq, backing) = {
+            let mut st = ctx.state.lock();
+            (st.rq.take(), st.backing)
+        };
+        let Some(rq) = rq else {
+            return;
+        };
+        // SAFETY: `rq` is in flight until `finish` below, so its queue data is alive.
+        let backing = unsafe { &*backing };
+        let result = match backing.serve(&*rq) {
+            Err(e) if e == ENOMEM => Err(EIO),
+            r => r,
+        };
+        self.recycle(ctx);
         self.inflight.fetch_sub(1, Ordering::AcqRel);
         finish(rq, result);
     }
@@ -396,12 +463,32 @@ impl Dma {
         let left = self.inflight.load(Ordering::Acquire);
         if left != 0 {
             pr_err!(
-                "{} request(s) still on the DMA engine after {} ms; taking the channels back\n",
+                "{} request(s) still on the DMA engine after {} ms; taking the channels back and failing them\n",
                 left,
                 DRAIN_MS
             );
         }
+        // Releasing the channels drops their unfinished copies without callbacks, and no
+        // callback runs after it returns.
         self.chans.revoke();
+        // Whatever had copies left would wait forever: end it with an error. A context whose
+        // count this swap does not take (0) was completed, or is with its work item.
+        for ctx in self.all.iter() {
+            if ctx.pending.swap(0, Ordering::AcqRel) == 0 {
+                continue;
+            }
+            let rq = {
+                let mut st = ctx.state.lock();
+                self.unmap(&mut st);
+                st.rq.take()
+            };
+            if let Some(rq) = rq {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.recycle(ctx.clone());
+                self.inflight.fetch_sub(1, Ordering::AcqRel);
+                finish(rq, Err(EIO));
+            }
+        }
     }
 }
 
@@ -424,6 +511,17 @@ impl Completion for Done {
         let backing = unsafe { &*backing };
         if let Some(d) = backing.dma.as_ref() {
             d.complete(ctx);
+        }
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Dma {
+    fn drop(self: Pin<&mut Self>) {
+        // A context's work item may still be returning after it ended its request.
+        for ctx in self.all.iter() {
+            // SAFETY: the work item is initialized and lives as long as `ctx`.
+            unsafe { kernel::bindings::flush_work(Work::<Ctx>::raw_get(&ctx.again)) };
         }
     }
 }

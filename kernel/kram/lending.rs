@@ -137,6 +137,12 @@ impl Kram {
                     self.give_back(inst.id, lease);
                 }
             }
+            // Room first, outside the layout's spinlock (no sleeping allocation under it).
+            // Parts join the layout only under `state`, held here: the count stays true.
+            let parts = state.shared.layout.lock().parts().count();
+            if out.reserve(parts, GFP_KERNEL).is_err() {
+                pr_warn!("kram{}: no memory to renew its leases this tick\n", inst.id);
+            }
             for p in state
                 .shared
                 .layout
@@ -153,7 +159,7 @@ impl Kram {
                     p.lease.chunks,
                     tag,
                 );
-                let _ = out.push((p.lease.node, m), GFP_KERNEL);
+                let _ = out.push_within_capacity((p.lease.node, m));
             }
             if self.stopping.load(Ordering::Acquire) {
                 continue;
@@ -368,7 +374,7 @@ impl Kram {
             .gas()
             .lent_range(l.node, l.first_chunk, l.chunks)
             .ok_or(EINVAL)
-            .and_then(|(offset, len)| self.fabric.gas().wipe(offset, len));
+            .and_then(|(offset, len)| self.fabric.gas().wipe_long(offset, len));
         if let Err(e) = wiped {
             pr_warn!("kram{}: chunks {}+{} of node {} could not be wiped ({:?}): not returned, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node, e);
             return;
@@ -465,12 +471,22 @@ impl Kram {
 
     /// Empties the layout and gives every part back.
     pub(crate) fn give_back_all(&self, inst: &Instance, state: &InstanceState) {
+        // Room first, outside the spinlock: a part that found none would never be given back.
+        // Parts join the layout only under `state`, which the caller holds.
+        let count = state.shared.layout.lock().parts().count();
         let mut parts = KVec::new();
+        if parts.reserve(count, GFP_KERNEL).is_err() {
+            pr_err!(
+                "kram{}: no memory to give its parts back: the lenders reclaim them at expiry\n",
+                inst.id
+            );
+            return;
+        }
         {
             let mut l = state.shared.layout.lock();
             for copy in l.copies.iter_mut() {
                 while let Some(p) = copy.pop() {
-                    let _ = parts.push(p.lease, GFP_ATOMIC);
+                    let _ = parts.push_within_capacity(p.lease);
                 }
             }
         }

@@ -269,7 +269,10 @@ impl Kram {
             .io_stat(false)
             .max_hw_sectors(MAX_REQUEST_BYTES >> 9)
             .max_segment_size(MAX_REQUEST_BYTES)?
-            .max_discard_sectors(u32::MAX >> 9);
+            // A discard is zeroed under the layout's spinlock and the window's RCU read side
+            // (`Io::zero`): the block layer splits them into requests no longer than a read's,
+            // so no CPU spends seconds on 4 GiB with preemption off.
+            .max_discard_sectors(MAX_REQUEST_BYTES >> 9);
         if self.dma.is_none() {
             return Ok(Disk::Bio {
                 _disk: builder.build_bio::<KramBio>(name, backing)?,

@@ -3,7 +3,7 @@
 # devices that appear once a lender answers, fio verify, swap on both devices, a verifying
 # workload half again as large as node 0's RAM, chunks returned on swapoff + rmmod, the same
 # with transfermode=0, an engine whose copies fail now and then (the CPU serves those requests
-# again), and clear errors for bad parameters.
+# again), the same with callbacks in hard IRQ context, and clear errors for bad parameters.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
 # A failed run leaves no swap, module or daemon to the next test.
@@ -95,6 +95,8 @@ cycle() {
         fail "/dev/$d has blk-mq queues or a scheduler with transfermode=0 (bio-based, as brd)"
     fi
     expect_eq "$(on 0 cat /sys/block/$d/queue/max_hw_sectors_kb)" 1024 "largest request of /dev/$d (KiB)"
+    # A discard is zeroed with preemption off: no larger than a read or write.
+    expect_eq "$(on 0 cat /sys/block/$d/queue/discard_max_hw_bytes)" $((1 << 20)) "largest discard of /dev/$d (bytes)"
   done
   on 0 "grep -q '^kram0 32 MiB: 32 MiB lent, ready' /sys/kernel/debug/unimem_kram/stats && grep -q '^  node [12] chunks [0-9]*+32 at 0 MiB: valid' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's valid lease"
   step "transfermode=$mode: a malformed OFFER (reserved bits set) is counted and dropped by the driver"
@@ -143,11 +145,12 @@ cycle() {
   expect_eq "$inflight" 0 "I/O in flight on /dev/kram0 after it ended (every accounted bio ended its accounting)"
 
   step "transfermode=$mode: discard (a request without data) zeroes its range and nothing else"
-  # fio left random data everywhere; discard MiB 1 of kram0 and check MiB 0-2.
+  # fio left random data everywhere; discard MiB 1-3 of kram0 and check MiB 0-4.
   nonzero() { on 0 "dd if=/dev/kram0 bs=1M skip=$1 count=1 iflag=direct 2>/dev/null | tr -d '\\000' | wc -c"; }
-  on 0 "blkdiscard -o $((1 << 20)) -l $((1 << 20)) /dev/kram0" || fail "blkdiscard failed on /dev/kram0"
-  expect_eq "$(nonzero 1)" 0 "non-zero bytes left in the discarded MiB"
-  for mib in 0 2; do [ "$(nonzero $mib)" -gt 0 ] || fail "discard zeroed MiB $mib too"; done
+  # Three MiB in one call: the block layer splits it into 1 MiB requests (discard_max_hw_bytes).
+  on 0 "blkdiscard -o $((1 << 20)) -l $((3 << 20)) /dev/kram0" || fail "blkdiscard failed on /dev/kram0"
+  for mib in 1 2 3; do expect_eq "$(nonzero $mib)" 0 "non-zero bytes left in discarded MiB $mib"; done
+  for mib in 0 4; do [ "$(nonzero $mib)" -gt 0 ] || fail "discard zeroed MiB $mib too"; done
 
   step "transfermode=$mode: swap on both, a verifying workload 1.5x node 0's RAM"
   on 0 "mkswap /dev/kram0 >/dev/null && mkswap /dev/kram1 >/dev/null && swapon /dev/kram0 && swapon /dev/kram1"
@@ -193,6 +196,22 @@ echo "DMA engine failing every 5th copy: $copies copies, $cpu by the CPU instead
 [ "${failed:-0}" -ge $(( 2 * 8192 / 5 / 2 )) ] || fail "only ${failed:-no} requests saw a failed copy"
 on 0 "rmmod unimem_kram"
 reload_fabric ""
+
+step "an engine whose callbacks run in hard IRQ context, failing every 7th copy: fio verifies"
+# A board's engine may complete in its interrupt handler. On the debug kernel (scripts/test.sh
+# --debug-kernel) lockdep and DEBUG_ATOMIC_SLEEP watch that path: a lock also taken with
+# interrupts on, or anything that sleeps, is a report there.
+mark=$(dmesg_mark 0)
+reload_fabric "cdma_fail_every=7 cdma_hardirq=1"
+on 0 "insmod $MODS/unimem_kram.ko ninstances=2 size=32,64 transfermode=1"
+wait_disks
+fio_verify kram0 " with completions in hard IRQ context"
+read -r copies cpu failed <<<"$(dma_stats)"
+echo "callbacks in hard IRQ context: $copies copies, $failed requests served again by the CPU"
+[ "${failed:-0}" -gt 0 ] || fail "no request saw a failed copy: the CPU's second try was not exercised"
+on 0 "rmmod unimem_kram"
+reload_fabric ""
+dmesg_clean 0 "$mark" || fail "kernel errors with completions in hard IRQ context"
 step "stop the lenders (SIGTERM: clean exit)"
 for n in 1 2; do
   on "$n" "killall -TERM kram-daemon; for i in \$(seq 50); do pidof kram-daemon >/dev/null || exit 0; sleep 0.1; done; exit 1" ||
