@@ -72,7 +72,7 @@ impl Service {
     /// load's pool, with everything in it, is gone), then marks them kept.
     pub(crate) fn reset_tree_tables(&self) -> Result {
         let (start, end) = (trees::TABLES.start, trees::TABLES.end);
-        self.gas.wipe(self.part + start, end - start)?;
+        self.gas.wipe_long(self.part + start, end - start)?;
         self.set_header(trees::MAGIC);
         Ok(())
     }

@@ -154,6 +154,9 @@ pub(crate) struct Service {
     timer: HrTimer<Service>,
     #[pin]
     tick: Work<Service>,
+    /// Zeroes large freed allocations (`Service::zero_queued`).
+    #[pin]
+    zero: Work<Service, 1>,
 }
 
 // SAFETY: the window is reached only through `gas` accesses; everything mutable is behind the
@@ -170,6 +173,7 @@ impl_has_hr_timer! {
 
 impl_has_work! {
     impl HasWork<Self> for Service { self.tick }
+    impl HasWork<Self, 1> for Service { self.zero }
 }
 
 const PERIOD: Delta = Delta::from_millis(RENEW_PERIOD_MS as i64);
@@ -182,7 +186,7 @@ impl HrTimerCallback for Service {
             return HrTimerRestart::NoRestart;
         }
         // Sending may wait for a ring; do it in process context.
-        let _ = workqueue::system_percpu().enqueue(Arc::<Service>::from(this));
+        let _ = workqueue::system_percpu().enqueue::<Arc<Service>, 0>(Arc::<Service>::from(this));
         ctx.forward_now(PERIOD);
         HrTimerRestart::Restart
     }
@@ -196,6 +200,14 @@ impl WorkItem for Service {
             this.borrow.renew();
             this.check_lease();
         }
+    }
+}
+
+impl WorkItem<1> for Service {
+    type Pointer = Arc<Service>;
+
+    fn run(this: Arc<Service>) {
+        this.zero_queued();
     }
 }
 
@@ -219,11 +231,15 @@ impl LenderSink for Service {
 /// `Service` kept alive by `Serving` until the handler is removed; `packet` is `PACKET_LEN`
 /// bytes valid for the call.
 unsafe extern "C" fn on_packet(ctx: *mut c_void, from_node: u32, packet: *const u8) {
-    // SAFETY: see above.
-    let service = unsafe { &*ctx.cast::<Service>() };
+    // SAFETY: see above; `ctx` is `Arc::as_ptr` of that service (`Serving::new`).
+    let service = unsafe { ArcBorrow::<Service>::from_raw(ctx.cast::<Service>()) };
     // SAFETY: see above.
     let raw = unsafe { &*packet.cast::<[u8; PACKET_LEN]>() };
-    service.handle(from_node, raw);
+    if service.handle(from_node, raw) {
+        // A large freed allocation: zeroed by the work, not in the mailbox's served section.
+        // Its module reference (`release_module` waits for it) keeps this code loaded.
+        let _ = workqueue::system_percpu().enqueue::<Arc<Service>, 1>(service.into());
+    }
 }
 
 /// # Safety
@@ -260,10 +276,13 @@ impl Service {
         }
     }
 
-    /// Drops the module reference once no allocation is left (or the pool is gone). Under the
-    /// lock.
+    /// Drops the module reference once no allocation is left and every freed one is zeroed
+    /// (or the pool is gone). Under the lock.
     fn release_module(&self, inner: &mut Inner) {
-        let none_left = inner.pool.as_ref().is_none_or(|p| p.pages.allocations == 0);
+        let none_left = inner
+            .pool
+            .as_ref()
+            .is_none_or(|p| p.pages.allocations == 0 && p.pages.unzeroed == 0);
         if inner.module_held && none_left {
             // SAFETY: taken by `hold_module`.
             unsafe { bindings::module_put(self.module.as_ptr()) };
@@ -309,7 +328,7 @@ impl Service {
         })?;
         let installed = (|| {
             let (offset, len) = self.gas.lent_range(self.node, first, mib).ok_or(EINVAL)?;
-            self.gas.wipe(offset, len)?;
+            self.gas.wipe_long(offset, len)?;
             let pages = pool::Pool::new((len / gsas::PAGE_SIZE) as usize)?;
             self.inner.lock().pool = Some(PoolState {
                 pages,
@@ -341,7 +360,7 @@ impl Service {
         }
         let len = pool.pages.pages() as u64 * gsas::PAGE_SIZE;
         if pool.clock.usable(self.epoch.now())
-            && self.gas.wipe(self.part + pool.offset, len).is_ok()
+            && self.gas.wipe_long(self.part + pool.offset, len).is_ok()
         {
             if self.borrow.give_back() {
                 pr_info!(
@@ -510,6 +529,7 @@ impl kernel::Module for GsasModule {
                 stopping: AtomicBool::new(false),
                 timer <- HrTimer::new(),
                 tick <- new_work!("unimem_gsas::tick"),
+                zero <- new_work!("unimem_gsas::zero"),
             }),
             GFP_KERNEL,
         )?;
@@ -575,8 +595,11 @@ impl Drop for GsasModule {
         drop(self.serving.take());
         self.service.retire_tree_tables();
         drop(self.revoke.take());
-        // Unload is refused while allocations exist (module reference), so the pool is all
-        // free and zero here, but wipe it anyway before it goes back.
+        // Unload is refused while allocations exist or freed ones wait to be zeroed (module
+        // reference), so the pool is all free and zero here, but wipe it anyway before it goes
+        // back. The zeroing work may still be returning from its last run.
+        // SAFETY: the work item is initialized and lives as long as `service`.
+        unsafe { bindings::flush_work(Work::<Service, 1>::raw_get(&self.service.zero)) };
         self.service.return_pool();
         self.service.stopping.store(true, Ordering::Release);
         if let Some(mut timer) = self.timer.take() {

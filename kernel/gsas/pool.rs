@@ -10,6 +10,16 @@ pub(crate) const FREE: u32 = 0;
 /// Owner of the pages of a freed allocation while they are being zeroed: neither usable nor
 /// allocatable (not a 24-bit tree id, so no request can match it).
 pub(crate) const ZEROING: u32 = u32::MAX;
+/// Owner of the pages of a freed allocation waiting for the zeroing work (too large to zero
+/// while the request that freed it is served). Like `ZEROING`, nobody's.
+pub(crate) const QUEUED: u32 = u32::MAX - 1;
+/// Owner of pages that could not be zeroed: never handed out again.
+pub(crate) const STUCK: u32 = u32::MAX - 2;
+
+/// Whether pages of owner `o` belong to no tree.
+fn nobodys(o: u32) -> bool {
+    o == FREE || o >= STUCK
+}
 
 pub(crate) struct Pool {
     owner: KVVec<u32>,
@@ -23,6 +33,8 @@ pub(crate) struct Pool {
     pub(crate) used: usize,
     /// Allocations not freed yet.
     pub(crate) allocations: usize,
+    /// Pages freed and not zeroed yet (queued or being zeroed).
+    pub(crate) unzeroed: usize,
 }
 
 impl Pool {
@@ -44,6 +56,7 @@ impl Pool {
             user,
             used: 0,
             allocations: 0,
+            unzeroed: 0,
         })
     }
 
@@ -75,7 +88,7 @@ impl Pool {
     /// (or past the pool), `DENIED` if one belongs to another tree.
     pub(crate) fn check(&self, first: usize, last: usize, tree: u32) -> Result<(), u8> {
         let owners = self.owner.get(first..=last).ok_or(status::FAULT)?;
-        if owners.iter().any(|&o| o == FREE || o == ZEROING) {
+        if owners.iter().any(|&o| nobodys(o)) {
             return Err(status::FAULT);
         }
         if owners.iter().any(|&o| o != tree) {
@@ -85,9 +98,15 @@ impl Pool {
     }
 
     /// Starts freeing the allocation that begins at `first` on behalf of `tree`: its pages
-    /// become `ZEROING`; returns how many. `FAULT` if no allocation starts there, `DENIED` if
-    /// it is another tree's.
-    pub(crate) fn start_free(&mut self, first: usize, tree: u32) -> Result<usize, u8> {
+    /// become `ZEROING` (the caller zeroes them), or `QUEUED` for the zeroing work if there are
+    /// more than `inline_max`; returns how many, and whether they were queued. `FAULT` if no
+    /// allocation starts there, `DENIED` if it is another tree's.
+    pub(crate) fn start_free(
+        &mut self,
+        first: usize,
+        tree: u32,
+        inline_max: usize,
+    ) -> Result<(usize, bool), u8> {
         let n = *self.len.get(first).ok_or(status::FAULT)? as usize;
         if n == 0 {
             return Err(status::FAULT);
@@ -95,11 +114,40 @@ impl Pool {
         if self.owner[first] != tree {
             return Err(status::DENIED);
         }
-        self.owner[first..first + n].fill(ZEROING);
+        let queue = n > inline_max;
+        self.owner[first..first + n].fill(if queue { QUEUED } else { ZEROING });
         self.len[first] = 0;
         self.tag[first] = 0;
         self.allocations -= 1;
-        Ok(n)
+        self.unzeroed += n;
+        Ok((n, queue))
+    }
+
+    /// The first run of `QUEUED` pages, at most `max` of them, now `ZEROING` (the caller's).
+    pub(crate) fn take_queued(&mut self, max: usize) -> Option<(usize, usize)> {
+        let first = self.owner.iter().position(|&o| o == QUEUED)?;
+        let n = self.owner[first..]
+            .iter()
+            .take(max)
+            .take_while(|&&o| o == QUEUED)
+            .count();
+        self.owner[first..first + n].fill(ZEROING);
+        Some((first, n))
+    }
+
+    /// Whether pages `first..first + n` are all `ZEROING` (still the zeroing caller's).
+    pub(crate) fn zeroing(&self, first: usize, n: usize) -> bool {
+        self.owner
+            .get(first..first + n)
+            .is_some_and(|p| p.iter().all(|&o| o == ZEROING))
+    }
+
+    /// Pages `first..first + n`, which could not be zeroed, are never handed out again.
+    pub(crate) fn stuck(&mut self, first: usize, n: usize) {
+        if let Some(pages) = self.owner.get_mut(first..first + n) {
+            pages.fill(STUCK);
+            self.unzeroed -= n;
+        }
     }
 
     /// The first page of the first allocation of `tree` tagged `tag`.
@@ -125,6 +173,7 @@ impl Pool {
         if let Some(pages) = self.owner.get_mut(first..first + n) {
             pages.fill(FREE);
             self.used -= n;
+            self.unzeroed -= n;
         }
     }
 }

@@ -33,12 +33,24 @@ enum After {
     Nothing,
     /// Zero pages `first..first + n` of a freed allocation, then make them free.
     Zero(usize, usize),
+    /// A large freed allocation waits for the zeroing work.
+    Queued,
 }
+
+/// Largest freed allocation zeroed at once, while its FREE is served (1 MiB, the most a KRAM
+/// request copies): a larger one would hold up every other request of the mailbox's served
+/// interfaces, so the zeroing work does it (`zero_queued`).
+const INLINE_ZERO_PAGES: usize = (1 << 20) / PAGE_SIZE as usize;
+/// Pages zeroed under one hold of the service lock.
+const ZERO_PIECE_PAGES: usize = (256 << 10) / PAGE_SIZE as usize;
+/// Pages the zeroing work takes at a time.
+const ZERO_RUN_PAGES: usize = (16 << 20) / PAGE_SIZE as usize;
 
 impl Service {
     /// A packet for `SERVICE_IFACE` from node `from` (the mailbox checked the header's node),
-    /// with `kmsg_api::FROM_SENDER` when it runs in the local sender's `SEND`.
-    pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) {
+    /// with `kmsg_api::FROM_SENDER` when it runs in the local sender's `SEND`. True if a freed
+    /// allocation waits for the zeroing work (the caller queues it).
+    pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) -> bool {
         let in_sender = from & kmsg_api::FROM_SENDER != 0;
         let from = from & !kmsg_api::FROM_SENDER;
         let p = match Packet::decode(raw) {
@@ -50,7 +62,10 @@ impl Service {
             }
             // Only another node's kernel could send from its own kernel interfaces; nobody
             // reads a kernel interface's response slots.
-            _ => return self.stats.bump(Counter::Malformed),
+            _ => {
+                self.stats.bump(Counter::Malformed);
+                return false;
+            }
         };
         let iface = u32::from(p.header.iface);
         let req = p.payload;
@@ -63,11 +78,12 @@ impl Service {
             self.claim(from, iface, tree)
         };
         let Some(claim) = claim else {
-            return;
+            return false;
         };
         if matches!(req.opcode, op::FORK | op::WAIT) {
             // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
-            return self.fork_or_wait(tree, &req, &claim);
+            self.fork_or_wait(tree, &req, &claim);
+            return false;
         }
         let mut resp = Response {
             seq: 0,
@@ -112,9 +128,15 @@ impl Service {
             self.respond(&mut inner, &claim, &mut resp);
         }
         drop(claim);
-        if let After::Zero(first, n) = after {
-            self.zero_freed(first, n);
+        match after {
+            After::Zero(first, n) => self.zero_freed(first, n),
+            After::Queued => {
+                self.stats.bump(Counter::ZeroedLater);
+                return true;
+            }
+            After::Nothing => {}
         }
+        false
     }
 
     /// Applies `req`; the value goes to `value`. Called under the service lock.
@@ -175,10 +197,14 @@ impl Service {
                 return Err(status::INVALID);
             }
             if let Some(first) = pool.pages.find_tagged(tree, req.arg1) {
-                let n = pool.pages.start_free(first, tree)?;
+                let (n, queued) = pool.pages.start_free(first, tree, INLINE_ZERO_PAGES)?;
                 let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
                 value[..8].copy_from_slice(&addr.to_le_bytes());
-                *after = After::Zero(first, n);
+                *after = if queued {
+                    After::Queued
+                } else {
+                    After::Zero(first, n)
+                };
             }
             return Ok(());
         }
@@ -193,8 +219,12 @@ impl Service {
             if rel % PAGE_SIZE != 0 {
                 return Err(status::UNALIGNED);
             }
-            let n = pool.pages.start_free(page, tree)?;
-            *after = After::Zero(page, n);
+            let (n, queued) = pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?;
+            *after = if queued {
+                After::Queued
+            } else {
+                After::Zero(page, n)
+            };
             return Ok(());
         }
         let len = match op::size(req.opcode) {
@@ -332,9 +362,12 @@ impl Service {
         checked
     }
 
-    /// Zeroes a freed allocation outside the lock (it may be large), then frees its pages.
+    /// Zeroes the freed pages `first..first + n` (`ZEROING`, this caller's), then frees them.
     /// Threads' mappings of them go first: nobody sees the zeroing, or the pages' next owner.
-    fn zero_freed(&self, first: usize, n: usize) {
+    /// Each piece is zeroed under the service lock, so the pool cannot go back to its lender
+    /// in the middle of one (its memory may be someone else's then); between pieces the CPU is
+    /// given up if wanted. Process context.
+    pub(crate) fn zero_freed(&self, first: usize, n: usize) {
         let part_off = {
             let inner = self.inner.lock();
             let Some(pool) = inner.pool.as_ref() else {
@@ -342,28 +375,62 @@ impl Service {
             };
             pool.offset + first as u64 * PAGE_SIZE
         };
-        if let Err(e) = crate::zap_pages(part_off, n as u64 * PAGE_SIZE) {
-            pr_err!(
-                "unmapping {} freed pages from user space failed ({:?}): they stay out of use\n",
-                n,
-                e
-            );
-            return;
-        }
-        let offset = self.part + part_off;
-        if let Err(e) = self.gas.wipe(offset, n as u64 * PAGE_SIZE) {
-            pr_err!(
-                "zeroing {} freed pages failed ({:?}): they stay out of use\n",
-                n,
-                e
-            );
-            return;
+        let mut ok = match crate::zap_pages(part_off, n as u64 * PAGE_SIZE) {
+            Ok(()) => true,
+            Err(e) => {
+                pr_err!("unmapping {} freed pages from user space failed ({:?}): they stay out of use\n", n, e);
+                false
+            }
+        };
+        let mut done = 0;
+        while ok && done < n {
+            let k = ZERO_PIECE_PAGES.min(n - done);
+            let inner = self.inner.lock();
+            // A pool that lapsed (dropped) or came back anew holds none of these pages now.
+            let Some(pool) = inner
+                .pool
+                .as_ref()
+                .filter(|p| p.pages.zeroing(first + done, k) && p.clock.usable(self.epoch.now()))
+            else {
+                return;
+            };
+            let offset = self.part + pool.offset + (first + done) as u64 * PAGE_SIZE;
+            if let Err(e) = self.gas.wipe(offset, k as u64 * PAGE_SIZE) {
+                pr_err!(
+                    "zeroing {} freed pages failed ({:?}): they stay out of use\n",
+                    n,
+                    e
+                );
+                ok = false;
+            }
+            drop(inner);
+            done += k;
+            kernel::task::cond_resched();
         }
         let mut inner = self.inner.lock();
-        if let Some(pool) = inner.pool.as_mut() {
-            pool.pages.finish_free(first, n);
+        if let Some(pool) = inner.pool.as_mut().filter(|p| p.pages.zeroing(first, n)) {
+            if ok {
+                pool.pages.finish_free(first, n);
+            } else {
+                pool.pages.stuck(first, n);
+            }
         }
         self.release_module(&mut inner);
+    }
+
+    /// Zeroes the queued freed allocations (the zeroing work, process context).
+    pub(crate) fn zero_queued(&self) {
+        loop {
+            let run = {
+                let mut inner = self.inner.lock();
+                inner
+                    .pool
+                    .as_mut()
+                    .and_then(|p| p.pages.take_queued(ZERO_RUN_PAGES))
+            };
+            let Some((first, n)) = run else { return };
+            self.zero_freed(first, n);
+        }
     }
 }
 

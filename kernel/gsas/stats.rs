@@ -80,9 +80,12 @@ pub(crate) enum Counter {
     Stale,
     /// ALLOCs and FORKs refused: the issuing user is at its quota on this node.
     Quota,
+    /// Freed allocations larger than 1 MiB, zeroed by the zeroing work after the FREE was
+    /// answered (not inside the mailbox's served section).
+    ZeroedLater,
 }
 
-const COUNTERS: [(Counter, &str); 21] = [
+const COUNTERS: [(Counter, &str); 22] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -104,6 +107,7 @@ const COUNTERS: [(Counter, &str); 21] = [
     (Counter::MapFaults, "map_faults"),
     (Counter::Stale, "stale"),
     (Counter::Quota, "over_quota"),
+    (Counter::ZeroedLater, "zeroed_later"),
 ];
 
 pub(crate) struct Stats {
@@ -208,7 +212,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 46] = [
+const NAMES: [&CStr; 47] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -255,6 +259,7 @@ const NAMES: [&CStr; 46] = [
     c"map_faults",
     c"stale",
     c"over_quota",
+    c"zeroed_later",
 ];
 
 /// `/sys/kernel/unimem_gsas/` while alive.

@@ -240,6 +240,34 @@ expect_eq "$(counter allocations)" 0 "allocations after FREE"
 expect_eq "$(counter used_pages)" 0 "used pages after FREE"
 on "$HOME_NODE" "cat /sys/kernel/debug/unimem_gsas/stats"
 
+step "FREE of 8 MiB: answered at once, zeroed by a work item after; the pages are nobody's until then"
+# Zeroing 8 MiB inside the mailbox's served section would hold up every other request there.
+later=$(counter zeroed_later)
+out=$(raw 0 --tree $TREE "alloc:0:2048" "write:A+5000:0x77" "write:A+8380000:0x78" "free:A" "read:A+5000")
+echo "$out"
+expect_resp "$out" 0 OK
+expect_resp "$out" 3 OK
+expect_resp "$out" 4 FAULT
+expect_eq "$(counter zeroed_later)" $((later + 1)) "freed allocations zeroed by the work"
+# Once zeroed, the whole pool is free again: allocated at once, it reads zero where the data was.
+for _ in $(seq 50); do
+  [ "$(counter used_pages)" = 0 ] && break
+  sleep 0.2
+done
+expect_eq "$(counter used_pages)" 0 "used pages once the zeroing work is done"
+out=$(raw 0 --tree $TREE "alloc:0:4096" "read:A+5000" "read:A+8380000" "free:A")
+echo "$out"
+expect_resp "$out" 0 OK
+expect_resp "$out" 1 OK 0
+expect_resp "$out" 2 OK 0
+expect_resp "$out" 3 OK
+# Unload is refused until freed pages are zeroed (the module reference stays with them).
+for _ in $(seq 50); do
+  [ "$(counter used_pages)" = 0 ] && break
+  sleep 0.2
+done
+expect_eq "$(counter used_pages)" 0 "used pages once the whole pool's free is zeroed"
+
 step "unload returns the pool: the daemon shows 0 lent"
 on "$HOME_NODE" "rmmod unimem_gsas && ! test -e $SYS && dmesg | tail -3 | grep 'returned'"
 all_free || fail "the pool was not returned"
