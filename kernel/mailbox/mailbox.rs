@@ -19,6 +19,7 @@ use kernel::{
 };
 
 mod chardev;
+mod doorbell_limit;
 mod iface;
 mod kmsg;
 #[path = "../include/log_limit.rs"]
@@ -181,7 +182,8 @@ impl kernel::Module for MailboxModule {
         }
         let gas = Gas::attach()?;
         let info = *gas.info();
-        let state = State::new(gas.clone(), u64::from(poll_us) * 1000)?;
+        let doorbell_rate = *module_parameters::doorbell_rate.value_ref();
+        let state = State::new(gas.clone(), u64::from(poll_us) * 1000, doorbell_rate)?;
         let revoke = gas.on_revoke(state.clone())?;
         let published = Published(Arc::into_raw(state.clone()));
         STATE.store(published.0.cast_mut(), Ordering::Release);
@@ -201,12 +203,13 @@ impl kernel::Module for MailboxModule {
         )?;
         let sysfs = sysfs::create(state.clone())?;
         pr_info!(
-            "node {} of {}: {} interfaces, doorbell vector {}, busy polling {} us\n",
+            "node {} of {}: {} interfaces, doorbell vector {}, busy polling {} us, user doorbells {}/ms per node\n",
             info.node_id,
             info.node_count,
             mailbox::INTERFACES,
             mailbox::DOORBELL_VECTOR,
-            poll_us
+            poll_us,
+            doorbell_rate
         );
         Ok(Self {
             _revoke: revoke,
@@ -230,6 +233,10 @@ module! {
         poll_us: u32 {
             default: 200,
             description: "After serving packets for a kernel service (GSAS), keep polling its rings for this many microseconds while nothing else wants the CPU, so back-to-back requests skip the doorbell wake-up (0: never; at most 10000)",
+        },
+        doorbell_rate: u32 {
+            default: 20,
+            description: "Doorbells per millisecond to each node that users may cause without queuing anything new (KICK, SEND to a full ring), after a burst of 64; a thread over it waits (0: no limit)",
         },
     },
 }

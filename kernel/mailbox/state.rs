@@ -2,6 +2,7 @@
 //! The node's mailbox: interface table, packet send/receive over the GAS rings, doorbells.
 
 use crate::{
+    doorbell_limit::DoorbellLimit,
     fabric_client::{Access, Gas},
     gsas::{owner, SERVICE_IFACE, USER_INTERFACES},
     iface::Iface,
@@ -80,6 +81,8 @@ pub(crate) struct State {
     pub(crate) maps: UserMaps,
     /// The node's totals (`sysfs.rs`).
     pub(crate) counters: Counters,
+    /// The rate of doorbells users cause without queuing anything new.
+    doorbell_limit: DoorbellLimit,
 }
 
 /// Node-wide counters, shown in `/sys/kernel/unimem_mailbox/`.
@@ -90,6 +93,8 @@ pub(crate) struct Counters {
     pub(crate) busy_poll_packets: AtomicU64,
     /// Doorbells this node did not ring because the destination polled the ring.
     pub(crate) doorbells_skipped: AtomicU64,
+    /// `KICK`s and full-ring `SEND`s whose doorbell waited for `doorbell_rate`.
+    pub(crate) doorbells_throttled: AtomicU64,
     /// Ring entries rejected on receipt (bad header, wrong sender).
     pub(crate) malformed: AtomicU64,
     /// Receive rings found with impossible indices (more than a ring's worth queued) and reset.
@@ -146,7 +151,7 @@ impl WorkItem for State {
 }
 
 impl State {
-    pub(crate) fn new(gas: Arc<Gas>, poll_ns: u64) -> Result<Arc<Self>> {
+    pub(crate) fn new(gas: Arc<Gas>, poll_ns: u64, doorbell_rate: u32) -> Result<Arc<Self>> {
         let info = *gas.info();
         // The rings, then the interfaces' GSAS areas (mapped into their threads).
         let reserved = (layout::RESERVED as u64).max(owner::TABLE_END);
@@ -192,6 +197,7 @@ impl State {
                 GFP_KERNEL,
             )?;
         }
+        let doorbell_limit = DoorbellLimit::new(info.node_count, doorbell_rate)?;
         let state = Arc::pin_init(
             try_pin_init!(State {
                 node: info.node_id,
@@ -221,6 +227,7 @@ impl State {
                 trees <- new_mutex!((unsafe { bindings::get_random_u32() } as u16).max(1), "unimem_mailbox::trees"),
                 maps <- UserMaps::new(),
                 counters: Counters::default(),
+                doorbell_limit,
             }? Error),
             GFP_KERNEL,
         )?;
@@ -310,7 +317,9 @@ impl State {
         if !pushed {
             Iface::count(&src.rejected);
             // Still ring: a receiver that missed a doorbell, or whose ring indices are damaged,
-            // drains (or repairs) the ring when it hears one.
+            // drains (or repairs) the ring when it hears one. Nothing new was queued: at the
+            // limited rate.
+            self.throttle(node);
             self.notify(node);
             return Err(EAGAIN);
         }
@@ -332,8 +341,24 @@ impl State {
             return Err(EINVAL);
         }
         self.counters.kicks.fetch_add(1, Ordering::Relaxed);
+        self.throttle(node);
         self.notify(node);
         Ok(())
+    }
+
+    /// `doorbell_rate`, for the counters.
+    pub(crate) fn doorbell_rate(&self) -> u64 {
+        self.doorbell_limit.per_ms()
+    }
+
+    /// Waits until a doorbell to `node` that queues nothing new is due (`doorbell_limit.rs`).
+    /// Process context.
+    fn throttle(&self, node: u32) {
+        if self.doorbell_limit.wait(node, self.now_ns()) {
+            self.counters
+                .doorbells_throttled
+                .fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// One receive pass over `ring` (fed by `sender`): takes entries until one that `decode`
@@ -444,7 +469,10 @@ impl State {
             self.kick();
         } else {
             if let Err(e) = self.gas.ring(node, DOORBELL_VECTOR) {
-                pr_warn!("doorbell to node {} failed: {:?}\n", node, e);
+                // A user's KICK or SEND can get here: at a limited rate.
+                if self.noisy.allow(self.epoch.elapsed().as_nanos()) {
+                    pr_warn!("doorbell to node {} failed: {:?} (rate-limited)\n", node, e);
+                }
             }
         }
     }

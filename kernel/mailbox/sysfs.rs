@@ -7,7 +7,7 @@ use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-const NAMES: [&CStr; 22] = [
+const NAMES: [&CStr; 24] = [
     c"node",
     c"nodes",
     c"interfaces_allocated",
@@ -26,6 +26,8 @@ const NAMES: [&CStr; 22] = [
     c"busy_poll_packets",
     c"busy_poll_window_ns",
     c"doorbells_skipped",
+    c"doorbells_throttled",
+    c"doorbell_rate",
     c"submissions",
     c"kicks",
     c"allocs_quarantined",
@@ -64,6 +66,8 @@ impl State {
             b"busy_poll_packets" => load(&self.counters.busy_poll_packets),
             b"busy_poll_window_ns" => load(&self.poll_window),
             b"doorbells_skipped" => load(&self.counters.doorbells_skipped),
+            b"doorbells_throttled" => load(&self.counters.doorbells_throttled),
+            b"doorbell_rate" => self.doorbell_rate(),
             b"submissions" => load(&self.counters.submitted),
             b"kicks" => load(&self.counters.kicks),
             b"allocs_quarantined" => load(&self.counters.quarantined),

@@ -140,6 +140,23 @@ expect_ok 0 hold
 on 0 "grep -q 'from node 1 iface [0-9]*: 32 packets, sequence 0.. in order' /tmp/mbox-hold.log" ||
   fail "the receiver did not get the 32 accepted packets in order"
 
+step "doorbells a user causes without queuing anything (KICK) reach node 0 at no more than doorbell_rate"
+# Node 1 reloaded with 1 doorbell per ms per node: 500 KICKs take at least 436 ms there (64 go at
+# once). Without the limit they would take a few ms and ring node 0 500 times.
+on 1 "rmmod unimem_mailbox && insmod $KO doorbell_rate=1 && chgrp $UNIMEM_GID /dev/unimem_mailbox && chmod 0660 /dev/unimem_mailbox"
+before=$(on 0 unimem-gas count --vector 1)
+out=$(on 1 "$(as_user unimem-mbox kick --node 0 --count 500)")
+echo "$out"
+after=$(on 0 unimem-gas count --vector 1)
+ms=$(sed -n 's/^kick: 500 kicks to node 0 in \([0-9]*\) ms$/\1/p' <<<"$out")
+[ -n "$ms" ] || fail "unimem-mbox kick printed no time"
+# The burst, one per ms of the run, and a little of other traffic.
+bound=$((64 + ms + 1 + 16))
+echo "node 0 heard $((after - before)) doorbells while node 1's user kicked 500 times in $ms ms (bound $bound)"
+[ $((after - before)) -le "$bound" ] || fail "node 0 heard $((after - before)) doorbells in $ms ms: more than doorbell_rate=1 allows"
+[ "$(on 1 cat $SYSC/doorbells_throttled)" -gt 0 ] || fail "doorbells_throttled did not count the waits"
+on 1 "rmmod unimem_mailbox && insmod $KO && chgrp $UNIMEM_GID /dev/unimem_mailbox && chmod 0660 /dev/unimem_mailbox"
+
 step "64-bit kernel messages: node 1 -> node 0, service 15, echoed back"
 bg 0 kserve "unimem-mbox kserve --count 5 --echo --from 1"
 wait_log 0 kserve '^bound service 15'

@@ -1,6 +1,7 @@
 //! `flood` and `hold`: ring overflow. `hold` allocates an interface and does not read it;
 //! `flood` sends to it until the driver refuses with EAGAIN (32 slots per sending node), then
-//! shows the driver's statistics while its own interface is still allocated.
+//! shows the driver's statistics while its own interface is still allocated. `kick`: a loop of
+//! doorbells that queue nothing (the driver's `doorbell_rate` bounds them).
 
 use crate::echo::{decode, payload_of};
 use crate::print_identity;
@@ -74,6 +75,36 @@ pub fn flood(a: &FloodArgs) -> Result<()> {
             bail!("accepted {accepted} packets before EAGAIN, expected {want}");
         }
     }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct KickArgs {
+    /// Node to ring.
+    #[arg(long)]
+    node: u32,
+    /// How many KICKs.
+    #[arg(long, default_value_t = 1)]
+    count: u64,
+}
+
+/// Rings `node` `count` times with `KICK` and says how long that took: `kick: N kicks to node
+/// M in T ms`.
+pub fn kick(a: &KickArgs) -> Result<()> {
+    let mb = Mailbox::open()?;
+    let me = mb.alloc().context("ALLOC")?;
+    print_identity(&me);
+    let start = Instant::now();
+    for i in 0..a.count {
+        mb.kick(a.node)
+            .with_context(|| format!("KICK {} of {} to node {}", i + 1, a.count, a.node))?;
+    }
+    println!(
+        "kick: {} kicks to node {} in {} ms",
+        a.count,
+        a.node,
+        start.elapsed().as_millis()
+    );
     Ok(())
 }
 

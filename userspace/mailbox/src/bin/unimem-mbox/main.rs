@@ -69,6 +69,9 @@ enum Cmd {
     Flood(flood::FloodArgs),
     /// Allocate an interface and do not read until a file appears; then drain and count.
     Hold(flood::HoldArgs),
+    /// Ring a node's mailbox doorbell COUNT times with KICK (queuing nothing); prints how long
+    /// it took (the driver's doorbell_rate bounds the rate).
+    Kick(flood::KickArgs),
     /// Bind a kernel-message service and print (optionally echo) every 64-bit message.
     Kserve(kmsg::KserveArgs),
     /// Send 64-bit kernel messages to a node's service and check the echoes.
@@ -122,6 +125,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::AllocMax => alloc_max::run(),
         Cmd::BadArgs => bad_args::run(),
         Cmd::Flood(a) => flood::flood(&a),
+        Cmd::Kick(a) => flood::kick(&a),
         Cmd::Hold(a) => flood::hold(&a),
         Cmd::Kserve(a) => kmsg::kserve(&a),
         Cmd::Kping(a) => kmsg::kping(&a),
