@@ -10,7 +10,7 @@
 //! offlines and removes the range and sends FREE to the lender; unloading does it for every
 //! range. Reading the file shows the topology and the ranges.
 
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use kernel::{
     bindings, impl_has_hr_timer,
     mm::{
@@ -128,6 +128,8 @@ struct Numa {
     borrows: KVec<Pin<KBox<Borrow>>>,
     epoch: Epoch,
     stopping: AtomicBool,
+    /// When a tick first found a range at risk (`at_risk`), 0 if the last one found none.
+    at_risk_since: AtomicI64,
     /// The lenders' messages, by what they did (`/proc/unimem_numa`).
     tally: Tally,
     noisy: LogLimit,
@@ -135,6 +137,9 @@ struct Numa {
     timer: HrTimer<Numa>,
     #[pin]
     tick: Work<Numa, 1>,
+    /// Takes ranges whose lease is not being renewed offline (`Numa::rescue`).
+    #[pin]
+    rescue: Work<Numa, 2>,
 }
 
 impl_has_hr_timer! {
@@ -145,7 +150,13 @@ impl_has_hr_timer! {
 
 impl_has_work! {
     impl HasWork<Self, 1> for Numa { self.tick }
+    impl HasWork<Self, 2> for Numa { self.rescue }
 }
+
+/// A range with less validity than this left (no renewal acknowledged for half a borrower's
+/// lease, 8 s) goes offline before its lease lapses: once it lapses, the lender may wipe it and
+/// lend it to someone else while this node's kernel still uses it.
+const RESCUE_NS: i64 = wire::kram::BORROWER_LEASE_MS as i64 * 1_000_000 / 2;
 
 const PERIOD: Delta = Delta::from_millis(wire::kram::RENEW_PERIOD_MS as i64);
 
@@ -168,6 +179,33 @@ impl WorkItem<1> for Numa {
 
     fn run(this: Arc<Numa>) {
         this.renew();
+        let now = this.epoch.now();
+        if !this.at_risk() {
+            this.at_risk_since.store(0, Ordering::Relaxed);
+            return;
+        }
+        // At two ticks in a row: after a freeze of this node every lease looks lapsed until the
+        // renewal just sent is acknowledged (its lender held it: the fabric showed this node).
+        let since =
+            match this
+                .at_risk_since
+                .compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => now,
+                Err(since) => since,
+            };
+        if now - since >= PERIOD.as_nanos() * 9 / 10 {
+            // Offlining migrates pages and may take seconds: not in the renewing work.
+            let _ = workqueue::system_percpu().enqueue::<Arc<Numa>, 2>(this);
+        }
+    }
+}
+
+impl WorkItem<2> for Numa {
+    type Pointer = Arc<Numa>;
+
+    fn run(this: Arc<Numa>) {
+        this.rescue();
     }
 }
 
@@ -193,6 +231,49 @@ impl Numa {
         }
     }
 
+    /// Whether a range's lease is not being renewed (`RESCUE_NS`). Skipped while `add` or
+    /// `remove` holds the ranges: the next tick looks again.
+    fn at_risk(&self) -> bool {
+        let now = self.epoch.now();
+        self.regions.try_lock().is_some_and(|regions| {
+            regions
+                .iter()
+                .any(|r| r.clock.is_revoked() || r.clock.left(now) < RESCUE_NS)
+        })
+    }
+
+    /// Takes every range whose lease is not being renewed offline, migrating its pages, before
+    /// the lease lapses. A range that cannot go offline is reported at a limited rate; it stays
+    /// online, and once its lease lapses its lender may lend it again.
+    fn rescue(&self) {
+        let mut regions = self.regions.lock();
+        for i in (0..regions.len()).rev() {
+            let r = regions[i].clone();
+            let now = self.epoch.now();
+            if !r.clock.is_revoked() && r.clock.left(now) >= RESCUE_NS {
+                continue;
+            }
+            pr_warn!(
+                "node {} has not acknowledged renewals of chunks {}+{} ({} MiB at {:#x}, {} ms of lease left): taking them offline before the lease lapses\n",
+                r.lender, r.first_chunk, r.chunks, r.chunks, r.phys, r.clock.left(now).max(0) / 1_000_000
+            );
+            match self.remove_region(r.clone()) {
+                Ok(()) => {
+                    let _ = regions.remove(i);
+                }
+                Err(e) => {
+                    if self.noisy.allow(self.epoch.now()) {
+                        pr_crit!(
+                            "chunks {}+{} of node {} could not go offline ({:?}) and stay online on NUMA node {} while their lease lapses: node {} may lend them again; free memory and write `remove {}` to /proc/unimem_numa (rate-limited)\n",
+                            r.first_chunk, r.chunks, r.lender, e, self.nid, r.lender, r.lender
+                        );
+                    }
+                }
+            }
+        }
+        self.untier(&regions);
+    }
+
     /// Physical address of a lender's chunks, checked to lie in its partition.
     fn chunk_phys(&self, lender: u32, first_chunk: u32, chunks: u32) -> Result<u64> {
         let (offset, _) = self
@@ -211,7 +292,7 @@ impl Numa {
         }
         let offset = r.phys - self.info.gas_phys;
         self.gas
-            .wipe(offset, r.size())
+            .wipe_long(offset, r.size())
             .inspect_err(|e| pr_err!("wiping {:#x}+{} MiB failed: {:?}\n", r.phys, r.chunks, e))
             .is_ok()
     }
@@ -631,10 +712,12 @@ impl kernel::Module for NumaModule {
                 borrows,
                 epoch,
                 stopping: AtomicBool::new(false),
+                at_risk_since: AtomicI64::new(0),
                 tally: Tally::new(),
                 noisy: LogLimit::new(),
                 timer <- HrTimer::new(),
                 tick <- new_work!("unimem_numa::tick"),
+                rescue <- new_work!("unimem_numa::rescue"),
             }),
             GFP_KERNEL,
         )?;
@@ -689,5 +772,8 @@ impl Drop for NumaModule {
         self.timer.cancel();
         // SAFETY: the work item is initialized and lives as long as `numa`.
         unsafe { bindings::flush_work(Work::<Numa, 1>::raw_get(&self.numa.tick)) };
+        // A rescue that gave back the last range may still be returning.
+        // SAFETY: the work item is initialized and lives as long as `numa`.
+        unsafe { bindings::flush_work(Work::<Numa, 2>::raw_get(&self.numa.rescue)) };
     }
 }

@@ -5,7 +5,8 @@
 # the weighted-interleave service level gives the ratio asked for; removal migrates pages back
 # (or refuses when local memory cannot take them); unloading returns every chunk to the lenders.
 # Node 0 frozen for longer than a lease (issue 29): its lenders hold the range (the fabric shows
-# node 0 connected), its program's bytes verify after the thaw, nothing is lent meanwhile.
+# node 0 connected), its program's bytes verify after the thaw, nothing is lent meanwhile. A
+# lender whose daemon stops answering: node 0 takes that range offline before its lease lapses.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
@@ -138,6 +139,32 @@ echo "node 1: lapsed leases held for a connected borrower: $held0 -> $held1"
 on 1 "grep 'still connected to the fabric' /var/log/kram-daemon.log | tail -1" ||
   fail "node 1's kram-daemon did not log the held lease"
 on 0 "! dmesg | grep -q 'revoked chunks .* while they are online'" || fail "node 0's range was revoked while online"
+# Thawed, node 0 renews at once and its lenders acknowledge: nothing to take offline.
+sleep 3
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges online on node 0 a few seconds after the thaw"
+
+step "node 2's daemon stops answering: node 0 takes its range offline before the lease lapses; every byte verifies"
+# Renewals go unacknowledged: once less than half a lease is left (8 s), at two ticks in a row,
+# node 0 migrates the range's pages to its other memory and gives the chunks back (wiped).
+hold 0 rescue "numactl --membind=1 unimem-memtest --mib 24" >/dev/null
+mark=$(dmesg_mark 0)
+on 2 "pkill -STOP -x kram-daemon"
+for _ in $(seq 40); do
+  [ "$(on 0 "grep -c '^range' /proc/unimem_numa")" = 1 ] && break
+  sleep 1
+done
+on 2 "pkill -CONT -x kram-daemon"
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 1 "ranges online on node 0 after node 2's daemon stopped answering"
+on 0 "grep -q '^range lender 1 ' /proc/unimem_numa" || fail "node 0 took the wrong range offline"
+on 0 "dmesg | tail -n +$((mark + 1)) | grep 'has not acknowledged renewals of chunks'" ||
+  fail "node 0 did not log why it took node 2's range offline"
+release 0 rescue
+# The FREE sent while node 2's daemon was stopped is read once it runs again.
+for _ in $(seq 20); do [ "$(lent 2)" = 0 ] && break; sleep 1; done
+expect_eq "$(lent 2)" 0 "chunks node 2 still lends after node 0 gave its range back"
+dmesg_clean 0 "$mark" || fail "kernel errors while taking node 2's range offline"
+on 0 "echo add 2 > /proc/unimem_numa"
+expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 2 "ranges online on node 0 after adding node 2's again"
 
 step "libnuma (seed Table 2): numa_alloc_onnode, numa_alloc_interleaved, numa_move_pages, numa_migrate_pages"
 on 0 "unimem-numatest --remote 1 --local 0 --mib 16"
