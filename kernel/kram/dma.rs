@@ -267,10 +267,12 @@ impl Dma {
         ctx.pending.store(1, Ordering::Relaxed);
         ctx.failed.store(false, Ordering::Relaxed);
         self.inflight.fetch_add(1, Ordering::AcqRel);
-        let mut st = ctx.state.lock();
-        st.read = read;
-        st.nodes = 0;
-        st.backing = backing;
+        // Filled without the context's lock, which completions take in hard IRQ: holding it
+        // across `with_io` would nest the layout's lock (taken with interrupts on) inside an
+        // interrupt-safe one. Nothing reads them before the submitter's count is dropped.
+        let mut maps = core::mem::take(&mut ctx.state.lock().maps);
+        maps.clear();
+        let mut nodes = 0u64;
         let mut submitted = false;
         let outcome = backing.with_io(&*rq, |io, start| {
             // Everything is checked before the first copy is submitted.
@@ -288,11 +290,11 @@ impl Dma {
             let mut at = start;
             rq.for_each_segment(|seg| {
                 let n = seg.len();
-                st.nodes |= io.nodes_at(at);
+                nodes |= io.nodes_at(at);
                 let page = seg.dma_map(dev, dir).ok();
                 if let Some(p) = page {
                     // Cannot fail: `maps` has room for `MAX_SEGMENTS`.
-                    let _ = st.maps.push_within_capacity((p, n as u32));
+                    let _ = maps.push_within_capacity((p, n as u32));
                 }
                 // `within_parts`: each copy hands out the whole segment at once.
                 let piece = |gas: *mut u8| {
@@ -336,7 +338,7 @@ impl Dma {
         match outcome {
             Ok(()) => {}
             Err(e) if !submitted => {
-                drop(st);
+                ctx.state.lock().maps = maps;
                 self.inflight.fetch_sub(1, Ordering::AcqRel);
                 self.recycle(ctx);
                 if e == ENOMEM {
@@ -347,8 +349,14 @@ impl Dma {
             // Some piece had no usable copy: the request fails once its copies are done.
             Err(_) => ctx.failed.store(true, Ordering::Relaxed),
         }
-        st.rq = Some(rq);
-        drop(st);
+        {
+            let mut st = ctx.state.lock();
+            st.read = read;
+            st.nodes = nodes;
+            st.backing = backing;
+            st.maps = maps;
+            st.rq = Some(rq);
+        }
         if is_last {
             chan.issue_pending();
         }
