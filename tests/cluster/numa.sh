@@ -22,7 +22,7 @@ lent() { on "$1" "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*,
 # Background processes (lib.sh's bg, wait_log): /tmp/numa-TAG.{log,pid} on the node.
 BG=numa
 # A failed run must not leave remote memory online or daemons lending for the tests after it.
-trap 'bg_cleanup; "$CLUSTER" exec 0 --timeout 120 -- "echo remove all > /proc/unimem_numa; rmmod unimem_numa; true" >/dev/null 2>&1; kram_cleanup' EXIT
+trap '"$CLUSTER" exec 2 --timeout 30 -- "killall -CONT kram-daemon" >/dev/null 2>&1 || true; bg_cleanup; "$CLUSTER" exec 0 --timeout 120 -- "echo remove all > /proc/unimem_numa; rmmod unimem_numa; true" >/dev/null 2>&1; kram_cleanup' EXIT
 # hold NODE TAG CMD: run CMD (a unimem-memtest) with --hold-until /tmp/TAG.go in the background
 # and print its pid once it has written its memory.
 hold() {
@@ -148,12 +148,12 @@ step "node 2's daemon stops answering: node 0 takes its range offline before the
 # node 0 migrates the range's pages to its other memory and gives the chunks back (wiped).
 hold 0 rescue "numactl --membind=1 unimem-memtest --mib 24" >/dev/null
 mark=$(dmesg_mark 0)
-on 2 "pkill -STOP -x kram-daemon"
+on 2 "killall -STOP kram-daemon"
 for _ in $(seq 40); do
   [ "$(on 0 "grep -c '^range' /proc/unimem_numa")" = 1 ] && break
   sleep 1
 done
-on 2 "pkill -CONT -x kram-daemon"
+on 2 "killall -CONT kram-daemon"
 expect_eq "$(on 0 "grep -c '^range' /proc/unimem_numa")" 1 "ranges online on node 0 after node 2's daemon stopped answering"
 on 0 "grep -q '^range lender 1 ' /proc/unimem_numa" || fail "node 0 took the wrong range offline"
 on 0 "dmesg | tail -n +$((mark + 1)) | grep 'has not acknowledged renewals of chunks'" ||
