@@ -167,6 +167,18 @@ impl Layout {
         self.copies[c].iter().map(|p| p.lease.len()).sum()
     }
 
+    /// The first bytes below `size` that no part of copy `c` holds, as `(start, end)`.
+    pub(crate) fn first_gap(&self, c: usize, size: u64) -> Option<(u64, u64)> {
+        let mut at = 0;
+        for p in self.copies[c].iter() {
+            if p.offset > at {
+                return Some((at, p.offset.min(size)));
+            }
+            at = at.max(p.offset + p.lease.len());
+        }
+        (at < size).then_some((at, size))
+    }
+
     /// Inserts `part` into copy `c` in disk order.
     pub(crate) fn insert(&mut self, c: usize, part: Part) -> Result {
         let at = self.copies[c]

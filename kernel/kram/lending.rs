@@ -23,48 +23,25 @@ struct Slot {
 }
 
 impl InstanceState {
-    /// The first place that lacks memory: before the disk exists, the end of the first
-    /// incomplete copy (`chunks` is what it lacks); afterwards, the first hole a lost part of a
-    /// mirror left.
+    /// The first place that lacks memory: the first gap of the first copy that has one (before
+    /// the disk exists, usually its end, but a part revoked before use leaves a gap in the
+    /// middle); once the disk exists, only a mirror's lost parts are replaced. A gap followed by
+    /// a part is a hole, to be filled exactly (`chunks` is its size).
     fn wanted(&self, size_mib: u32) -> Option<Slot> {
         let l = self.shared.layout.lock();
         let size = u64::from(size_mib) * CHUNK_SIZE;
-        for copy in 0..l.ncopies {
-            if self.disk.is_none() {
-                let covered = l.covered(copy);
-                if covered < size {
-                    let chunks = ((size - covered) / CHUNK_SIZE) as u32;
-                    return Some(Slot {
-                        copy,
-                        offset: covered,
-                        chunks,
-                        hole: false,
-                    });
-                }
-            } else if l.ncopies > 1 {
-                let mut at = 0;
-                for p in l.copies[copy].iter() {
-                    if p.offset > at {
-                        break;
-                    }
-                    at = p.offset + p.lease.len();
-                }
-                if at < size {
-                    let end = l.copies[copy]
-                        .iter()
-                        .map(|p| p.offset)
-                        .find(|&o| o > at)
-                        .unwrap_or(size);
-                    return Some(Slot {
-                        copy,
-                        offset: at,
-                        chunks: ((end - at) / CHUNK_SIZE) as u32,
-                        hole: true,
-                    });
-                }
-            }
+        if self.disk.is_some() && l.ncopies == 1 {
+            return None;
         }
-        None
+        (0..l.ncopies).find_map(|copy| {
+            let (at, end) = l.first_gap(copy, size)?;
+            Some(Slot {
+                copy,
+                offset: at,
+                chunks: ((end - at) / CHUNK_SIZE) as u32,
+                hole: self.disk.is_some() || end < size,
+            })
+        })
     }
 
     /// Whether `node` lends any part of this instance (a lender holds at most one grant per
@@ -90,7 +67,10 @@ impl InstanceState {
     pub(crate) fn complete(&self, size_mib: u32) -> bool {
         let l = self.shared.layout.lock();
         let size = u64::from(size_mib) * CHUNK_SIZE;
-        (0..l.ncopies).all(|c| l.covered(c) == size) && l.parts().all(|p| p.lease.clock.acked())
+        // No gap: parts never overlap (each fills the gap `wanted` named), so this is also
+        // "every byte held once".
+        (0..l.ncopies).all(|c| l.first_gap(c, size).is_none())
+            && l.parts().all(|p| p.lease.clock.acked())
     }
 
     /// Takes out of the layout every part that is lost for good; returns them.
@@ -328,10 +308,12 @@ impl Kram {
                 drop(state);
                 return decline();
             };
+            // A replacement in a live mirror copies the intact copy first; before the disk
+            // exists there is nothing to copy.
             let part = Part {
                 offset: slot.offset,
                 lease,
-                syncing: slot.hole,
+                syncing: slot.hole && state.disk.is_some(),
             };
             if state.shared.layout.lock().insert(slot.copy, part).is_err() {
                 drop(state);
