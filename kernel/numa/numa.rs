@@ -253,10 +253,13 @@ impl Numa {
             if !r.clock.is_revoked() && r.clock.left(now) >= RESCUE_NS {
                 continue;
             }
-            pr_warn!(
+            // Tried again every tick while it fails: at a limited rate.
+            if self.noisy.allow(now) {
+                pr_warn!(
                 "node {} has not acknowledged renewals of chunks {}+{} ({} MiB at {:#x}, {} ms of lease left): taking them offline before the lease lapses\n",
                 r.lender, r.first_chunk, r.chunks, r.chunks, r.phys, r.clock.left(now).max(0) / 1_000_000
             );
+            }
             match self.remove_region(r.clone()) {
                 Ok(()) => {
                     let _ = regions.remove(i);
