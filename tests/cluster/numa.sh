@@ -22,7 +22,7 @@ lent() { on "$1" "kram-daemon --status | sed -n 's/^free [0-9]*, offered [0-9]*,
 # Background processes (lib.sh's bg, wait_log): /tmp/numa-TAG.{log,pid} on the node.
 BG=numa
 # A failed run must not leave remote memory online or daemons lending for the tests after it.
-trap '"$CLUSTER" exec 2 --timeout 30 -- "killall -CONT kram-daemon" >/dev/null 2>&1 || true; bg_cleanup; "$CLUSTER" exec 0 --timeout 120 -- "echo remove all > /proc/unimem_numa; rmmod unimem_numa; true" >/dev/null 2>&1; kram_cleanup' EXIT
+trap '"$CLUSTER" exec 2 --timeout 30 -- "killall -CONT kram-daemon" >/dev/null 2>&1 || true; bg_cleanup; "$CLUSTER" exec 0 --timeout 120 -- "sync; echo 3 > /proc/sys/vm/drop_caches; echo remove all > /proc/unimem_numa; rmmod unimem_numa; true" >/dev/null 2>&1; kram_cleanup' EXIT
 # hold NODE TAG CMD: run CMD (a unimem-memtest) with --hold-until /tmp/TAG.go in the background
 # and print its pid once it has written its memory.
 hold() {
