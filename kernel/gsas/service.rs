@@ -37,6 +37,18 @@ enum After {
     Queued,
 }
 
+impl After {
+    /// What a free of the allocation at `first` leaves: `start_free`'s page count and whether
+    /// it queued them.
+    fn freed(first: usize, (n, queued): (usize, bool)) -> Self {
+        if queued {
+            Self::Queued
+        } else {
+            Self::Zero(first, n)
+        }
+    }
+}
+
 /// Largest freed allocation zeroed at once, while its FREE is served (1 MiB, the most a KRAM
 /// request copies): a larger one would hold up every other request of the mailbox's served
 /// interfaces, so the zeroing work does it (`zero_queued`).
@@ -197,14 +209,10 @@ impl Service {
                 return Err(status::INVALID);
             }
             if let Some(first) = pool.pages.find_tagged(tree, req.arg1) {
-                let (n, queued) = pool.pages.start_free(first, tree, INLINE_ZERO_PAGES)?;
+                let freed = pool.pages.start_free(first, tree, INLINE_ZERO_PAGES)?;
                 let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
                 value[..8].copy_from_slice(&addr.to_le_bytes());
-                *after = if queued {
-                    After::Queued
-                } else {
-                    After::Zero(first, n)
-                };
+                *after = After::freed(first, freed);
             }
             return Ok(());
         }
@@ -219,12 +227,7 @@ impl Service {
             if rel % PAGE_SIZE != 0 {
                 return Err(status::UNALIGNED);
             }
-            let (n, queued) = pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?;
-            *after = if queued {
-                After::Queued
-            } else {
-                After::Zero(page, n)
-            };
+            *after = After::freed(page, pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?);
             return Ok(());
         }
         let len = match op::size(req.opcode) {

@@ -434,9 +434,15 @@ impl Dma {
             let _ = workqueue::system_percpu().enqueue(ctx);
             return;
         }
+        self.end(ctx, rq, Ok(()));
+    }
+
+    /// Ends `rq`, whose copies are all done or dropped, and gives its context back. `rq` goes
+    /// last: its queue data (and so `self`) may go with it.
+    fn end(&self, ctx: Arc<Ctx>, rq: ARef<Request<KramDisk>>, result: Result) {
         self.recycle(ctx);
         self.inflight.fetch_sub(1, Ordering::AcqRel);
-        finish(rq, Ok(()));
+        finish(rq, result);
     }
 
     /// Serves `ctx`'s request with the CPU after a failed copy or a lost lender. Process
@@ -455,9 +461,7 @@ impl Dma {
             Err(e) if e == ENOMEM => Err(EIO),
             r => r,
         };
-        self.recycle(ctx);
-        self.inflight.fetch_sub(1, Ordering::AcqRel);
-        finish(rq, result);
+        self.end(ctx, rq, result);
     }
 
     /// For the revocation of the fabric device, once no new request can reach the window:
@@ -492,9 +496,7 @@ impl Dma {
             };
             if let Some(rq) = rq {
                 self.failed.fetch_add(1, Ordering::Relaxed);
-                self.recycle(ctx.clone());
-                self.inflight.fetch_sub(1, Ordering::AcqRel);
-                finish(rq, Err(EIO));
+                self.end(ctx.clone(), rq, Err(EIO));
             }
         }
     }
