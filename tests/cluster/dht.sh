@@ -14,6 +14,8 @@
 #  - destroy frees every page, also containers allocated but never linked (found by their tag,
 #    the root), and not another tree's page with the same tag: the services' allocation counts
 #    are back where they started.
+# Jobs run as root; dht_as_user.sh runs them as the unprivileged test user, in a tree that
+# `unimem-gsas share-tree` serves on every node (lib.sh: job, share_tree_up).
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 SYS=/sys/kernel/unimem_gsas
@@ -25,7 +27,7 @@ CHECK_OPS=${DHT_CHECK_OPS:-300}
 BG=dhtt
 
 step "copy unimem-dht, libdht.so and the C examples (gcc + pkg-config dht on the host) to the nodes"
-share_bins unimem-dht unimem-gsas kram-daemon
+share_bins unimem-dht unimem-gsas kram-daemon gsasd
 c_examples dht "" "$ROOT/userspace/dht/examples" dht_hello dht_threads
 
 # Tables and allocations of tree $TREE to free at the end (the service refuses to unload while
@@ -36,19 +38,26 @@ cleanup() {
   for t in "${TABLES[@]}"; do
     "$CLUSTER" exec 0 --timeout 60 -- "unimem-dht --tree $TREE destroy $t" >/dev/null 2>&1 || true
   done
+  [ "$AS_USER" = 0 ] || STOP_DAEMON="$STOP_TREE; $STOP_GSASD; $STOP_DAEMON"
   gsas_cleanup "$TREE" "${ALLOCS[@]}"
 }
 trap cleanup EXIT
 
-d() { local n=$1; shift; on "$n" "unimem-dht --tree $TREE $*"; }
-g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
+d() { local n=$1; shift; job "$n" "unimem-dht $(tree_opt) $*"; }
+g() { local n=$1; shift; job "$n" "unimem-gsas $(tree_opt) $*"; }
 allocations() { local n s=""; for n in $(seq 0 $((NODES - 1))); do s+="$(on "$n" "cat $SYS/allocations") "; done; echo "$s"; }
 # drop DIR VALUE: removes VALUE from the array named DIR (it was freed by the test itself).
 drop() { local -n arr=$1; local keep=() x; for x in "${arr[@]}"; do [ "$x" = "$2" ] || keep+=("$x"); done; arr=("${keep[@]}"); }
 num() { sed -n "s/.*\"$1\":\\([0-9]*\\).*/\\1/p" <<<"$2"; }
 
-step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
-gsas_all_up "$MODS/unimem_gsas.ko"
+step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon); jobs run as $(who_runs)"
+if [ "$AS_USER" = 1 ]; then
+  # The user's tree reaches the other nodes by remoteFork only: gsasd everywhere.
+  fork_nodes_up /tmp/gsasd
+  share_tree_up
+else
+  gsas_all_up "$MODS/unimem_gsas.ko"
+fi
 base=$(allocations)
 echo "allocations per node before: $base"
 
@@ -75,23 +84,24 @@ expect_eq "$(num locked "$out")" 0 "locked entries"
 expect_eq "$(num malformed "$out")" 0 "malformed entries"
 
 step "bad input: each a clear error, nothing made or changed"
-out=$(on_may_fail 1 "unimem-dht --tree $TREE put $T 5 0xffffffffffffffff --high 0xffffffffffffffff 2>&1") && fail "the invalid value was stored"
+out=$(job_may_fail 1 "unimem-dht $(tree_opt) put $T 5 0xffffffffffffffff --high 0xffffffffffffffff 2>&1") && fail "the invalid value was stored"
 echo "$out"; grep -q "invalid value" <<<"$out" || fail "no clear error for the invalid value"
 expect_eq "$(d 1 get "$T" 5)" invalid "nothing stored by the refused put"
 P=$(g 0 alloc --node 2); ALLOCS+=("$P")
-out=$(on_may_fail 0 "unimem-dht --tree $TREE get $P 1 2>&1") && fail "a page that is no table opened"
+out=$(job_may_fail 0 "unimem-dht $(tree_opt) get $P 1 2>&1") && fail "a page that is no table opened"
 echo "$out"; grep -q "no table here" <<<"$out" || fail "no clear error for a page that is no table"
-out=$(on_may_fail 0 "unimem-dht --tree $TREE get $(printf '%#x' $((T + 8))) 1 2>&1") && fail "a root inside a page opened"
+out=$(job_may_fail 0 "unimem-dht $(tree_opt) get $(printf '%#x' $((T + 8))) 1 2>&1") && fail "a root inside a page opened"
 echo "$out"; grep -q "not a table root" <<<"$out" || fail "no clear error for an unaligned root"
 for bad in "--nodes 0,0 --capacity 10" "--nodes 0,1 --capacity 0" "--nodes 0,1 --capacity 100000000"; do
-  out=$(on_may_fail 2 "unimem-dht --tree $TREE create $bad 2>&1") && fail "create $bad succeeded"
+  out=$(job_may_fail 2 "unimem-dht $(tree_opt) create $bad 2>&1") && fail "create $bad succeeded"
   echo "create $bad: $out"
 done
 # Node 3 without room for its slice: the pages already taken on 0-2 are freed again.
 pool3=$(on 3 "cat $SYS/pool_pages") used3=$(on 3 "cat $SYS/used_pages")
-F=$(g 0 alloc --node 3 --pages $((pool3 - used3 - 4))); ALLOCS+=("$F")
+# Root fills it (in the job's tree): a user's share of a pool (user_pages_pct) is not all of it.
+F=$(on 0 "unimem-gsas --tree $TREE alloc --node 3 --pages $((pool3 - used3 - 4))"); ALLOCS+=("$F")
 before=$(allocations)
-out=$(on_may_fail 1 "unimem-dht --tree $TREE create --nodes 0,1,2,3 --capacity 20000 2>&1") && fail "create without room on node 3 succeeded"
+out=$(job_may_fail 1 "unimem-dht $(tree_opt) create --nodes 0,1,2,3 --capacity 20000 2>&1") && fail "create without room on node 3 succeeded"
 echo "$out"; grep -q "not enough free GSAS pages" <<<"$out" || fail "no clear error for a node without room"
 expect_eq "$(allocations)" "$before" "allocations per node after the failed create"
 g 0 free "$F"; drop ALLOCS "$F"
@@ -99,21 +109,22 @@ g 0 free "$P"; drop ALLOCS "$P"
 
 step "a writer that stops holding a lock: others fail with EBUSY naming it; once it is killed, the next put breaks its lock"
 d 0 put "$T" 77 0x77
-bg 2 hold "unimem-dht --tree $TREE hold $T 77"
+# exec: the pid bg records is the holder's, also under setpriv (as_job).
+bg_job 2 hold "exec unimem-dht $(tree_opt) hold $T 77"
 wait_log 2 hold '^held key'
 on 2 "kill -STOP \$(cat /tmp/$BG-hold.pid)"
-out=$(on_may_fail 1 "DHT_BUSY_MS=2000 unimem-dht --tree $TREE put $T 77 0x78 2>&1") && fail "a put went through the lock of a live holder"
+out=$(job_may_fail 1 "DHT_BUSY_MS=2000 unimem-dht $(tree_opt) put $T 77 0x78 2>&1") && fail "a put went through the lock of a live holder"
 echo "$out"; grep -q "still locked by node 2 interface" <<<"$out" || fail "no clear EBUSY naming the holder"
 on 2 "kill -9 \$(cat /tmp/$BG-hold.pid)"
 wait_log 2 hold '^exit='
-out=$(on 1 "unimem-dht --tree $TREE put $T 77 0x79 2>&1")
+out=$(job 1 "unimem-dht $(tree_opt) put $T 77 0x79 2>&1")
 echo "$out"; grep -q "broke the lock of node 2 interface" <<<"$out" || fail "the dead holder's lock was not broken (or not said)"
 expect_eq "$(d 3 get "$T" 77)" "0x79 0x0" "the put that broke the lock (get from node 3)"
 
 step "the concurrency checker: 4 nodes x 4 threads x $CHECK_OPS operations on table $T at once"
 B=$(g 0 alloc --node 0); ALLOCS+=("$B")
 for n in $(seq 0 3); do
-  bg "$n" check "unimem-dht --tree $TREE check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --last-writes /tmp/dht-last-$n --json"
+  bg_job "$n" check "unimem-dht $(tree_opt) check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --last-writes /tmp/dht-last-$n --json"
 done
 ops=0 foreign=0 found=0
 for n in $(seq 0 3); do
@@ -135,7 +146,7 @@ echo "$ops operations, $found gets found a value ($foreign written on another no
 # Node 1 reads them: its architecture's share.
 SHARE=$(node_share 1)
 for n in $(seq 0 3); do on "$n" "cat /tmp/dht-last-$n" >"$SHARE/dht-last-$n"; done
-out=$(on 1 "unimem-dht --tree $TREE check-final $T /opt/unimem/dht-last-0 /opt/unimem/dht-last-1 /opt/unimem/dht-last-2 /opt/unimem/dht-last-3 --json") || { echo "$out"; fail "an update to a key all nodes shared was lost"; }
+out=$(job 1 "unimem-dht $(tree_opt) check-final $T /opt/unimem/dht-last-0 /opt/unimem/dht-last-1 /opt/unimem/dht-last-2 /opt/unimem/dht-last-3 --json") || { echo "$out"; fail "an update to a key all nodes shared was lost"; }
 echo "node 1: $out"
 [ "$(num keys "$out")" -gt 0 ] || fail "no key shared by all nodes was checked"
 lw=$(cat "$SHARE"/dht-last-*)
@@ -151,11 +162,11 @@ read -r k _ <<<"$(grep -v ' -$' <<<"$lw" | head -1)"
 [ -n "$k" ] || fail "no put among the last writes"
 printf '%s\n' "$lw" >"$SHARE/dht-last-all"
 d 2 put "$T" "$k" 0x5 >/dev/null
-! on_may_fail 1 "unimem-dht --tree $TREE check-final $T /opt/unimem/dht-last-all" >/dev/null || fail "check-final passed a value no thread wrote last"
+! job_may_fail 1 "unimem-dht $(tree_opt) check-final $T /opt/unimem/dht-last-all" >/dev/null || fail "check-final passed a value no thread wrote last"
 rm -f "$SHARE/dht-last-all"
 
 step "can fail: the checker reports values torn on purpose"
-out=$(on_may_fail 2 "unimem-dht --tree $TREE check $T --threads 2 --ops 50 --inject-torn 5 --seed 9 --json 2>&1") && fail "the checker passed torn values"
+out=$(job_may_fail 2 "unimem-dht $(tree_opt) check $T --threads 2 --ops 50 --inject-torn 5 --seed 9 --json 2>&1") && fail "the checker passed torn values"
 echo "$out" | tail -3
 [ "$(num torn "$(tail -1 <<<"$out")")" -gt 0 ] || fail "the checker counted no torn value"
 
@@ -163,18 +174,18 @@ step "another tree (fresh, node 3) is denied every operation; the table is uncha
 layout=$(d 2 stats "$T" | sed -n 's/^layout: //p')
 before=$(d 0 get "$T" 42)
 den0=$(on 0 "cat $SYS/denied")
-out=$(on 3 "unimem-dht denied $T $layout") || { echo "$out"; fail "another tree was not denied"; }
+out=$(job 3 "unimem-dht denied $T $layout") || { echo "$out"; fail "another tree was not denied"; }
 tail -1 <<<"$out"
 [ "$(( $(on 0 "cat $SYS/denied") - den0 ))" -gt 0 ] || fail "node 0 counted no denial"
 expect_eq "$(d 1 get "$T" 42)" "$before" "key 42 after the other tree's attempts"
 step "can fail: the table's own tree is not denied"
-! on_may_fail 3 "unimem-dht --tree $TREE denied $T $layout --keys 1" >/dev/null || fail "the owner's tree was denied"
+! job_may_fail 3 "unimem-dht $(tree_opt) denied $T $layout --keys 1" >/dev/null || fail "the owner's tree was denied"
 
 step "the C examples (built with gcc via pkg-config dht) on the nodes"
-expect_out 2 '^dht-hello: ok$' "dht-hello on node 2" "dht-hello 4"
-expect_out 1 '4 threads x 40 keys, 0 errors' "dht-threads on node 1 (its own table)" "dht-threads 4 40"
+expect_out 2 '^dht-hello: ok$' "dht-hello on node 2" "$(as_job "dht-hello 4")"
+expect_out 1 '4 threads x 40 keys, 0 errors' "dht-threads on node 1 (its own table)" "$(as_job "dht-threads 4 40")"
 expect_out 3 '2 threads x 20 keys, 0 errors' "dht-threads on node 3 (table $T, opened by its root)" \
-  "unimem-gsas --tree $TREE exec -- dht-threads 2 20 $T"
+  "$(as_job "unimem-gsas $(tree_opt) exec -- dht-threads 2 20 $T")"
 
 step "destroy frees every page, also containers allocated but never linked (tagged with the root); not another tree's; no kernel warnings"
 # Containers of this tree that a writer lost (the allocation answered too late, or it died
@@ -187,11 +198,11 @@ echo "node 3: $out"
 drop TABLES "$T"
 expect_eq "$(num free_errors "$out")" 0 "frees that failed"
 expect_eq "$(num unlinked "$out")" 2 "unlinked containers freed ($LOST1, $LOST2)"
-out=$(on_may_fail 0 "unimem-gsas --tree $TREE free $LOST1 2>&1") && fail "$LOST1 was still allocated after destroy"
+out=$(job_may_fail 0 "unimem-gsas $(tree_opt) free $LOST1 2>&1") && fail "$LOST1 was still allocated after destroy"
 on 2 "unimem-gsas --tree $OTHER_TREE free $FOREIGN" || fail "another tree's page with the table's tag did not survive destroy"
-out=$(on_may_fail 0 "unimem-gsas --tree $TREE free-tag --node 1 --tag 0 2>&1") && fail "FREE_TAG of tag 0 succeeded"
+out=$(job_may_fail 0 "unimem-gsas $(tree_opt) free-tag --node 1 --tag 0 2>&1") && fail "FREE_TAG of tag 0 succeeded"
 echo "$out"; grep -q "INVALID\|invalid" <<<"$out" || fail "no clear error for FREE_TAG of tag 0"
-out=$(on_may_fail 0 "unimem-dht --tree $TREE get $T 42 2>&1") && fail "a destroyed table opened"
+out=$(job_may_fail 0 "unimem-dht $(tree_opt) get $T 42 2>&1") && fail "a destroyed table opened"
 g 0 free "$B"; drop ALLOCS "$B"
 expect_eq "$(allocations)" "$base" "allocations per node after destroy"
 for n in $(seq 0 $((NODES - 1))); do

@@ -14,6 +14,8 @@
 #  - the C examples, compiled on the host with gcc through pkg-config (the guest has no
 #    compiler), run on the nodes against libgsas.so;
 #  - system calls per operation (bench), reported; no kernel warnings.
+# Jobs run as root; gsas_as_user.sh runs them as the unprivileged test user, in a tree that
+# `unimem-gsas share-tree` serves on every node (lib.sh: job, share_tree_up).
 source "$(dirname "$0")/lib.sh"
 MODS=/opt/unimem/modules
 SYS=/sys/kernel/unimem_gsas
@@ -25,16 +27,19 @@ TORN_SECONDS=${GSAS_TORN_SECONDS:-5}
 BG=gsasu
 
 step "copy unimem-gsas, libgsas.so and the C examples (gcc + pkg-config on the host) to the nodes"
-share_bins unimem-gsas kram-daemon
+share_bins unimem-gsas kram-daemon gsasd
 c_examples gsas gsas- "$ROOT/userspace/gsas/examples" hello faa_threads
 
 # Allocations of tree $TREE to free at the end (the service refuses to unload while pages are
 # allocated).
 ALLOCS=()
-cleanup() { gsas_cleanup "$TREE" "${ALLOCS[@]}"; }
+cleanup() {
+  [ "$AS_USER" = 0 ] || STOP_DAEMON="$STOP_TREE; $STOP_GSASD; $STOP_DAEMON"
+  gsas_cleanup "$TREE" "${ALLOCS[@]}"
+}
 trap cleanup EXIT
 
-g() { local n=$1; shift; on "$n" "unimem-gsas --tree $TREE $*"; }
+g() { local n=$1; shift; job "$n" "unimem-gsas $(tree_opt) $*"; }
 # alloc NODE HOME PAGES: an allocation of tree $TREE on HOME made from NODE; prints its address.
 alloc() {
   local a; a=$(g "$1" alloc --node "$2" --pages "$3") || fail "alloc on node $2 from node $1"
@@ -45,13 +50,19 @@ hex() { printf '%#x' "$1"; }
 counter() { on "$1" "cat $SYS/$2"; }
 counter_mbox() { on "$1" "cat /sys/kernel/unimem_mailbox/$2"; }
 
-step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon)"
-gsas_all_up "$MODS/unimem_gsas.ko"
+step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon); jobs run as $(who_runs)"
+if [ "$AS_USER" = 1 ]; then
+  # The user's tree reaches the other nodes by remoteFork only: gsasd everywhere.
+  fork_nodes_up /tmp/gsasd
+  share_tree_up
+else
+  gsas_all_up "$MODS/unimem_gsas.ko"
+fi
 for n in $(seq 0 $((NODES - 1))); do on "$n" "test -r $SYS/pool_pages"; done
 
 step "every node's service answers every node (NOP)"
 for n in $(seq 0 $((NODES - 1))); do
-  out=$(on "$n" "unimem-gsas info --nodes $NODES --json")
+  out=$(job "$n" "unimem-gsas info --nodes $NODES --json")
   echo "node $n: $out"
   grep -q "\"node\":$n," <<<"$out" || fail "node $n: info names another node"
   grep -q '"answering":\[0,1,2,3\]' <<<"$out" || fail "node $n: not every service answered"
@@ -95,12 +106,12 @@ out=$(g 1 bulk-read "$(hex $((A + 100)))" --len 6000 --seed 9)
 echo "node 1: $out"
 grep -q '^read 6000 bytes in 2 requests, 0 differ from seed 9$' <<<"$out" || fail "bulk read from 1 of the bulk write from 3"
 step "can fail: a bulk read compared with another pattern differs"
-! on_may_fail 1 "unimem-gsas --tree $TREE bulk-read $(hex $((A + 100))) --len 6000 --seed 10" >/dev/null || fail "pattern check cannot fail"
+! job_may_fail 1 "unimem-gsas $(tree_opt) bulk-read $(hex $((A + 100))) --len 6000 --seed 10" >/dev/null || fail "pattern check cannot fail"
 
 step "every operation, each result checked, from each node to another and to itself"
 for pair in 0:1 1:2 2:3 3:0 0:0 2:2; do
   n=${pair%:*} h=${pair#*:}
-  out=$(on "$n" "unimem-gsas check ops --node $h") || { echo "$out"; fail "check ops $n -> $h"; }
+  out=$(job "$n" "unimem-gsas check ops --node $h") || { echo "$out"; fail "check ops $n -> $h"; }
   tail -2 <<<"$out"
 done
 
@@ -108,7 +119,7 @@ step "Fetch&Add: 4 nodes x 4 threads x $FAA_COUNT on one word of node 1"
 # The counter, and a barrier word after it: the four processes start together.
 C=$(alloc 0 1 1); ALLOCS+=("$C")
 for n in $(seq 0 3); do
-  bg "$n" faa "unimem-gsas --tree $TREE check faa-sum --addr $C --threads 4 --count $FAA_COUNT --barrier $(hex $((C + 8))) --parties 4 --json"
+  bg_job "$n" faa "unimem-gsas $(tree_opt) check faa-sum --addr $C --threads 4 --count $FAA_COUNT --barrier $(hex $((C + 8))) --parties 4 --json"
 done
 total=$((16 * FAA_COUNT)) sum=0
 for n in $(seq 0 3); do
@@ -133,10 +144,10 @@ s=$(sed -n 's/.*"old_sum":"\([0-9]*\)".*/\1/p' <<<"$out")
 
 step "READ256/READ128 on node 3 and 1 under WRITE128 from nodes 0 and 2 (${TORN_SECONDS} s): never torn"
 T=$(alloc 0 3 1); ALLOCS+=("$T")
-bg 0 tw "unimem-gsas --tree $TREE check torn --addr $T --writers 2 --readers 0 --seconds $TORN_SECONDS --json"
-bg 2 tw "unimem-gsas --tree $TREE check torn --addr $T --writers 1 --readers 1 --seconds $TORN_SECONDS --json"
-bg 3 tr "unimem-gsas --tree $TREE check torn --addr $T --writers 0 --readers 2 --seconds $TORN_SECONDS --json"
-bg 1 tr "unimem-gsas --tree $TREE check torn --addr $T --writers 0 --readers 1 --seconds $TORN_SECONDS --json"
+bg_job 0 tw "unimem-gsas $(tree_opt) check torn --addr $T --writers 2 --readers 0 --seconds $TORN_SECONDS --json"
+bg_job 2 tw "unimem-gsas $(tree_opt) check torn --addr $T --writers 1 --readers 1 --seconds $TORN_SECONDS --json"
+bg_job 3 tr "unimem-gsas $(tree_opt) check torn --addr $T --writers 0 --readers 2 --seconds $TORN_SECONDS --json"
+bg_job 1 tr "unimem-gsas $(tree_opt) check torn --addr $T --writers 0 --readers 1 --seconds $TORN_SECONDS --json"
 reads=0 writes=0
 for nb in 0:tw 2:tw 3:tr 1:tr; do
   n=${nb%:*} b=${nb#*:}
@@ -153,7 +164,7 @@ echo "$writes WRITE128 and $reads READ256/READ128, none torn"
 step "another tree (fresh, node 3) is denied every operation, counted; memory unchanged"
 before=$(g 1 read "$A" --width 256)
 d0=$(counter 2 denied)
-out=$(on 3 "unimem-gsas check denied --addr $A") || { echo "$out"; fail "another tree was not denied"; }
+out=$(job 3 "unimem-gsas check denied --addr $A") || { echo "$out"; fail "another tree was not denied"; }
 tail -1 <<<"$out"
 n_denied=$(grep -c '^ok: ' <<<"$out")
 expect_eq "$(( $(counter 2 denied) - d0 ))" "$n_denied" "node 2's denied counter"
@@ -164,27 +175,29 @@ expect_eq "$(g 0 faa "$A" --add 0)" 206 "the owner's Fetch&Add"
 
 step "mapping GSAS pages (node 2): the tree's own pages only, the same memory, gone when freed; counted"
 m0=$(counter 2 maps) d0=$(counter 2 map_denied)
-out=$(on 2 "unimem-gsas --tree $TREE check map") || { echo "$out"; fail "check map"; }
+out=$(job 2 "unimem-gsas $(tree_opt) check map") || { echo "$out"; fail "check map"; }
 echo "$out"
 [ "$(( $(counter 2 maps) - m0 ))" -ge 1 ] || fail "node 2 counted no mapping"
 # Two refusals of another tree; the one past the allocation may count as either.
 [ "$(( $(counter 2 map_denied) - d0 ))" -ge 2 ] || fail "node 2 counted fewer than 2 denied mappings"
 step "can fail: the refusal check fails when the other tree is the owner's"
-! on_may_fail 2 "unimem-gsas --tree $TREE check map --other-tree-is-mine" >/dev/null || fail "the mapping check cannot fail"
+! job_may_fail 2 "unimem-gsas $(tree_opt) check map --other-tree-is-mine" >/dev/null || fail "the mapping check cannot fail"
 
 step "bad input: each case a clear error; the service keeps answering"
-out=$(on 0 "unimem-gsas check bad-input --node 3 --absent-node 9 --exhaust --timeout-ms 2000") || { echo "$out"; fail "bad-input matrix"; }
+# A user without CAP_SYS_ADMIN reaches its share of the pool (user_pages_pct) before the pool's end.
+quota_flag() { if [ "$AS_USER" = 1 ]; then echo --expect-quota; fi; }
+out=$(job 0 "unimem-gsas check bad-input --node 3 --absent-node 9 --exhaust $(quota_flag) --timeout-ms 2000") || { echo "$out"; fail "bad-input matrix"; }
 echo "$out"
 
 step "processes of one tree on a node: unimem-gsas exec (GSAS_TREE_FD); a process outside it is denied"
-out=$(on 1 "unimem-gsas exec -- sh -c 'a=\$(unimem-gsas alloc --node 2) && unimem-gsas write \$a 77 && unimem-gsas read \$a && { GSAS_TREE_FD= unimem-gsas read \$a 2>&1 || true; } && unimem-gsas free \$a'")
+out=$(job 1 "unimem-gsas exec -- sh -c 'a=\$(unimem-gsas alloc --node 2) && unimem-gsas write \$a 77 && unimem-gsas read \$a && { GSAS_TREE_FD= unimem-gsas read \$a 2>&1 || true; } && unimem-gsas free \$a'")
 echo "$out"
 grep -q '^0x4d$' <<<"$out" || fail "a second process of the tree did not read the first one's write"
 grep -q 'denied, the page belongs to another protection tree' <<<"$out" || fail "a process outside the tree was not denied"
 
 step "the C examples (built with gcc via pkg-config) on the nodes"
-expect_out 1 '^hello: ok$' "hello on node 1 (pages on node 3)" "gsas-hello 3"
-expect_out 2 'final 800 (expected 800), 0 old values missing, 0 errors' "faa_threads on node 2" "gsas-faa-threads 0 4 200"
+expect_out 1 '^hello: ok$' "hello on node 1 (pages on node 3)" "$(as_job "gsas-hello 3")"
+expect_out 2 'final 800 (expected 800), 0 old values missing, 0 errors' "faa_threads on node 2" "$(as_job "gsas-faa-threads 0 4 200")"
 
 step "system calls per operation (bench; median of 5 x 200; GSAS_SPINS=2000: poll a tenth as long)"
 # One SEND or one submission slot per request. Whether a home polls depends on timing (how
@@ -193,7 +206,7 @@ jnum() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2"; }
 subs0=$(counter_mbox 1 submissions)
 for spec in "0 2 faa" "2 2 faa" "3 1 faa" "0 2 nop" "1 3 read256" "3 1 bulk-read" "0 2 faa GSAS_SPINS=2000" "3 1 faa GSAS_SUBMIT=0" "3 1 faa GSAS_SUBMIT=2"; do
   read -r n h o env <<<"$spec"
-  out=$(on "$n" "$env unimem-gsas bench --node $h --op $o --count 200 --reps 5 --warmup 20 --json")
+  out=$(job "$n" "$env unimem-gsas bench --node $h --op $o --count 200 --reps 5 --warmup 20 --json")
   echo "node $n -> node $h $o ${env:-}: $out"
   per_op=$(awk -v a="$(jnum sends_per_op "$out")" -v b="$(jnum submits_per_op "$out")" 'BEGIN { printf "%.3f", a + b }')
   expect_eq "$per_op" 1.000 "SENDs + slot requests per $o"
@@ -209,11 +222,11 @@ echo "node 1's mailbox took $((subs1 - subs0)) requests from submission slots"
 
 step "every request to another node in its submission slot (GSAS_SUBMIT=2, kicking a home that sleeps): operations, Fetch&Add sum, another tree denied"
 kicks0=$(counter_mbox 0 kicks)
-out=$(on 0 "GSAS_SUBMIT=2 unimem-gsas check ops --node 2") || { echo "$out"; fail "check ops through the slots"; }
+out=$(job 0 "GSAS_SUBMIT=2 unimem-gsas check ops --node 2") || { echo "$out"; fail "check ops through the slots"; }
 tail -2 <<<"$out"
 E=$(alloc 0 1 1); ALLOCS+=("$E")
 for n in 0 3; do
-  bg "$n" sfaa "GSAS_SUBMIT=2 unimem-gsas --tree $TREE check faa-sum --addr $E --threads 2 --count 300 --barrier $(hex $((E + 8))) --parties 2 --json"
+  bg_job "$n" sfaa "GSAS_SUBMIT=2 unimem-gsas $(tree_opt) check faa-sum --addr $E --threads 2 --count 300 --barrier $(hex $((E + 8))) --parties 2 --json"
 done
 for n in 0 3; do
   TIMEOUT=600 wait_log "$n" sfaa '^exit=' 600
@@ -222,7 +235,7 @@ for n in 0 3; do
 done
 expect_eq "$(g 2 read "$E")" "$(hex 1200)" "the word after 1200 Fetch&Adds through the slots"
 denied0=$(counter 2 denied)
-out=$(on 3 "GSAS_SUBMIT=2 unimem-gsas check denied --addr $A") || { echo "$out"; fail "another tree was not denied through the slots"; }
+out=$(job 3 "GSAS_SUBMIT=2 unimem-gsas check denied --addr $A") || { echo "$out"; fail "another tree was not denied through the slots"; }
 tail -1 <<<"$out"
 [ "$(counter 2 denied)" -gt "$denied0" ] || fail "node 2 counted no denial for the slot requests"
 echo "node 0 kicked $(( $(counter_mbox 0 kicks) - kicks0 )) times"

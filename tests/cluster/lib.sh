@@ -99,6 +99,41 @@ as_user() {
   printf '/usr/bin/setpriv --reuid=%s --regid=%s --init-groups --reset-env /usr/bin/env PATH="$PATH" /bin/sh -c %s' \
     "$TEST_UID" "$TEST_UID" "$q${cmd//$q/$q\\$q$q}$q"
 }
+# The GSAS, DHT and OpenSHMEM tests run as root and, from their *_as_user.sh twins
+# (UNIMEM_TEST_AS_USER=1), as the test user. Their job commands go through job, job_may_fail
+# and bg_job, and name the job's tree with $(tree_opt): as root `--tree $TREE` (SET_TREE); as
+# the user the tree that share_tree_up serves on every node, whose id share_tree_up puts in
+# TREE (so that root's cleanup, `--tree $TREE`, still frees what the job left).
+AS_USER=${UNIMEM_TEST_AS_USER:-0}
+TREE_SOCK=/tmp/unimem-test-tree.sock
+# as_job CMD...: guest shell code running CMD as the job's user (root, or as_user).
+as_job() { if [ "$AS_USER" = 1 ]; then as_user "$@"; else printf '%s' "$*"; fi; }
+job() { local n=$1; shift; on "$n" "$(as_job "$@")"; }
+job_may_fail() { local n=$1; shift; on_may_fail "$n" "$(as_job "$@")"; }
+bg_job() { local n=$1 name=$2; shift 2; bg "$n" "$name" "$(as_job "$@")"; }
+tree_opt() { if [ "$AS_USER" = 1 ]; then echo "--tree-socket $TREE_SOCK"; else echo "--tree $TREE"; fi; }
+who_runs() { if [ "$AS_USER" = 1 ]; then echo "$TEST_USER"; else echo root; fi; }
+# Guest shell code: the tree servers of share_tree_up stopped (before gsasd, their parent).
+# shellcheck disable=SC2034 # used by the tests that source this file
+STOP_TREE="killall unimem-gsas 2>/dev/null; true"
+# share_tree_up: as the user, one tree for the job on every node: `unimem-gsas share-tree` on
+# node 0 (bg name "tree"), remoteForked from there to the others (gsasd must run on them), each
+# serving $TREE_SOCK; TREE becomes its id. As root, nothing (the job's tree is SET_TREE's).
+share_tree_up() {
+  [ "$AS_USER" = 1 ] || return 0
+  local n
+  bg_job 0 tree "exec unimem-gsas share-tree --socket $TREE_SOCK"
+  wait_log 0 tree '^serving tree' 30
+  TREE=$(on 0 "sed -n 's/^serving tree \(0x[0-9a-f]*\) .*/\1/p' /tmp/$BG-tree.log")
+  [ -n "$TREE" ] || fail "share-tree printed no tree id"
+  for n in $(seq 1 $((NODES - 1))); do
+    job 0 "unimem-gsas --tree-socket $TREE_SOCK fork --node $n -- /opt/unimem/bin/unimem-gsas share-tree --socket $TREE_SOCK" >/dev/null ||
+      fail "remoteFork of share-tree to node $n"
+    on "$n" "for i in \$(seq 100); do [ -S $TREE_SOCK ] && exit 0; sleep 0.2; done; exit 1" ||
+      fail "node $n: no tree socket $TREE_SOCK"
+  done
+  echo "tree $TREE of $TEST_USER served at $TREE_SOCK on nodes 0-$((NODES - 1))"
+}
 # kram_daemon NODE ARGS...: (re)start NODE's kram-daemon in the background (bg name "daemon",
 # log /tmp/kram-daemon.log) and wait until it answers --status.
 kram_daemon() {

@@ -15,6 +15,7 @@
 #  - afterwards no PE runs on any node and no GSAS page is allocated; no kernel warnings.
 # In a cluster of x86_64 and arm64 nodes (scripts/test.sh --arch), only that a job mixing
 # architectures is refused with a clear message: every PE must run the same executable.
+# Jobs run as root; shmem_as_user.sh runs oshrun as the unprivileged test user (lib.sh: job).
 source "$(dirname "$0")/lib.sh"
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
@@ -35,7 +36,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "every node: base modules, kram-daemon, unimem_gsas, gsasd"
+step "every node: base modules, kram-daemon, unimem_gsas, gsasd; jobs run as $(who_runs)"
 fork_nodes_up "$LOGS"
 
 # nothing_left: no PE or oshrun runs anywhere, and no GSAS page is allocated.
@@ -51,7 +52,7 @@ nothing_left() {
 # print "NAME ok" and the status be 0.
 run_ok() {
   local out
-  out=$(on_may_fail 0 "${RUN_ENV:-} oshrun -np $2 --nodes $3 /opt/unimem/bin/$1 2>&1; echo status=\$?") || true
+  out=$(on_may_fail 0 "$(as_job "${RUN_ENV:-} oshrun -np $2 --nodes $3 /opt/unimem/bin/$1") 2>&1; echo status=\$?") || true
   echo "$out"
   grep -q '^status=0$' <<<"$out" || fail "$1 as $2 PEs on nodes $3"
   expect_eq "$(grep -c "^PE [0-9]*: $1 ok" <<<"$out")" "$2" "$1: PEs that passed"
@@ -61,7 +62,7 @@ if [ "$(cluster_arches | wc -l)" -gt 1 ]; then
   # A job's PEs must run one executable (its symmetric variables are at offsets of that build):
   # across x86_64 and arm64 nodes it cannot work, and must be refused before any PE writes.
   step "a mixed cluster ($(cluster_arches | paste -sd' ')): a job on every node is refused at shmem_init, clearly"
-  out=$(on_may_fail 0 "oshrun -np $NODES --nodes 0-$((NODES - 1)) /opt/unimem/bin/setup 2>&1; echo status=\$?") || true
+  out=$(on_may_fail 0 "$(as_job "oshrun -np $NODES --nodes 0-$((NODES - 1)) /opt/unimem/bin/setup") 2>&1; echo status=\$?") || true
   echo "$out"
   grep -q '^status=0$' <<<"$out" && fail "a job mixing architectures ran"
   grep -q 'a job cannot mix architectures' <<<"$out" || fail "a job mixing architectures: no clear error"
@@ -82,20 +83,20 @@ run_ok coll 8 0-3
 nothing_left "after the test programs"
 
 step "a standard OpenSHMEM program compiled with oshcc, unchanged"
-out=$(on 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/spec_example") || { echo "$out"; fail "spec_example"; }
+out=$(on 0 "$(as_job "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/spec_example")") || { echo "$out"; fail "spec_example"; }
 echo "$out"
 grep -q '^PE 0: PASS: 0 errors over 6 PEs$' <<<"$out" || fail "spec_example: no PASS"
 expect_eq "$(grep -c '^PE [0-9]: Hello from PE [0-9] of 6$' <<<"$out")" 6 "spec_example: hello lines"
 
 step "a 1.4-style program (C11 generic interfaces, symmetric heap), unchanged"
-out=$(on 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/ring11") || { echo "$out"; fail "ring11"; }
+out=$(on 0 "$(as_job "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/ring11")") || { echo "$out"; fail "ring11"; }
 echo "$out"
 grep -q '^PE 0: ring11: PASS (6 PEs)$' <<<"$out" || fail "ring11: no PASS"
 
 step "can fail: a PE out of range, a non-symmetric address: clear message, job stopped"
 for mode in pe sym; do
   start=$SECONDS
-  out=$(on_may_fail 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors $mode 2>&1; echo status=\$?") || true
+  out=$(on_may_fail 0 "$(as_job "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors $mode") 2>&1; echo status=\$?") || true
   echo "$out"
   grep -q '^status=1$' <<<"$out" || fail "errors $mode: status"
   case $mode in
@@ -108,19 +109,19 @@ for mode in pe sym; do
 done
 
 step "SHMEM_SYMMETRIC_SIZE reaches the PEs; a heap larger than the pool is a clear error"
-out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=256K oshrun -np 2 --nodes 2 /opt/unimem/bin/errors sym 2>&1") || true
+out=$(on_may_fail 0 "$(as_job "SHMEM_SYMMETRIC_SIZE=256K oshrun -np 2 --nodes 2 /opt/unimem/bin/errors sym") 2>&1") || true
 echo "$out"
 grep -q 'not in the symmetric heap (0x[0-9a-f]*+0x40000)' <<<"$out" || fail "the PEs' heap is not 256K"
-out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=1G oshrun -np 2 --nodes 2 /opt/unimem/bin/setup 2>&1; echo status=\$?") || true
+out=$(on_may_fail 0 "$(as_job "SHMEM_SYMMETRIC_SIZE=1G oshrun -np 2 --nodes 2 /opt/unimem/bin/setup") 2>&1; echo status=\$?") || true
 echo "$out"
 grep -q '^status=1$' <<<"$out" || fail "a 1 GiB heap: status"
 grep -q 'shmem_init: allocating 1073741824 bytes of symmetric heap on node 2' <<<"$out" || fail "a 1 GiB heap: unclear message"
-out=$(on_may_fail 0 "SHMEM_SYMMETRIC_SIZE=lots oshrun -np 2 /opt/unimem/bin/setup 2>&1") && fail "SHMEM_SYMMETRIC_SIZE=lots accepted"
+out=$(on_may_fail 0 "$(as_job "SHMEM_SYMMETRIC_SIZE=lots oshrun -np 2 /opt/unimem/bin/setup") 2>&1") && fail "SHMEM_SYMMETRIC_SIZE=lots accepted"
 grep -q 'SHMEM_SYMMETRIC_SIZE="lots" is not a size' <<<"$out" || fail "a bad SHMEM_SYMMETRIC_SIZE: unclear message"
 nothing_left "after the heap sizes"
 
 step "a PE that exits without shmem_finalize while the others wait for it: they are stopped"
-out=$(on_may_fail 0 "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors exit 2>&1; echo status=\$?") || true
+out=$(on_may_fail 0 "$(as_job "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors exit") 2>&1; echo status=\$?") || true
 echo "$out"
 grep -q '^status=1$' <<<"$out" || fail "errors exit: status"
 grep -q 'oshrun: PE 0 exited without shmem_finalize .* stopping them' <<<"$out" || fail "errors exit: unclear message"
@@ -129,7 +130,8 @@ nothing_left "after errors exit"
 step "SIGINT and SIGTERM to oshrun stop every PE"
 for sig in INT:130 TERM:143; do
   code=${sig#*:} sig=${sig%:*}
-  bg 0 "oshrun-$sig" "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors hang"
+  # exec: the pid bg records is oshrun's, also under setpriv (as_job).
+  bg_job 0 "oshrun-$sig" "exec oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors hang"
   on 0 "for i in \$(seq 300); do [ \$(grep -c waiting /tmp/$BG-oshrun-$sig.log) = 6 ] && exit 0; sleep 0.2; done; cat /tmp/$BG-oshrun-$sig.log; exit 1" ||
     fail "the waiting PEs did not all start"
   on 0 "kill -$sig \$(cat /tmp/$BG-oshrun-$sig.pid)"
@@ -139,7 +141,7 @@ for sig in INT:130 TERM:143; do
 done
 
 step "oshrun killed (SIGKILL): the agents stop their PEs and free everything"
-bg 0 oshrun-KILL "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors hang"
+bg_job 0 oshrun-KILL "exec oshrun -np 6 --nodes 1-3 /opt/unimem/bin/errors hang"
 on 0 "for i in \$(seq 300); do [ \$(grep -c waiting /tmp/$BG-oshrun-KILL.log) = 6 ] && exit 0; sleep 0.2; done; exit 1" ||
   fail "the waiting PEs did not all start"
 on 0 "kill -KILL \$(cat /tmp/$BG-oshrun-KILL.pid)"
@@ -151,11 +153,11 @@ nothing_left "after oshrun was killed"
 
 step "bad arguments are refused"
 for args in "/opt/unimem/bin/setup" "-np 2 --nodes 0,7 /opt/unimem/bin/setup" "-np 0 /opt/unimem/bin/setup" "-np 2 /opt/unimem/bin/nonexistent"; do
-  out=$(on_may_fail 0 "oshrun $args 2>&1") && fail "oshrun $args succeeded"
+  out=$(on_may_fail 0 "$(as_job "oshrun $args") 2>&1") && fail "oshrun $args succeeded"
   echo "oshrun $args: $out"
   grep -q '^oshrun: ' <<<"$out" || fail "oshrun $args: no message"
 done
-out=$(on 0 "oshrun --help") || fail "oshrun --help"
+out=$(on 0 "$(as_job "oshrun --help")") || fail "oshrun --help"
 grep -q -- '--nodes <LIST>' <<<"$out" || fail "oshrun --help: no --nodes"
 
 

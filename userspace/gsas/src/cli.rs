@@ -21,23 +21,36 @@ pub fn parse_u32(s: &str) -> std::result::Result<u32, String> {
 }
 
 /// The global options of a tool: which tree its handles join, their timeout.
-#[derive(Debug, Clone, Copy, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct HandleArgs {
     /// Join protection tree ID (as printed by `info`/`alloc`; SET_TREE, needs CAP_SYS_ADMIN)
     /// instead of a tree of this process's own.
     #[arg(long, global = true, value_parser = parse_u32)]
     pub tree: Option<u32>,
+    /// Join the tree that `unimem-gsas share-tree` serves at PATH (a process of the same user).
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "tree")]
+    pub tree_socket: Option<std::path::PathBuf>,
     /// Timeout per operation in milliseconds (default 5000, or GSAS_TIMEOUT_MS).
     #[arg(long, global = true)]
     pub timeout_ms: Option<u64>,
 }
 
 impl HandleArgs {
-    pub fn ctx(&self) -> Ctx {
-        Ctx {
-            tree: self.tree.map_or(TreeSource::Process, TreeSource::Id),
+    /// How the tool's handles open. With `--tree-socket`, the tree's file is fetched here and
+    /// kept open for the life of the process.
+    pub fn ctx(&self) -> anyhow::Result<Ctx> {
+        let tree = match (&self.tree_socket, self.tree) {
+            (Some(path), _) => {
+                let fd = crate::tree_socket::receive(path)?;
+                TreeSource::Fd(std::os::fd::IntoRawFd::into_raw_fd(fd))
+            }
+            (None, Some(id)) => TreeSource::Id(id),
+            (None, None) => TreeSource::Process,
+        };
+        Ok(Ctx {
+            tree,
             timeout: self.timeout_ms.map(Duration::from_millis),
-        }
+        })
     }
 }
 

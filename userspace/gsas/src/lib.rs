@@ -29,6 +29,7 @@ pub mod measure;
 mod submit;
 pub mod transport;
 pub mod tree;
+pub mod tree_socket;
 
 #[cfg(test)]
 mod tests;

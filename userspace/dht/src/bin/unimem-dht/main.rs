@@ -131,7 +131,7 @@ fn hex128(v: u128) -> String {
 }
 
 fn run(cli: Cli) -> Result<i32> {
-    let ctx = Ctx(cli.handle.ctx());
+    let ctx = Ctx(cli.handle.ctx()?);
     match cli.cmd {
         Cmd::Create {
             nodes,

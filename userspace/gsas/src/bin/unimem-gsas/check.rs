@@ -107,6 +107,10 @@ pub struct BadInput {
     /// frees it).
     #[arg(long)]
     exhaust: bool,
+    /// With --exhaust: the caller is a user without CAP_SYS_ADMIN, whose share of the pool
+    /// (`unimem_gsas user_pages_pct`) ends first: expect QUOTA instead of NO_MEMORY.
+    #[arg(long, requires = "exhaust")]
+    expect_quota: bool,
     /// One JSON object on stdout.
     #[arg(long)]
     json: bool,
@@ -667,8 +671,13 @@ fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
                 }
             }
         }
+        let (want, what) = if b.expect_quota {
+            ("quota", "ALLOC beyond the user's share of the pool: QUOTA")
+        } else {
+            ("no-memory", "ALLOC beyond the pool: NO_MEMORY")
+        };
         // Smaller requests until even one page is refused.
-        if matches!(last, Some(Error::NoMemory(_))) {
+        if last.as_ref().is_some_and(|e| e.kind() == want) {
             let mut pages = MAX_ALLOC_PAGES / 2;
             while pages >= 1 {
                 match g.alloc_shared_page(n, pages) {
@@ -680,8 +689,8 @@ fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
         let freed = held.iter().filter(|&&x| g.free(x).is_ok()).count();
         let kind = last.as_ref().map_or("none", |e| e.kind());
         c.expect(
-            "ALLOC beyond the pool: NO_MEMORY",
-            kind == "no-memory",
+            what,
+            kind == want,
             format!(
                 "{} allocations held, then {} ({})",
                 held.len(),

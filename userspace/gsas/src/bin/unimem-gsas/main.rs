@@ -167,6 +167,15 @@ enum Cmd {
         #[arg(required = true, trailing_var_arg = true)]
         cmd: Vec<String>,
     },
+    /// Keep this process's tree (or the one --tree/--tree-socket names) and hand it to every
+    /// process of the same user that connects to SOCKET (`--tree-socket SOCKET`), until
+    /// killed: one tree for a job whose steps start from separate shells. Started on other
+    /// nodes by `fork`, it serves the same tree there.
+    ShareTree {
+        /// The socket to create (mode 0600; a stale one is replaced).
+        #[arg(long)]
+        socket: std::path::PathBuf,
+    },
     /// remoteFork: start PROG (an absolute path) with ARGS on NODE, in this process's tree and
     /// as this user (uid 0 only with CAP_SYS_ADMIN); prints the child id. With --wait, waits
     /// for it and exits with its status (a signal: 128 + the signal). NODE's fork policy may
@@ -243,7 +252,7 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<i32> {
-    let ctx = cli.handle.ctx();
+    let ctx = cli.handle.ctx()?;
     match cli.cmd {
         Cmd::Info { nodes, json } => info(&ctx, nodes, json),
         Cmd::Alloc {
@@ -435,6 +444,7 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(0)
         }
         Cmd::Exec { cmd } => exec(&ctx, &cmd),
+        Cmd::ShareTree { socket } => share_tree(&ctx, &socket),
         Cmd::Fork { node, wait, cmd } => {
             let g = ctx.open()?;
             let child = g
@@ -515,19 +525,37 @@ fn info(ctx: &Ctx, nodes: Option<u16>, json: bool) -> Result<i32> {
     Ok(i32::from(failed != 0))
 }
 
+fn share_tree(ctx: &Ctx, socket: &std::path::Path) -> Result<i32> {
+    let (fd, g) = tree_file(ctx)?;
+    let listener = gsas::tree_socket::bind(socket)?;
+    // Who waits for the socket (a test, a batch script) reads this line.
+    println!(
+        "serving tree {:#08x} at {}",
+        g.transport().interface().info.prot_id,
+        socket.display()
+    );
+    std::io::Write::flush(&mut std::io::stdout())?;
+    gsas::tree_socket::serve(&listener, &fd)?;
+    Ok(0)
+}
+
+/// A file of `ctx`'s tree that a child may inherit, and a handle in that tree (kept open: the
+/// file's interface lives as long as it does).
+fn tree_file(ctx: &Ctx) -> Result<(std::os::fd::OwnedFd, gsas::Gsas)> {
+    let g = ctx.open()?;
+    let fd = match ctx.tree {
+        TreeSource::Process => gsas::export_tree_fd()?,
+        _ => g.transport().interface().export_fd()?,
+    };
+    Ok((fd, g))
+}
+
 fn exec(ctx: &Ctx, cmd: &[String]) -> Result<i32> {
     use std::os::fd::AsRawFd;
     use std::os::unix::process::CommandExt;
-    let fd = match ctx.tree {
-        TreeSource::Process => gsas::export_tree_fd()?,
-        other => {
-            // A handle in that tree; its file is what the child inherits from.
-            let g = ctx.open_in(other)?;
-            let fd = g.transport().interface().export_fd()?;
-            std::mem::forget(g);
-            fd
-        }
-    };
+    let (fd, g) = tree_file(ctx)?;
+    // Its interface stays allocated across exec (the file is inherited), so the tree lives on.
+    std::mem::forget(g);
     let err = std::process::Command::new(&cmd[0])
         .args(&cmd[1..])
         .env(gsas::TREE_FD_ENV, fd.as_raw_fd().to_string())
