@@ -14,18 +14,10 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings, debugfs,
     ffi::{c_int, c_void},
-    impl_has_hr_timer,
     miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
     new_condvar, new_spinlock,
     prelude::*,
     sync::{Arc, ArcBorrow, CondVar, SpinLock},
-    time::{
-        hrtimer::{
-            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle,
-            HrTimerPointer, HrTimerRestart, RelativeMode,
-        },
-        Delta, Monotonic,
-    },
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -52,6 +44,8 @@ mod kram_borrow;
 // Shared with unimem_kram, which uses all of it.
 #[allow(dead_code)]
 mod kram_client;
+#[path = "../include/lease_ticker.rs"]
+mod lease_ticker;
 #[path = "../include/privilege.rs"]
 // Only `require_admin` is used here.
 #[allow(dead_code)]
@@ -74,11 +68,12 @@ use fabric_api::FabricInfo;
 use fabric_client::{Gas, OnRevoke, RevokeHook};
 use kram_borrow::{Borrow, Delivery};
 use kram_client::{set_handler, Epoch, LenderSink, LogLimit};
+use lease_ticker::{LeaseTicker, Tick};
 use mailbox::{service as mbox_service, INTERFACES};
 use packet::PACKET_LEN;
 use service::PoolState;
 use stats::{sysfs, Stats, Sysfs};
-use wire::kram::{CHUNK_SIZE, GSAS_INSTANCE, MAX_REQUEST_CHUNKS_V2, RENEW_PERIOD_MS};
+use wire::kram::{CHUNK_SIZE, GSAS_INSTANCE, MAX_REQUEST_CHUNKS_V2};
 
 module! {
     type: GsasModule,
@@ -150,10 +145,6 @@ pub(crate) struct Service {
     stats: Stats,
     noisy: LogLimit,
     stopping: AtomicBool,
-    #[pin]
-    timer: HrTimer<Service>,
-    #[pin]
-    tick: Work<Service>,
     /// Zeroes large freed allocations (`Service::zero_queued`).
     #[pin]
     zero: Work<Service, 1>,
@@ -165,38 +156,13 @@ unsafe impl Send for Service {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Service {}
 
-impl_has_hr_timer! {
-    impl HasHrTimer<Self> for Service {
-        mode: RelativeMode<Monotonic>, field: self.timer
-    }
-}
-
 impl_has_work! {
-    impl HasWork<Self> for Service { self.tick }
     impl HasWork<Self, 1> for Service { self.zero }
 }
 
-const PERIOD: Delta = Delta::from_millis(RENEW_PERIOD_MS as i64);
-
-impl HrTimerCallback for Service {
-    type Pointer<'a> = Arc<Self>;
-
-    fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
-        if this.stopping.load(Ordering::Acquire) {
-            return HrTimerRestart::NoRestart;
-        }
-        // Sending may wait for a ring; do it in process context.
-        let _ = workqueue::system_percpu().enqueue::<Arc<Service>, 0>(Arc::<Service>::from(this));
-        ctx.forward_now(PERIOD);
-        HrTimerRestart::Restart
-    }
-}
-
-impl WorkItem for Service {
-    type Pointer = Arc<Service>;
-
-    fn run(this: Arc<Service>) {
-        if !this.gas.is_revoked() {
+impl Tick for Service {
+    fn tick(this: &Arc<Service>) {
+        if !this.stopping.load(Ordering::Acquire) && !this.gas.is_revoked() {
             this.borrow.renew();
             this.check_lease();
         }
@@ -455,7 +421,7 @@ struct GsasModule {
     serving: Option<Serving>,
     revoke: Option<RevokeHook<Service>>,
     service: Arc<Service>,
-    timer: Option<ArcHrTimerHandle<Service>>,
+    ticker: Option<Arc<LeaseTicker<Service>>>,
 }
 
 fn check_params() -> Result<(u32, u32, Quota)> {
@@ -527,8 +493,6 @@ impl kernel::Module for GsasModule {
                 stats: Stats::new(),
                 noisy: LogLimit::new(),
                 stopping: AtomicBool::new(false),
-                timer <- HrTimer::new(),
-                tick <- new_work!("unimem_gsas::tick"),
                 zero <- new_work!("unimem_gsas::zero"),
             }),
             GFP_KERNEL,
@@ -550,13 +514,14 @@ impl kernel::Module for GsasModule {
             serving: None,
             revoke: None,
             service: service.clone(),
-            timer: None,
+            ticker: None,
         };
         // Nothing of a previous load is claimed or lives here any more.
         service.reset_tree_tables()?;
         service.take_pool(mib, timeout)?;
         // Renewals from now on (the ACK made the lease good for `BORROWER_LEASE_MS`).
-        this.timer = Some(service.clone().start(PERIOD));
+        let ticker = this.ticker.insert(LeaseTicker::new(service.clone())?);
+        LeaseTicker::start(ticker);
         this.revoke = Some(gas.on_revoke(service.clone())?);
         this.serving = Some(Serving::start(service.clone())?);
         let dir = debugfs::Dir::new(c"unimem_gsas");
@@ -598,15 +563,12 @@ impl Drop for GsasModule {
         // Unload is refused while allocations exist or freed ones wait to be zeroed (module
         // reference), so the pool is all free and zero here, but wipe it anyway before it goes
         // back. The zeroing work may still be returning from its last run.
-        // SAFETY: the work item is initialized and lives as long as `service`.
-        unsafe { bindings::flush_work(Work::<Service, 1>::raw_get(&self.service.zero)) };
+        self.service.zero.flush();
         self.service.return_pool();
         self.service.stopping.store(true, Ordering::Release);
-        if let Some(mut timer) = self.timer.take() {
-            timer.cancel();
+        if let Some(ticker) = self.ticker.take() {
+            LeaseTicker::stop(&ticker);
         }
-        // SAFETY: the work item is initialized and lives as long as `service`.
-        unsafe { bindings::flush_work(Work::<Service>::raw_get(&self.service.tick)) };
         let _ = set_handler::<Service>(mbox_service::GSAS, None);
     }
 }

@@ -530,8 +530,7 @@ impl PinnedDrop for Dma {
     fn drop(self: Pin<&mut Self>) {
         // A context's work item may still be returning after it ended its request.
         for ctx in self.all.iter() {
-            // SAFETY: the work item is initialized and lives as long as `ctx`.
-            unsafe { kernel::bindings::flush_work(Work::<Ctx>::raw_get(&ctx.again)) };
+            ctx.again.flush();
         }
     }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 //! unimem KRAM: swap devices whose storage is memory lent by other nodes (seed 000 2.5-2.6).
 //!
-//! `insmod unimem_kram.ko ninstances=2 size=32,64 transfermode=1`: an hrtimer fires about every
-//! second; while an instance lacks memory, a work item asks every other node's kram-daemon
+//! `insmod unimem_kram.ko ninstances=2 size=32,64 transfermode=1`: the lease ticker fires every
+//! `RENEW_PERIOD_MS`; while an instance lacks memory, a work item asks every other node's kram-daemon
 //! for what is missing (REQUEST; the seed's 8-bit layout for up to 255 MiB from one lender,
 //! protocol v2 for larger instances, which may be striped over several lenders). Fitting
 //! OFFERs are CONFIRMed, the rest DECLINEd. Every lease is RENEWed each tick; a lender's ACK
@@ -14,22 +14,14 @@
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
-    bindings,
     block::{
         bio,
         mq::{gen_disk::GenDisk, gen_disk::GenDiskBuilder, TagSet, TagSetFlags},
     },
-    debugfs, impl_has_hr_timer, new_mutex,
+    debugfs, new_mutex,
     prelude::*,
     sync::{Arc, ArcBorrow, Mutex},
-    time::{
-        hrtimer::{
-            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle,
-            HrTimerPointer, HrTimerRestart, RelativeMode,
-        },
-        Delta, Monotonic,
-    },
-    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
+    workqueue::{impl_has_work, new_work, Work, WorkItem},
 };
 
 mod disk;
@@ -51,6 +43,8 @@ mod fabric_client;
 mod kmsg_api;
 #[path = "../include/kram_client.rs"]
 mod kram_client;
+#[path = "../include/lease_ticker.rs"]
+mod lease_ticker;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
@@ -61,6 +55,7 @@ use wire::{gas, mailbox, packet};
 use disk::{Backing, Fabric, KramBio, KramDisk, Shared, Transfer};
 use fabric_client::{Gas, OnRevoke, RevokeHook};
 use kram_client::{set_handler, Epoch, LenderSink, LogLimit};
+use lease_ticker::{LeaseTicker, Tick};
 use mailbox::service;
 use wire::kram::MAX_INSTANCES;
 
@@ -151,10 +146,6 @@ struct Kram {
     /// Peer-caused warnings.
     noisy: LogLimit,
     #[pin]
-    timer: HrTimer<Kram>,
-    #[pin]
-    tick: Work<Kram, 1>,
-    #[pin]
     attach: Work<Kram, 2>,
     #[pin]
     resync: Work<Kram, 3>,
@@ -182,39 +173,16 @@ impl OnRevoke for Kram {
     }
 }
 
-impl_has_hr_timer! {
-    impl HasHrTimer<Self> for Kram {
-        mode: RelativeMode<Monotonic>, field: self.timer
-    }
-}
-
 impl_has_work! {
-    impl HasWork<Self, 1> for Kram { self.tick }
     impl HasWork<Self, 2> for Kram { self.attach }
     impl HasWork<Self, 3> for Kram { self.resync }
 }
 
-const PERIOD: Delta = Delta::from_secs(1);
-
-impl HrTimerCallback for Kram {
-    type Pointer<'a> = Arc<Self>;
-
-    fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
-        if this.stopping.load(Ordering::Acquire) {
-            return HrTimerRestart::NoRestart;
+impl Tick for Kram {
+    fn tick(this: &Arc<Self>) {
+        if !this.stopping.load(Ordering::Acquire) {
+            this.tick();
         }
-        // Sending may wait for a ring; do it in process context.
-        let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 1>(this.into());
-        ctx.forward_now(PERIOD);
-        HrTimerRestart::Restart
-    }
-}
-
-impl WorkItem<1> for Kram {
-    type Pointer = Arc<Kram>;
-
-    fn run(this: Arc<Kram>) {
-        this.tick();
     }
 }
 
@@ -386,13 +354,10 @@ impl Kram {
         Ok(())
     }
 
+    /// Waits for queued disk work (the lease ticker is stopped first: nothing queues it again).
     fn flush_works(&self) {
-        // SAFETY: the work items are initialized and live as long as `self`.
-        unsafe {
-            bindings::flush_work(Work::<Kram, 1>::raw_get(&self.tick));
-            bindings::flush_work(Work::<Kram, 2>::raw_get(&self.attach));
-            bindings::flush_work(Work::<Kram, 3>::raw_get(&self.resync));
-        }
+        self.attach.flush();
+        self.resync.flush();
     }
 }
 
@@ -463,7 +428,7 @@ struct KramModule {
     _stats: Pin<KBox<debugfs::File<Arc<Kram>>>>,
     _dir: debugfs::Dir,
     kram: Arc<Kram>,
-    timer: ArcHrTimerHandle<Kram>,
+    ticker: Arc<LeaseTicker<Kram>>,
 }
 
 impl kernel::Module for KramModule {
@@ -519,14 +484,13 @@ impl kernel::Module for KramModule {
                 malformed: AtomicU64::new(0),
                 stray: AtomicU64::new(0),
                 noisy: LogLimit::new(),
-                timer <- HrTimer::new(),
-                tick <- new_work!("unimem_kram::tick"),
                 attach <- new_work!("unimem_kram::attach"),
                 resync <- new_work!("unimem_kram::resync"),
             }),
             GFP_KERNEL,
         )?;
         // Everything fallible comes before the offer callback: nothing may fail once it is in.
+        let ticker = LeaseTicker::new(kram.clone())?;
         let revoke = gas.on_revoke(kram.clone())?;
         let dir = debugfs::Dir::new(c"unimem_kram");
         let stats = KBox::pin_init(
@@ -540,8 +504,7 @@ impl kernel::Module for KramModule {
                 e
             );
         })?;
-        let timer = kram.clone().start(PERIOD);
-        let _ = workqueue::system_percpu().enqueue::<Arc<Kram>, 1>(kram.clone());
+        LeaseTicker::start(&ticker);
         let (mode, chans) = match &dma {
             Some(d) => ("1 (DMA engine channels ", d.names()),
             None => ("0 (CPU copies", ""),
@@ -564,7 +527,7 @@ impl kernel::Module for KramModule {
             _stats: stats,
             _dir: dir,
             kram,
-            timer,
+            ticker,
         })
     }
 }
@@ -573,7 +536,7 @@ impl Drop for KramModule {
     fn drop(&mut self) {
         let kram = &self.kram;
         kram.stopping.store(true, Ordering::Release);
-        self.timer.cancel();
+        LeaseTicker::stop(&self.ticker);
         // No more ticks (waits for a running callback), no more offers (waits for a running one), then no more queued work.
         let _ = set_handler::<Kram>(service::KRAM_DRIVER, None);
         kram.flush_works();

@@ -10,7 +10,7 @@
 
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
-    bindings, debugfs,
+    debugfs,
     ffi::c_void,
     miscdevice::{MiscDeviceOptions, MiscDeviceRegistration},
     prelude::*,
@@ -140,10 +140,13 @@ impl Drop for Doorbell {
 }
 
 impl State {
+    /// Cancels a queued dispatch run (releasing the reference it held) and waits for a running
+    /// one; `cancel_sync` copes with a run that queues itself again.
     fn cancel_work(&self) {
-        // SAFETY: `self.work` is an initialized work item that lives as long as `self`;
-        // `cancel_work_sync` copes with a work that queues itself again.
-        unsafe { bindings::cancel_work_sync(Work::raw_get(&self.work)) };
+        // SAFETY: `self` lives in an `Arc` (`State::new`) that the module keeps until the
+        // doorbell and the revocation hook are gone, so it outlives this borrow.
+        let this = unsafe { ArcBorrow::from_raw(self) };
+        Work::<State>::cancel_sync(&this.into());
     }
 }
 

@@ -12,7 +12,7 @@
 
 use core::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use kernel::{
-    bindings, impl_has_hr_timer,
+    bindings,
     mm::{
         memory_hotplug::{self, OnlineType},
         memory_tiers::{self, NodeMemoryType},
@@ -21,13 +21,6 @@ use kernel::{
     prelude::*,
     proc_fs,
     sync::{Arc, ArcBorrow, Mutex},
-    time::{
-        hrtimer::{
-            ArcHrTimerHandle, HrTimer, HrTimerCallback, HrTimerCallbackContext, HrTimerHandle,
-            HrTimerPointer, HrTimerRestart, RelativeMode,
-        },
-        Delta, Monotonic,
-    },
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -53,6 +46,8 @@ mod kram_borrow;
 // Shared with unimem_kram, which uses all of it.
 #[allow(dead_code)]
 mod kram_client;
+#[path = "../include/lease_ticker.rs"]
+mod lease_ticker;
 #[path = "../include/wire.rs"]
 #[allow(dead_code, unreachable_pub)]
 mod wire;
@@ -63,6 +58,7 @@ use wire::{gas, mailbox, packet};
 use fabric_client::{Gas, OnRevoke, RevokeHook};
 use kram_borrow::{Borrow, Delivery, Failure, Tally};
 use kram_client::{set_handler, Epoch, LeaseClock, LenderSink, LogLimit};
+use lease_ticker::{LeaseTicker, Tick};
 use mailbox::service;
 use wire::kram::{CHUNK_SIZE, MAX_REQUEST_CHUNKS_V2, NUMA_INSTANCE};
 
@@ -133,23 +129,12 @@ struct Numa {
     /// The lenders' messages, by what they did (`/proc/unimem_numa`).
     tally: Tally,
     noisy: LogLimit,
-    #[pin]
-    timer: HrTimer<Numa>,
-    #[pin]
-    tick: Work<Numa, 1>,
     /// Takes ranges whose lease is not being renewed offline (`Numa::rescue`).
     #[pin]
     rescue: Work<Numa, 2>,
 }
 
-impl_has_hr_timer! {
-    impl HasHrTimer<Self> for Numa {
-        mode: RelativeMode<Monotonic>, field: self.timer
-    }
-}
-
 impl_has_work! {
-    impl HasWork<Self, 1> for Numa { self.tick }
     impl HasWork<Self, 2> for Numa { self.rescue }
 }
 
@@ -158,26 +143,14 @@ impl_has_work! {
 /// lend it to someone else while this node's kernel still uses it.
 const RESCUE_NS: i64 = wire::kram::BORROWER_LEASE_MS as i64 * 1_000_000 / 2;
 
-const PERIOD: Delta = Delta::from_millis(wire::kram::RENEW_PERIOD_MS as i64);
+/// The lease ticker's period, in the epoch's nanoseconds.
+const PERIOD_NS: i64 = wire::kram::RENEW_PERIOD_MS as i64 * 1_000_000;
 
-impl HrTimerCallback for Numa {
-    type Pointer<'a> = Arc<Self>;
-
-    fn run(this: ArcBorrow<'_, Self>, mut ctx: HrTimerCallbackContext<'_, Self>) -> HrTimerRestart {
+impl Tick for Numa {
+    fn tick(this: &Arc<Numa>) {
         if this.stopping.load(Ordering::Acquire) {
-            return HrTimerRestart::NoRestart;
+            return;
         }
-        // Sending may wait for a ring; do it in process context.
-        let _ = workqueue::system_percpu().enqueue::<Arc<Numa>, 1>(this.into());
-        ctx.forward_now(PERIOD);
-        HrTimerRestart::Restart
-    }
-}
-
-impl WorkItem<1> for Numa {
-    type Pointer = Arc<Numa>;
-
-    fn run(this: Arc<Numa>) {
         this.renew();
         let now = this.epoch.now();
         if !this.at_risk() {
@@ -194,9 +167,9 @@ impl WorkItem<1> for Numa {
                 Ok(_) => now,
                 Err(since) => since,
             };
-        if now - since >= PERIOD.as_nanos() * 9 / 10 {
+        if now - since >= PERIOD_NS * 9 / 10 {
             // Offlining migrates pages and may take seconds: not in the renewing work.
-            let _ = workqueue::system_percpu().enqueue::<Arc<Numa>, 2>(this);
+            let _ = workqueue::system_percpu().enqueue::<Arc<Numa>, 2>(this.clone());
         }
     }
 }
@@ -666,7 +639,7 @@ struct NumaModule {
     revoke: Option<RevokeHook<Numa>>,
     numa: Arc<Numa>,
     proc: Option<proc_fs::Entry<procfs::NumaProc>>,
-    timer: ArcHrTimerHandle<Numa>,
+    ticker: Arc<LeaseTicker<Numa>>,
 }
 
 impl kernel::Module for NumaModule {
@@ -718,12 +691,11 @@ impl kernel::Module for NumaModule {
                 at_risk_since: AtomicI64::new(0),
                 tally: Tally::new(),
                 noisy: LogLimit::new(),
-                timer <- HrTimer::new(),
-                tick <- new_work!("unimem_numa::tick"),
                 rescue <- new_work!("unimem_numa::rescue"),
             }),
             GFP_KERNEL,
         )?;
+        let ticker = LeaseTicker::new(numa.clone())?;
         let proc = proc_fs::Entry::new(c"unimem_numa", 0o600, numa.clone()).inspect_err(|_| {
             pr_err!("cannot create /proc/unimem_numa (another unimem_numa?)\n");
         })?;
@@ -733,7 +705,7 @@ impl kernel::Module for NumaModule {
         let revoke = gas.on_revoke(numa.clone()).inspect_err(|_| {
             let _ = set_handler::<Numa>(service::NUMA_DRIVER, None);
         })?;
-        let timer = numa.clone().start(PERIOD);
+        LeaseTicker::start(&ticker);
         pr_info!(
             "node {}: remote memory goes to NUMA node {} (distance {}, memory type adistance {}, DRAM {}, -1 none); memory block {} MiB; write `add <lender>` to /proc/unimem_numa\n",
             info.node_id,
@@ -747,7 +719,7 @@ impl kernel::Module for NumaModule {
             revoke: Some(revoke),
             numa,
             proc: Some(proc),
-            timer,
+            ticker,
         })
     }
 }
@@ -772,11 +744,8 @@ impl Drop for NumaModule {
         // Renewals go on while ranges are removed (migration can take long); now stop them.
         // A range that stays online is then reclaimed by its lender after the lease time.
         self.numa.stopping.store(true, Ordering::Release);
-        self.timer.cancel();
-        // SAFETY: the work item is initialized and lives as long as `numa`.
-        unsafe { bindings::flush_work(Work::<Numa, 1>::raw_get(&self.numa.tick)) };
+        LeaseTicker::stop(&self.ticker);
         // A rescue that gave back the last range may still be returning.
-        // SAFETY: the work item is initialized and lives as long as `numa`.
-        unsafe { bindings::flush_work(Work::<Numa, 2>::raw_get(&self.numa.rescue)) };
+        self.numa.rescue.flush();
     }
 }
