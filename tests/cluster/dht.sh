@@ -38,7 +38,6 @@ cleanup() {
   for t in "${TABLES[@]}"; do
     "$CLUSTER" exec 0 --timeout 60 -- "unimem-dht --tree $TREE destroy $t" >/dev/null 2>&1 || true
   done
-  [ "$AS_USER" = 0 ] || STOP_DAEMON="$STOP_TREE; $STOP_GSASD; $STOP_DAEMON"
   gsas_cleanup "$TREE" "${ALLOCS[@]}"
 }
 trap cleanup EXIT
@@ -51,13 +50,7 @@ drop() { local -n arr=$1; local keep=() x; for x in "${arr[@]}"; do [ "$x" = "$2
 num() { sed -n "s/.*\"$1\":\\([0-9]*\\).*/\\1/p" <<<"$2"; }
 
 step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon); jobs run as $(who_runs)"
-if [ "$AS_USER" = 1 ]; then
-  # The user's tree reaches the other nodes by remoteFork only: gsasd everywhere.
-  fork_nodes_up /tmp/gsasd
-  share_tree_up
-else
-  gsas_all_up "$MODS/unimem_gsas.ko"
-fi
+job_nodes_up "$MODS/unimem_gsas.ko"
 base=$(allocations)
 echo "allocations per node before: $base"
 

@@ -33,10 +33,7 @@ c_examples gsas gsas- "$ROOT/userspace/gsas/examples" hello faa_threads
 # Allocations of tree $TREE to free at the end (the service refuses to unload while pages are
 # allocated).
 ALLOCS=()
-cleanup() {
-  [ "$AS_USER" = 0 ] || STOP_DAEMON="$STOP_TREE; $STOP_GSASD; $STOP_DAEMON"
-  gsas_cleanup "$TREE" "${ALLOCS[@]}"
-}
+cleanup() { gsas_cleanup "$TREE" "${ALLOCS[@]}"; }
 trap cleanup EXIT
 
 g() { local n=$1; shift; job "$n" "unimem-gsas $(tree_opt) $*"; }
@@ -51,13 +48,7 @@ counter() { on "$1" "cat $SYS/$2"; }
 counter_mbox() { on "$1" "cat /sys/kernel/unimem_mailbox/$2"; }
 
 step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon); jobs run as $(who_runs)"
-if [ "$AS_USER" = 1 ]; then
-  # The user's tree reaches the other nodes by remoteFork only: gsasd everywhere.
-  fork_nodes_up /tmp/gsasd
-  share_tree_up
-else
-  gsas_all_up "$MODS/unimem_gsas.ko"
-fi
+job_nodes_up "$MODS/unimem_gsas.ko"
 for n in $(seq 0 $((NODES - 1))); do on "$n" "test -r $SYS/pool_pages"; done
 
 step "every node's service answers every node (NOP)"

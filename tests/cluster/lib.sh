@@ -134,6 +134,17 @@ share_tree_up() {
   done
   echo "tree $TREE of $TEST_USER served at $TREE_SOCK on nodes 0-$((NODES - 1))"
 }
+# job_nodes_up KO: every node ready for jobs of tree $TREE: base modules, kram-daemon and the GSAS
+# service KO (gsas_all_up); as the user also gsasd (its tree reaches other nodes by remoteFork
+# only) and the tree servers (share_tree_up).
+job_nodes_up() {
+  if [ "$AS_USER" = 1 ]; then
+    fork_nodes_up /tmp/gsasd
+    share_tree_up
+  else
+    gsas_all_up "$1"
+  fi
+}
 # kram_daemon NODE ARGS...: (re)start NODE's kram-daemon in the background (bg name "daemon",
 # log /tmp/kram-daemon.log) and wait until it answers --status.
 kram_daemon() {
@@ -219,7 +230,8 @@ gsas_cleanup() {
   for a in "$@"; do
     "$CLUSTER" exec 0 --timeout 30 -- "unimem-gsas --tree $tree free $a" >/dev/null 2>&1 || true
   done
-  stop_all "$STOP_DAEMON"
+  # As the user: the tree servers, then their parent gsasd, go first.
+  if [ "$AS_USER" = 1 ]; then stop_all "$STOP_TREE; $STOP_GSASD; $STOP_DAEMON"; else stop_all "$STOP_DAEMON"; fi
   bg_cleanup
 }
 # gsas_all_up [KO]: on every node: base modules, no daemon left from before, a mark of the kernel
