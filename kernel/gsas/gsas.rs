@@ -281,7 +281,11 @@ impl Service {
         // The memory may be someone else's now: no thread keeps a mapping of it.
         if let Err(e) = zap_pages(0, 0) {
             pr_crit!("unmapping the lost pool from user space failed: {:?}\n", e);
+            return;
         }
+        // No longer used here: back to the daemon, which wipes it (a revoked pool is not ours:
+        // nothing is sent).
+        self.borrow.give_back(false);
     }
 
     /// Borrows the pool, wipes it (lent memory is not trusted to be zero) and installs it.
@@ -305,7 +309,8 @@ impl Service {
             Ok(())
         })();
         if installed.is_err() {
-            self.borrow.give_back();
+            // Only zeroes were written to it.
+            self.borrow.give_back(true);
         }
         installed
     }
@@ -325,17 +330,17 @@ impl Service {
             return;
         }
         let len = pool.pages.pages() as u64 * gsas::PAGE_SIZE;
-        if pool.clock.usable(self.epoch.now())
-            && self.gas.wipe_long(self.part + pool.offset, len).is_ok()
-        {
-            if self.borrow.give_back() {
+        let wiped = pool.clock.usable(self.epoch.now())
+            && self.gas.wipe_long(self.part + pool.offset, len).is_ok();
+        if self.borrow.give_back(wiped) {
+            if wiped {
                 pr_info!(
                     "node {}: page pool wiped and returned to this node's kram-daemon\n",
                     self.node
                 );
+            } else {
+                pr_warn!("node {}: page pool returned unwiped (its lease lapsed on this node's clock): the daemon wipes it\n", self.node);
             }
-        } else {
-            pr_warn!("node {}: page pool not wiped (lease lapsed or device gone): left to the daemon's expiry\n", self.node);
         }
     }
 }

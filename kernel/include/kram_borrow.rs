@@ -288,33 +288,32 @@ impl Borrow {
         send(lender, m);
     }
 
-    /// Gives the held range back: FREE, if it is still ours (the caller wiped it; a range
-    /// revoked or lapsed may be someone else's by now and is left to the lender). Stops the
-    /// renewals either way. Returns whether FREE was sent.
-    pub(crate) fn give_back(&self) -> bool {
+    /// Gives the held range back and stops renewing it. `wiped`: the caller wiped it (FREE);
+    /// otherwise (its lease lapsed on our clock, so it must not be written, or wiping failed)
+    /// FREE_UNWIPED: the lender wipes it before lending it again. A lapsed range is still
+    /// ours while the fabric shows this node connected (the lenders' lease rule), and a FREE
+    /// of one that is not is refused by its lender; a revoked range is not ours: nothing is
+    /// sent. Returns whether a FREE was sent.
+    pub(crate) fn give_back(&self, wiped: bool) -> bool {
         let Some((lender, first, chunks, clock)) = self.stop() else {
             return false;
         };
-        if !clock.usable(self.epoch.now()) {
+        if clock.is_revoked() {
             pr_warn!(
-                "chunks {}+{} of node {} are not ours any more: not returned\n",
+                "chunks {}+{} of node {} were revoked: not ours, not returned\n",
                 first,
                 chunks,
                 lender
             );
             return false;
         }
-        if try_send(lender, self.msg(to_daemon::FREE, first, chunks, 0)).is_err() {
-            pr_err!("FREE of chunks {}+{} to node {} was not sent: its daemon keeps them lent until the lease lapses\n", first, chunks, lender);
+        let wiped = wiped && clock.usable(self.epoch.now());
+        let tag = if wiped { 0 } else { to_daemon::FREE_UNWIPED };
+        if try_send(lender, self.msg(to_daemon::FREE, first, chunks, tag)).is_err() {
+            pr_err!("FREE of chunks {}+{} to node {} was not sent: its daemon keeps them lent while this node is connected\n", first, chunks, lender);
             return false;
         }
         true
-    }
-
-    /// Stops renewing the held range without giving it back (the caller could not wipe it):
-    /// the lender reclaims it when the lease lapses.
-    pub(crate) fn abandon(&self) {
-        let _ = self.stop();
     }
 
     /// Ends the held lease: its lender, first chunk, size and clock.

@@ -344,23 +344,31 @@ impl Kram {
     }
 
     /// Gives a lease back: zeroed, so that the lender's next borrower cannot read this node's
-    /// swapped-out pages, then FREE. A lease that is revoked, lapsed or whose lender's memory
-    /// went away may be someone else's by now: left alone (the lender wipes what expires).
+    /// swapped-out pages, then FREE. One that lapsed on our clock (or could not be wiped) must
+    /// not be written: FREE_UNWIPED, and its lender wipes it (while this node is connected the
+    /// lender holds a lapsed lease for it, and refuses a FREE of a range that is not ours). A
+    /// revoked one, or one whose lender's memory went away, is not ours: left alone.
     pub(crate) fn give_back(&self, id: u32, l: &Lease) {
-        if !l.clock.usable(self.epoch.now()) || self.fabric.lost(l.node) {
-            pr_warn!("kram{}: chunks {}+{} of node {} not valid any more: not touched, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node);
+        if l.clock.is_revoked() || self.fabric.lost(l.node) {
+            pr_warn!(
+                "kram{}: chunks {}+{} of node {} not ours any more: not touched, not returned\n",
+                id,
+                l.first_chunk,
+                l.chunks,
+                l.node
+            );
             return;
         }
-        let wiped = self
-            .fabric
-            .gas()
-            .lent_range(l.node, l.first_chunk, l.chunks)
-            .ok_or(EINVAL)
-            .and_then(|(offset, len)| self.fabric.gas().wipe_long(offset, len));
-        if let Err(e) = wiped {
-            pr_warn!("kram{}: chunks {}+{} of node {} could not be wiped ({:?}): not returned, the lender reclaims them\n", id, l.first_chunk, l.chunks, l.node, e);
-            return;
-        }
+        let wiped = l.clock.usable(self.epoch.now())
+            && self
+                .fabric
+                .gas()
+                .lent_range(l.node, l.first_chunk, l.chunks)
+                .ok_or(EINVAL)
+                .and_then(|(offset, len)| self.fabric.gas().wipe_long(offset, len))
+                .inspect_err(|e| pr_warn!("kram{}: chunks {}+{} of node {} could not be wiped ({:?}): returned for the lender to wipe\n", id, l.first_chunk, l.chunks, l.node, e))
+                .is_ok();
+        let tag = if wiped { 0 } else { to_daemon::FREE_UNWIPED };
         send(
             l.node,
             KramMsg::new(
@@ -369,15 +377,20 @@ impl Kram {
                 id as u8,
                 l.first_chunk,
                 l.chunks,
-                0,
+                tag,
             ),
         );
         pr_info!(
-            "kram{}: returned chunks {}+{} to node {}\n",
+            "kram{}: returned chunks {}+{} to node {}{}\n",
             id,
             l.first_chunk,
             l.chunks,
-            l.node
+            l.node,
+            if wiped {
+                ""
+            } else {
+                " unwiped (lease lapsed on our clock): the lender wipes them"
+            }
         );
     }
 

@@ -303,7 +303,7 @@ impl Numa {
         let (first, clock) = self.lease(borrow, lender, mib)?;
         // Gives back a lease this node never used.
         let give_back = || {
-            borrow.give_back();
+            borrow.give_back(true);
         };
         let phys = match self.chunk_phys(lender, first, mib) {
             Ok(p) if p.is_multiple_of(self.block_size) => p,
@@ -516,14 +516,10 @@ impl Numa {
         let _ = self
             .gas
             .reserve(r.phys - self.info.gas_phys, r.size(), false);
-        // An unwiped range must not go back (the next borrower would read this node's data):
-        // its lease just lapses.
+        // An unwiped range goes back as such (FREE_UNWIPED): its lender wipes it before the
+        // next borrower could read this node's data.
         if let Some(b) = self.borrow(r.lender) {
-            if wiped {
-                b.give_back();
-            } else {
-                b.abandon();
-            }
+            b.give_back(wiped);
         }
         // SAFETY: taken by `add` for this range, which is gone now.
         unsafe { bindings::module_put(self.module.as_ptr()) };

@@ -64,8 +64,10 @@ impl Harness {
         let t = &self.table;
         t.check_invariants()
             .map_err(|e| format!("after {out:?}: {e}"))?;
-        if !t.wiping().is_empty() {
-            return Err(format!("{out:?} left ranges to wipe"));
+        // Only an unwiped FREE leaves a range to wipe (the daemon wipes it in the same loop).
+        let unwiped_free = matches!(out, Outcome::Freed { wipe: true, .. });
+        if t.wiping().is_empty() == unwiped_free {
+            return Err(format!("{out:?}: ranges to wipe {:?}", t.wiping()));
         }
         let after = t.counters();
         if after.received != before_counters.received + 1 {
@@ -157,9 +159,13 @@ impl Harness {
                     return Err(format!("declined {grant} not free"));
                 }
             }
-            Outcome::Freed { grant } => {
-                if entry(&grant).is_some() {
-                    return Err(format!("freed {grant} not free"));
+            Outcome::Freed { grant, wipe } => {
+                let now_wiping = matches!(entry(&grant), Some(Entry::Wiping { first, chunks }) if first == grant.first && chunks == grant.chunks);
+                if (wipe && !now_wiping) || (!wipe && entry(&grant).is_some()) {
+                    return Err(format!(
+                        "freed {grant} (wipe: {wipe}): now {:?}",
+                        entry(&grant)
+                    ));
                 }
             }
             Outcome::Malformed { .. } | Outcome::Inconsistent { .. } => {
@@ -168,6 +174,7 @@ impl Harness {
                 }
             }
         }
+        self.wipe();
         Ok(out)
     }
 }
@@ -285,17 +292,20 @@ fn shape(table: &Table, sender: u32, mode: u8, raw: u64) -> u64 {
                 instance: g.instance,
                 first_chunk: first,
                 chunks,
-                tag: if matches!(opcode, to_daemon::DECLINE | to_daemon::FREE) {
-                    0
-                } else {
-                    tag
+                tag: match opcode {
+                    to_daemon::DECLINE => 0,
+                    // Now and then the borrower could not wipe it.
+                    to_daemon::FREE => tag & to_daemon::FREE_UNWIPED,
+                    _ => tag,
                 },
             }
             .encode();
         }
     }
-    if matches!(opcode, to_daemon::DECLINE | to_daemon::FREE) {
-        tag = 0;
+    match opcode {
+        to_daemon::DECLINE => tag = 0,
+        to_daemon::FREE => tag &= to_daemon::FREE_UNWIPED,
+        _ => {}
     }
     let version = if opcode == to_daemon::REQUEST {
         if first != 0 {

@@ -18,7 +18,7 @@
 //! is then wiped too); the caller wipes each range of [`Table::wiping`] and then calls
 //! [`Table::wiped`], which makes it free.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::{
@@ -286,8 +286,9 @@ pub enum Outcome {
     /// Offered → free; `kept_lent`: the range is lent to that (node, instance) (a repeated
     /// offer crossed the CONFIRM), so nothing changes.
     Declined { grant: Grant, kept_lent: bool },
-    /// Lent → free (the borrower wiped it).
-    Freed { grant: Grant },
+    /// Lent → free (the borrower wiped it), or, `wipe`, lent → wiping (FREE_UNWIPED: the
+    /// borrower could not; free once wiped).
+    Freed { grant: Grant, wipe: bool },
     /// Dropped: not a valid message from its sender.
     Malformed {
         word: u64,
@@ -352,10 +353,12 @@ pub struct Counters {
     pub timeouts: u64,
     /// Lent grants whose lease passed without RENEW (wiped, then free).
     pub lease_expiries: u64,
-    /// Lapsed NUMA leases held for another lease time because the fabric still shows their
+    /// Lapsed leases held for another lease time because the fabric still shows their
     /// borrower connected (frozen, not gone): never reclaimed from under a node.
     pub leases_held: u64,
-    /// Chunks the daemon wiped (expired leases, and free chunks at the end of grace).
+    /// FREEs of ranges the borrower could not wipe (FREE_UNWIPED): wiped here, then free.
+    pub frees_unwiped: u64,
+    /// Chunks the daemon wiped (expired leases, unwiped FREEs, free chunks at the end of grace).
     pub wiped_chunks: u64,
     pub malformed: u64,
     /// Malformed words in a layout version this daemon does not speak (v2 with
@@ -368,7 +371,7 @@ pub struct Counters {
 
 impl Counters {
     /// `name value` pairs in display order.
-    pub fn pairs(&self) -> [(&'static str, u64); 22] {
+    pub fn pairs(&self) -> [(&'static str, u64); 23] {
         [
             ("received", self.received),
             ("requests", self.requests),
@@ -387,6 +390,7 @@ impl Counters {
             ("timeouts", self.timeouts),
             ("lease_expiries", self.lease_expiries),
             ("leases_held", self.leases_held),
+            ("frees_unwiped", self.frees_unwiped),
             ("wiped_chunks", self.wiped_chunks),
             ("malformed", self.malformed),
             ("version_refused", self.version_refused),
@@ -436,7 +440,7 @@ pub struct Expired {
     pub offers: Vec<Grant>,
     /// Lent grants whose lease passed: now wiping.
     pub leases: Vec<Grant>,
-    /// Lent NUMA grants whose lease passed while their borrower is still connected: held.
+    /// Lent grants whose lease passed while their borrower is still connected: held.
     pub held: Vec<Grant>,
     /// The grace period ended: these (first, chunks) free runs are now wiping.
     pub grace_ended: Option<Vec<(u32, u32)>>,
@@ -487,9 +491,9 @@ pub struct Table {
     /// GAS offset of chunk 0 in chunks, or `None` when it is not chunk-aligned (then no
     /// aligned REQUEST can be met).
     base_chunk: Option<u64>,
-    /// Borrowers the fabric shows connected, without a reconnection since they took their
-    /// NUMA range (bit per node; [`Table::set_present`]).
-    present: u64,
+    /// Grants (node, instance) the fabric shows connected without a reconnection since their
+    /// borrower took them ([`Table::set_present`]).
+    present: BTreeSet<(u8, u8)>,
 }
 
 impl Table {
@@ -514,21 +518,24 @@ impl Table {
             counters: Counters::default(),
             expired: VecDeque::new(),
             base_chunk: Some(0),
-            present: 0,
+            present: BTreeSet::new(),
         })
     }
 
-    /// Which borrowers the fabric shows connected (bit `n`: node `n`), as of now. A NUMA range
-    /// is RAM its borrower's kernel uses directly: it cannot stop using it when its lease
-    /// lapses, as a KRAM disk fails its I/O. So a lapsed NUMA lease of a connected borrower
-    /// (frozen, or cut off from this daemon's messages) is held, not reclaimed; it goes when
-    /// the borrower frees it, or when the fabric marks the borrower gone, lost or reconnected.
-    pub fn set_present(&mut self, mask: u64) {
-        self.present = mask;
+    /// Which lent grants, as (node, instance), the fabric shows connected without a
+    /// reconnection since the borrower took them, as of now. A borrower may still be using such
+    /// a range (a NUMA range is RAM its kernel uses directly; a KRAM disk or a GSAS pool resumes
+    /// once a renewal is acknowledged): its clock may have stopped (a frozen VM) or our
+    /// messages may not reach it. So a lapsed lease of a present grant is held, not reclaimed,
+    /// the same rule for every instance; it goes when the borrower frees it (FREE, or
+    /// FREE_UNWIPED when its own clock ran out first), or when the fabric marks the borrower
+    /// gone, lost or reconnected.
+    pub fn set_present(&mut self, present: impl IntoIterator<Item = (u8, u8)>) {
+        self.present = present.into_iter().collect();
     }
 
     fn held_for(&self, grant: &Grant) -> bool {
-        grant.instance == NUMA_INSTANCE && self.present & (1u64 << grant.node) != 0
+        self.present.contains(&(grant.node, grant.instance))
     }
 
     /// Another lease length (tests; the daemon uses [`LEASE`], the borrowers' contract).
@@ -909,7 +916,15 @@ impl Table {
             Some(Entry::Lent { grant, .. }) if grant == asked => {
                 self.remove(asked.first);
                 self.counters.frees += 1;
-                Ok(Outcome::Freed { grant })
+                let wipe = m.tag == to_daemon::FREE_UNWIPED;
+                if wipe {
+                    self.counters.frees_unwiped += 1;
+                    self.insert(Entry::Wiping {
+                        first: grant.first,
+                        chunks: grant.chunks,
+                    });
+                }
+                Ok(Outcome::Freed { grant, wipe })
             }
             _ => Err(Inconsistent::FreeNotLent),
         }

@@ -490,36 +490,74 @@ fn a_v1_only_daemon_refuses_every_v2_word() {
 }
 
 #[test]
-fn a_lapsed_numa_lease_of_a_connected_borrower_is_held_until_it_goes() {
-    let mut h = harness(64);
+fn a_lapsed_lease_of_a_connected_borrower_is_held_until_it_goes_for_every_instance() {
+    let mut h = harness(96);
     let numa = lend(&mut h, 1, NUMA_INSTANCE, 16);
     let swap = lend(&mut h, 1, 0, 16);
-    // Node 1 frozen: connected on the fabric, silent for a lease and more.
-    h.table.set_present(1 << 1);
+    let pool = lend(&mut h, 1, GSAS_INSTANCE, 16);
+    let other = lend(&mut h, 2, 0, 16);
+    // Node 1 frozen: connected on the fabric, silent for a lease and more. Node 2 is gone.
+    h.table
+        .set_present([(1, NUMA_INSTANCE), (1, 0), (1, GSAS_INSTANCE)]);
     let t = h.now() + LEASE;
     let out = h.table.expire(t);
-    assert_eq!(out.held.len(), 1, "{out:?}");
-    assert_eq!(out.held[0].first, numa);
-    // The swap instance fails its own I/O once its lease lapses: reclaimed as before.
+    let mut held: Vec<u32> = out.held.iter().map(|g| g.first).collect();
+    held.sort();
+    assert_eq!(held, vec![numa, swap, pool], "{out:?}");
+    assert_eq!(out.leases.len(), 1);
+    assert_eq!(out.leases[0].first, other);
+    assert_eq!(h.table.counters().leases_held, 3);
+    // Held: neither wiping nor free, and RENEWs after the thaw are ACKed.
+    assert_eq!(h.table.wiping(), vec![(other, 16)]);
+    assert!(h.table.wiped(other));
+    for (instance, first) in [(NUMA_INSTANCE, numa), (0, swap), (GSAS_INSTANCE, pool)] {
+        assert_eq!(
+            acked(h.table.handle(1, renew(1, instance, first, 16), t + SEC)),
+            AckKind::Renewed
+        );
+    }
+    // Reconnected (rebooted) for the swap instance's grant: its next lapse reclaims it.
+    h.table
+        .set_present([(1, NUMA_INSTANCE), (1, GSAS_INSTANCE)]);
+    let out = h.table.expire(t + SEC + LEASE);
+    assert_eq!(out.held.len(), 2);
     assert_eq!(out.leases.len(), 1);
     assert_eq!(out.leases[0].first, swap);
-    assert_eq!(h.table.counters().leases_held, 1);
-    // Held: neither wiping nor free, and a RENEW after the thaw is ACKed.
-    assert_eq!(h.table.wiping(), vec![(swap, 16)]);
-    assert!(h.table.wiped(swap));
-    assert_eq!(
-        acked(
-            h.table
-                .handle(1, renew(1, NUMA_INSTANCE, numa, 16), t + SEC)
-        ),
-        AckKind::Renewed
-    );
-    // Gone (or reconnected) on the fabric: the next lapse reclaims it.
-    h.table.set_present(0);
-    let out = h.table.expire(t + SEC + LEASE);
+    // Gone on the fabric: the rest too.
+    h.table.set_present([]);
+    let out = h.table.expire(t + 2 * SEC + 3 * LEASE);
     assert!(out.held.is_empty());
-    assert_eq!(out.leases.len(), 1);
-    assert_eq!(out.leases[0].first, numa);
+    assert_eq!(out.leases.len(), 2);
+}
+
+#[test]
+fn free_unwiped_is_wiped_before_the_chunks_are_free() {
+    let mut h = harness(64);
+    let a = lend(&mut h, 1, 0, 16);
+    let b = lend(&mut h, 1, 1, 8);
+    let free_unwiped = msg(to_daemon::FREE, 1, 0, a, 16, to_daemon::FREE_UNWIPED);
+    // Not through `step`: the harness wipes at once, as the daemon's loop does.
+    match h.table.handle(1, free_unwiped, h.now()) {
+        Outcome::Freed { grant, wipe } => assert!(wipe && grant.first == a, "{grant}"),
+        out => panic!("{out:?}"),
+    }
+    // Neither lent nor free: a REQUEST cannot get it before it is wiped.
+    assert_eq!(h.table.wiping(), vec![(a, 16)]);
+    assert_eq!(h.table.counters().frees_unwiped, 1);
+    assert!(h.table.wiped(a));
+    assert!(h.table.wiping().is_empty());
+    // A FREE with tag 0: the borrower wiped, free at once.
+    match step(&mut h, 1, free(1, 1, b, 8)) {
+        Outcome::Freed { wipe, .. } => assert!(!wipe),
+        out => panic!("{out:?}"),
+    }
+    assert!(h.table.wiping().is_empty());
+    assert_eq!(h.table.counters().frees, 2);
+    // Another borrower's range is not freed by an unwiped FREE either.
+    let c = lend(&mut h, 2, 0, 16);
+    let forged = msg(to_daemon::FREE, 1, 0, c, 16, to_daemon::FREE_UNWIPED);
+    inconsistent(step(&mut h, 1, forged));
+    assert!(h.table.wiping().is_empty());
 }
 
 #[test]
@@ -1178,7 +1216,8 @@ fn random_messages_keep_the_invariants() {
     assert!(total >= 300_000);
     // Every path was taken many times.
     // Not `leases_held`: the simulation has no fabric, so no borrower is known connected
-    // (`a_lapsed_numa_lease_of_a_connected_borrower_is_held_until_it_goes` takes that path).
+    // (`a_lapsed_lease_of_a_connected_borrower_is_held_until_it_goes_for_every_instance` takes
+    // that path).
     for (name, n) in seen.pairs() {
         if name != "send_errors" && name != "leases_held" {
             assert!(n >= 10, "{name} only {n} times: {seen:?}");
@@ -1186,7 +1225,7 @@ fn random_messages_keep_the_invariants() {
     }
 }
 
-fn counters_from(p: &[(&'static str, u64); 22]) -> Counters {
+fn counters_from(p: &[(&'static str, u64); 23]) -> Counters {
     let v = |name: &str| p.iter().find(|(k, _)| *k == name).unwrap().1;
     Counters {
         received: v("received"),
@@ -1206,6 +1245,7 @@ fn counters_from(p: &[(&'static str, u64); 22]) -> Counters {
         timeouts: v("timeouts"),
         lease_expiries: v("lease_expiries"),
         leases_held: v("leases_held"),
+        frees_unwiped: v("frees_unwiped"),
         wiped_chunks: v("wiped_chunks"),
         malformed: v("malformed"),
         version_refused: v("version_refused"),

@@ -20,7 +20,8 @@
 //! ```
 //! `node` is the requester (driver to daemon) or the lender (daemon to driver). The tag is the
 //! REQUEST's alignment (log2 chunks), or the sequence number of a CONFIRM / RENEW and of the
-//! ACK that answers it; zero in every other message. A v2 REQUEST's first-chunk field holds
+//! ACK that answers it, or in a FREE whether the borrower wiped the range (0) or the lender must
+//! ([`to_daemon::FREE_UNWIPED`]); zero in every other message. A v2 REQUEST's first-chunk field holds
 //! the smallest number of chunks the borrower accepts (a partial grant, for an instance
 //! striped over several lenders); a v1 REQUEST's is zero (exactly `chunks`).
 //!
@@ -114,7 +115,12 @@ pub mod to_daemon {
     /// Keeps a lent range (or claims it back from a lender that restarted without a record).
     pub const RENEW: u8 = 0x3;
     pub const DECLINE: u8 = 0x4;
+    /// Gives a lent range back. Tag 0: the borrower wiped it; [`FREE_UNWIPED`]: it could not
+    /// (its lease lapsed on its own clock, so it must not write the range), the lender wipes it
+    /// before the chunks are free.
     pub const FREE: u8 = 0x8;
+    /// The tag of a FREE whose range the lender must wipe.
+    pub const FREE_UNWIPED: u8 = 1;
 }
 /// Daemon to driver.
 pub mod to_driver {
@@ -300,8 +306,14 @@ impl KramMsg {
                 }
             }
             to_daemon::CONFIRM | to_daemon::RENEW => m.check_range()?,
-            to_daemon::DECLINE | to_daemon::FREE => {
+            to_daemon::DECLINE => {
                 m.check_no_tag()?;
+                m.check_range()?
+            }
+            to_daemon::FREE => {
+                if m.tag > to_daemon::FREE_UNWIPED {
+                    return Err(KramError::Reserved);
+                }
                 m.check_range()?
             }
             op => return Err(KramError::Opcode(op)),

@@ -181,13 +181,24 @@ fn tags() {
     let w = req.encode();
     assert_eq!((w >> 24) & 0xf, 7);
     assert_eq!(KramMsg::decode_for_daemon(w, V2), Ok(req));
-    // Sequence numbers in CONFIRM, RENEW and ACK; no tag in FREE, DECLINE, OFFER, REVOKE.
+    // Sequence numbers in CONFIRM, RENEW and ACK; FREE says who wipes (0 or FREE_UNWIPED, in
+    // both layouts); no tag in DECLINE, OFFER, REVOKE.
     for op in [to_daemon::CONFIRM, to_daemon::RENEW] {
         let m = msg(op, 2, 1, 1, 128, 11);
         assert_eq!(KramMsg::decode_for_daemon(m.encode(), V2), Ok(m));
     }
-    for op in [to_daemon::FREE, to_daemon::DECLINE] {
-        let m = msg(op, 2, 1, 1, 128, 11);
+    for (first, chunks) in [(1, 128), (250, 10)] {
+        for tag in [0, to_daemon::FREE_UNWIPED] {
+            let m = msg(to_daemon::FREE, 2, 1, first, chunks, tag);
+            assert_eq!(KramMsg::decode_for_daemon(m.encode(), V2), Ok(m));
+        }
+    }
+    for (op, tag) in [
+        (to_daemon::FREE, 2),
+        (to_daemon::FREE, 11),
+        (to_daemon::DECLINE, 1),
+    ] {
+        let m = msg(op, 2, 1, 1, 128, tag);
         assert_eq!(
             KramMsg::decode_for_daemon(m.encode(), V2),
             Err(KramError::Reserved)

@@ -24,8 +24,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
-use unimem_wire::gas::{node_state, MAX_NODES};
-use unimem_wire::kram::{reply_service, NUMA_INSTANCE};
+use unimem_wire::gas::node_state;
+use unimem_wire::kram::reply_service;
 
 const MAILBOX: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -72,9 +72,10 @@ pub struct Daemon {
     noisy: RateLimit,
     /// The fabric's liveness words: a lapsed NUMA lease of a borrower still connected is held.
     states: NodeStates,
-    /// Per NUMA borrower: its connection count when it took (or last confirmed) its range; a
-    /// borrower that reconnected since (rebooted) no longer uses that range.
-    numa_connects: HashMap<u8, u64>,
+    /// Per lent grant (node, instance): its borrower's connection count when it took (or last
+    /// confirmed) the range, or first renewed it after a restore; a borrower that reconnected
+    /// since (rebooted) no longer uses it.
+    connects_at: HashMap<(u8, u8), u64>,
 }
 
 impl Daemon {
@@ -200,7 +201,7 @@ impl Daemon {
         let states = NodeStates::open(config.ctl_size)?;
         let mut daemon = Daemon {
             states,
-            numa_connects: HashMap::new(),
+            connects_at: HashMap::new(),
             config,
             table,
             mailbox,
@@ -389,10 +390,15 @@ impl Daemon {
             Outcome::Ack {
                 msg, grant, kind, ..
             } => {
-                if grant.instance == NUMA_INSTANCE && kind != AckKind::Renewed {
-                    if let Some(w) = self.states.word(u32::from(grant.node)) {
-                        self.numa_connects
-                            .insert(grant.node, node_state::connects(w));
+                // The borrower's connection count when it took the grant (kept across its
+                // renewals); a grant restored from the record gets it at its first RENEW.
+                if let Some(w) = self.states.word(u32::from(grant.node)) {
+                    let key = (grant.node, grant.instance);
+                    let connects = node_state::connects(w);
+                    if kind == AckKind::Renewed {
+                        self.connects_at.entry(key).or_insert(connects);
+                    } else {
+                        self.connects_at.insert(key, connects);
                     }
                 }
                 match kind {
@@ -437,8 +443,12 @@ impl Daemon {
                     self.quiet.clear();
                 }
             }
-            Outcome::Freed { grant } => {
+            Outcome::Freed { grant, wipe: false } => {
                 info!("freed {grant}");
+                self.quiet.clear();
+            }
+            Outcome::Freed { grant, wipe: true } => {
+                info!("freed {grant} unwiped (the borrower's lease lapsed on its clock): wiping");
                 self.quiet.clear();
             }
             Outcome::Malformed { word, sender, why } => self.noisy(now, || {
@@ -472,25 +482,35 @@ impl Daemon {
         }
     }
 
-    /// Tells the table which borrowers the fabric shows connected without a reconnection
-    /// since they took their NUMA range.
+    /// Tells the table which lent grants the fabric shows connected without a reconnection
+    /// since their borrower took them (the lease rule: `Table::set_present`).
     fn refresh_present(&mut self) {
-        let mut mask = 0u64;
-        for node in 0..MAX_NODES {
-            let Some(word) = self.states.word(node) else {
+        let lent: HashSet<(u8, u8)> = self
+            .table
+            .lent()
+            .iter()
+            .map(|g| (g.node, g.instance))
+            .collect();
+        self.connects_at.retain(|k, _| lent.contains(k));
+        let mut present = Vec::new();
+        for &(node, instance) in &lent {
+            let Some(word) = self.states.word(u32::from(node)) else {
                 continue;
             };
             if node_state::state(word) != node_state::UP {
                 continue;
             }
-            let connects = node_state::connects(word);
-            // Unknown (a range restored from the record): as of now.
-            let since = *self.numa_connects.entry(node as u8).or_insert(connects);
-            if since == connects {
-                mask |= 1 << node;
+            // A grant restored from the record that its borrower has not renewed since is not
+            // held: a borrower that no longer knows it (its FREE was lost) would keep it
+            // forever while it stays connected.
+            let Some(&since) = self.connects_at.get(&(node, instance)) else {
+                continue;
+            };
+            if since == node_state::connects(word) {
+                present.push((node, instance));
             }
         }
-        self.table.set_present(mask);
+        self.table.set_present(present);
     }
 
     /// Releases expired offers, wipes expired leases (then they are free) and, at the end of
@@ -509,8 +529,8 @@ impl Daemon {
         for g in held {
             warn!(
                 "lease of {g} lapsed, but node {} is still connected to the fabric (frozen, or \
-                 cut off from this daemon): held, not reclaimed, for another {:?}: the memory \
-                 is RAM that node's kernel uses",
+                 cut off from this daemon): held, not reclaimed, for another {:?}: its \
+                 borrower may still be using it",
                 g.node,
                 self.table.lease()
             );
