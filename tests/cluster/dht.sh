@@ -116,6 +116,9 @@ expect_eq "$(d 3 get "$T" 77)" "0x79 0x0" "the put that broke the lock (get from
 
 step "the concurrency checker: 4 nodes x 4 threads x $CHECK_OPS operations on table $T at once"
 B=$(g 0 alloc --node 0); ALLOCS+=("$B")
+# The last-writes files of an earlier run (root's, in sticky /tmp) would be the job user's to
+# overwrite: gone first.
+for n in $(seq 0 3); do on "$n" "rm -f /tmp/dht-last-$n"; done
 for n in $(seq 0 3); do
   bg_job "$n" check "unimem-dht $(tree_opt) check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --last-writes /tmp/dht-last-$n --json"
 done
