@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
 use unimem_wire::gas::node_state;
-use unimem_wire::kram::reply_service;
+use unimem_wire::kram::{reply_service, NUMA_INSTANCE};
 
 const MAILBOX: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -72,10 +72,10 @@ pub struct Daemon {
     noisy: RateLimit,
     /// The fabric's liveness words: a lapsed NUMA lease of a borrower still connected is held.
     states: NodeStates,
-    /// Per lent grant (node, instance): its borrower's connection count when it took (or last
-    /// confirmed) the range, or first renewed it after a restore; a borrower that reconnected
-    /// since (rebooted) no longer uses it.
-    connects_at: HashMap<(u8, u8), u64>,
+    /// Per NUMA borrower: its connection count when it took (or last confirmed) its range, or
+    /// first renewed it after a restore; a borrower that reconnected since (rebooted) no longer
+    /// uses that range. Only NUMA ranges are held (`Table::set_present`).
+    numa_connects: HashMap<u8, u64>,
 }
 
 impl Daemon {
@@ -201,7 +201,7 @@ impl Daemon {
         let states = NodeStates::open(config.ctl_size)?;
         let mut daemon = Daemon {
             states,
-            connects_at: HashMap::new(),
+            numa_connects: HashMap::new(),
             config,
             table,
             mailbox,
@@ -390,15 +390,16 @@ impl Daemon {
             Outcome::Ack {
                 msg, grant, kind, ..
             } => {
-                // The borrower's connection count when it took the grant (kept across its
-                // renewals); a grant restored from the record gets it at its first RENEW.
+                // The borrower's connection count when it took the range (kept across its
+                // renewals); a range restored from the record gets it at its first RENEW.
                 if let Some(w) = self.states.word(u32::from(grant.node)) {
-                    let key = (grant.node, grant.instance);
-                    let connects = node_state::connects(w);
-                    if kind == AckKind::Renewed {
-                        self.connects_at.entry(key).or_insert(connects);
-                    } else {
-                        self.connects_at.insert(key, connects);
+                    if grant.instance == NUMA_INSTANCE {
+                        let connects = node_state::connects(w);
+                        if kind == AckKind::Renewed {
+                            self.numa_connects.entry(grant.node).or_insert(connects);
+                        } else {
+                            self.numa_connects.insert(grant.node, connects);
+                        }
                     }
                 }
                 match kind {
@@ -482,32 +483,33 @@ impl Daemon {
         }
     }
 
-    /// Tells the table which lent grants the fabric shows connected without a reconnection
-    /// since their borrower took them (the lease rule: `Table::set_present`).
+    /// Tells the table which lent NUMA ranges the fabric shows connected without a
+    /// reconnection since their borrower took them (the lease rule: `Table::set_present`).
     fn refresh_present(&mut self) {
-        let lent: HashSet<(u8, u8)> = self
+        let numa: HashSet<u8> = self
             .table
             .lent()
             .iter()
-            .map(|g| (g.node, g.instance))
+            .filter(|g| g.instance == NUMA_INSTANCE)
+            .map(|g| g.node)
             .collect();
-        self.connects_at.retain(|k, _| lent.contains(k));
+        self.numa_connects.retain(|node, _| numa.contains(node));
         let mut present = Vec::new();
-        for &(node, instance) in &lent {
+        for &node in &numa {
             let Some(word) = self.states.word(u32::from(node)) else {
                 continue;
             };
             if node_state::state(word) != node_state::UP {
                 continue;
             }
-            // A grant restored from the record that its borrower has not renewed since is not
+            // A range restored from the record that its borrower has not renewed since is not
             // held: a borrower that no longer knows it (its FREE was lost) would keep it
             // forever while it stays connected.
-            let Some(&since) = self.connects_at.get(&(node, instance)) else {
+            let Some(&since) = self.numa_connects.get(&node) else {
                 continue;
             };
             if since == node_state::connects(word) {
-                present.push((node, instance));
+                present.push((node, NUMA_INSTANCE));
             }
         }
         self.table.set_present(present);
