@@ -68,23 +68,26 @@ fi
 export UNIMEM_RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-ab}
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
 OUT=${AB_BENCH_OUT:-$UNIMEM_BUILD/bench/modules_ab/$(date -u +%Y%m%dT%H%M%SZ)}
-on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout 900 -- "$@"; }
 mkdir -p "$OUT"
 log "starting a 3-node cluster in $UNIMEM_RUN"
 "$CLUSTER" down >/dev/null 2>&1 || true
 "$CLUSTER" up -n 3 --mem-of "0=256M"
 trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
+# The acceptance tests' helpers: on, kram_daemon, daemon_serving, STOP_DAEMON (they read
+# $UNIMEM_RUN).
+BG=ab
+TIMEOUT=900
+# shellcheck source=tests/cluster/lib.sh
+source "$UNIMEM_ROOT/tests/cluster/lib.sh"
 SHARE=$(run_share "$UNIMEM_RUN" x86_64)
 mkdir -p "$SHARE/modules-ref"
 cp "$REF_MODS"/*.ko "$SHARE/modules-ref/"
 bench_environment "$OUT/environment.csv" 3 "ref=${REF_SHA:0:12}" "rounds=$ROUNDS" "count=$COUNT" \
   "gsas_repeats=$GSAS_REPEATS" "fio_runtime_s=$RUNTIME"
 
-# Guest shell code: our modules and daemons gone from a node.
-# The daemon is stopped once it took the pools back (or its next start restores them as lent).
-UNLOAD="swapoff -a 2>/dev/null; rmmod unimem_kram 2>/dev/null; rmmod unimem_gsas 2>/dev/null
-  for i in \$(seq 100); do s=\$(kram-daemon --status 2>/dev/null) || break; echo \"\$s\" | grep -q ', lent 0\$' && break; sleep 0.2; done
-  killall kram-daemon 2>/dev/null; for i in \$(seq 100); do pidof kram-daemon >/dev/null || break; sleep 0.1; done
+# Guest shell code: our modules and daemons gone from a node (STOP_DAEMON: the daemon only
+# once it took the pools back, or its next start restores them as lent).
+UNLOAD="swapoff -a 2>/dev/null; rmmod unimem_kram 2>/dev/null; $STOP_DAEMON
   rmmod unimem_mailbox 2>/dev/null; rmmod unimem_eusrvmem 2>/dev/null; ! lsmod | grep -q '^unimem_'"
 
 # load SIDE: SIDE's modules (modules: this tree's, modules-ref: REF's) on every node, each
@@ -93,10 +96,9 @@ load() {
   local dir=/opt/unimem/$1 n
   for n in 0 1 2; do
     on "$n" "$UNLOAD" || die "node $n: our modules did not unload"
-    on "$n" "insmod $dir/unimem_eusrvmem.ko && insmod $dir/unimem_mailbox.ko && rm -f /tmp/ab-daemon.log &&
-             (kram-daemon --chunks 96 --log-file /tmp/ab-daemon.log </dev/null >/dev/null 2>&1 &) &&
-             for i in \$(seq 150); do s=\$(kram-daemon --status 2>/dev/null) && ! echo \"\$s\" | grep -q '^grace:' && exit 0; sleep 0.2; done; exit 1" ||
-      die "node $n: $1 did not load (or kram-daemon did not start)"
+    on "$n" "insmod $dir/unimem_eusrvmem.ko && insmod $dir/unimem_mailbox.ko" || die "node $n: $1 did not load"
+    kram_daemon "$n" --chunks 96
+    daemon_serving "$n"
   done
   for n in 0 1; do
     on "$n" "insmod $dir/unimem_gsas.ko" || die "node $n: $1/unimem_gsas.ko did not load"
