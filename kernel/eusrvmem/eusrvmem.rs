@@ -26,7 +26,10 @@ mod chardev;
 mod clients;
 mod doorbell;
 mod fabric;
+mod heartbeat;
 mod ivshmem;
+#[path = "../include/lease_ticker.rs"]
+mod lease_ticker;
 #[path = "../include/privilege.rs"]
 mod privilege;
 mod regs;
@@ -60,6 +63,8 @@ const MAX_VECTORS: u32 = 64;
 /// mappings are zapped), remove `/dev/eusrvmem` and its sysfs attributes, free IRQs, then the
 /// fabric reference (the window is unmapped when the last holder lets go).
 struct DeviceData<'bound> {
+    /// First: the heartbeat says "stopped" while the device is still live.
+    _heartbeat: heartbeat::Beating,
     _published: fabric::Published,
     _revoker: clients::Revoker,
     /// After the revoker: clients release their channels when they are revoked.
@@ -226,7 +231,9 @@ fn bind<'bound>(
             c.channels()
         );
     }
+    let heartbeat = heartbeat::Beating::start(fabric.clone())?;
     Ok(DeviceData {
+        _heartbeat: heartbeat,
         _published: published,
         _revoker: clients::Revoker(fabric.clone()),
         _cdma: cdma,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The kernel's mapping of the GAS window (the fabric device's shared-memory BAR).
 
+use core::sync::atomic::AtomicU64;
 use kernel::{bindings, prelude::*};
 
 /// A write-back mapping of the whole window.
@@ -50,6 +51,19 @@ impl GasWindow {
 
     pub(crate) fn virt(&self) -> *mut u8 {
         self.virt
+    }
+
+    /// The 8-byte aligned word at `offset`, if it lies inside the window. Other nodes access
+    /// shared words with aligned loads and stores too.
+    pub(crate) fn word(&self, offset: usize) -> Option<&AtomicU64> {
+        let end = offset.checked_add(8)?;
+        if offset % 8 != 0 || end > self.size {
+            return None;
+        }
+        // SAFETY: 8 bytes inside the mapping (checked above, type invariant), 8-byte aligned
+        // (the mapping is page-aligned and `offset` a multiple of 8), valid as long as `self`,
+        // which the returned borrow cannot outlive.
+        Some(unsafe { AtomicU64::from_ptr(self.virt.add(offset).cast()) })
     }
 
     /// Copies `out.len()` bytes starting at `offset` out of the window.

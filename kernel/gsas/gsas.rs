@@ -73,7 +73,14 @@ use mailbox::{service as mbox_service, INTERFACES};
 use packet::PACKET_LEN;
 use service::PoolState;
 use stats::{sysfs, Stats, Sysfs};
-use wire::kram::{CHUNK_SIZE, GSAS_INSTANCE, MAX_REQUEST_CHUNKS_V2};
+use wire::kram::{BORROWER_LEASE_MS, CHUNK_SIZE, GSAS_INSTANCE, LEASE_MS, MAX_REQUEST_CHUNKS_V2};
+
+/// How long a pool whose lease lapsed on this node's clock waits for a renewal to be
+/// acknowledged before it is given up. A node that was not frozen must stop using the pool
+/// before its lender's lease ends: that lease counts `LEASE_MS` from the last RENEW the lender
+/// received, ours ends `LEASE_MS - BORROWER_LEASE_MS` earlier and a tick sees it within a renewal
+/// period, so the stall may take half that margin.
+const STALL_NS: i64 = ((LEASE_MS - BORROWER_LEASE_MS) / 2 * 1_000_000) as i64;
 
 module! {
     type: GsasModule,
@@ -256,17 +263,43 @@ impl Service {
         }
     }
 
-    /// Drops a pool whose lease lapsed or was revoked: its memory may be lent to someone else
-    /// by now, so every allocation in it is lost; requests get `NO_POOL` from now on, and the
-    /// module can be unloaded (nothing left to keep).
+    /// Drops a pool whose lease was revoked, or lapsed on this node's clock and was not
+    /// acknowledged again within [`STALL_NS`]: its memory may be lent to someone else by now,
+    /// so every allocation in it is lost; requests get `NO_POOL` from now on, and the module
+    /// can be unloaded (nothing left to keep).
+    ///
+    /// A lapse alone is first a stall: a node frozen past its lease finds it lapsed when it
+    /// runs again, while its lender held it (the lease rule: the node is connected and its
+    /// heartbeat stalled). The tick's RENEW is then acknowledged and the pool is back; until
+    /// then requests are answered `STALLED` (the library asks again). The stall counts from
+    /// the first tick that saw it, so a freeze does not use it up.
     fn check_lease(&self) {
         let mut inner = self.inner.lock();
-        let lost = inner
-            .pool
-            .as_ref()
-            .is_some_and(|p| !p.clock.usable(self.epoch.now()));
-        if !lost {
+        let now = self.epoch.now();
+        let Some(pool) = inner.pool.as_mut() else {
             return;
+        };
+        if pool.clock.usable(now) {
+            if let Some(since) = pool.stalled_since.take() {
+                pr_info!(
+                    "node {}: page pool's lease acknowledged again after a stall of {} ms: back in use\n",
+                    self.node,
+                    (now - since) / 1_000_000
+                );
+            }
+            return;
+        }
+        if !pool.clock.is_revoked() {
+            let since = *pool.stalled_since.get_or_insert(now);
+            if since == now {
+                pr_warn!(
+                    "node {}: page pool's lease lapsed on this node's clock (was it frozen?): renewing; requests are answered STALLED meanwhile\n",
+                    self.node
+                );
+            }
+            if now - since < STALL_NS {
+                return;
+            }
         }
         if let Some(pool) = inner.pool.take() {
             pr_crit!(
@@ -304,6 +337,7 @@ impl Service {
                 pages,
                 offset: offset - self.part,
                 clock,
+                stalled_since: None,
             });
             pr_info!("node {}: page pool of {} MiB (chunks {}+{}, partition offset {:#x}) lent by this node's kram-daemon\n", self.node, mib, first, mib, offset - self.part);
             Ok(())

@@ -175,7 +175,12 @@ impl Service {
         }
         let pool = inner.pool.as_mut().ok_or(status::NO_POOL)?;
         if !pool.clock.usable(self.epoch.now()) {
-            return Err(status::NO_POOL);
+            // Kept while its renewal may still be acknowledged (`check_lease`).
+            return Err(if pool.clock.is_revoked() {
+                status::NO_POOL
+            } else {
+                status::STALLED
+            });
         }
         if base == op::ALLOC {
             let n = req.arg1;
@@ -529,4 +534,6 @@ pub(crate) struct PoolState {
     /// Partition offset of page 0.
     pub(crate) offset: u64,
     pub(crate) clock: Arc<crate::kram_client::LeaseClock>,
+    /// When a tick first found the lease lapsed on this node's clock (`check_lease`).
+    pub(crate) stalled_since: Option<i64>,
 }

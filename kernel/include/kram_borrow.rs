@@ -290,10 +290,10 @@ impl Borrow {
 
     /// Gives the held range back and stops renewing it. `wiped`: the caller wiped it (FREE);
     /// otherwise (its lease lapsed on our clock, so it must not be written, or wiping failed)
-    /// FREE_UNWIPED: the lender wipes it before lending it again. A lapsed range is still
-    /// ours while the fabric shows this node connected (the lenders' lease rule), and a FREE
-    /// of one that is not is refused by its lender; a revoked range is not ours: nothing is
-    /// sent. Returns whether a FREE was sent.
+    /// FREE_UNWIPED: the lender wipes it before lending it again. A lapsed range may still be
+    /// ours (the lenders' lease rule holds it while this node is frozen), and a FREE of one
+    /// that is not is refused by its lender; a revoked range is not ours: nothing is sent.
+    /// Returns whether a FREE was sent.
     pub(crate) fn give_back(&self, wiped: bool) -> bool {
         let Some((lender, first, chunks, clock)) = self.stop() else {
             return false;

@@ -345,8 +345,8 @@ impl Kram {
 
     /// Gives a lease back: zeroed, so that the lender's next borrower cannot read this node's
     /// swapped-out pages, then FREE. One that lapsed on our clock (or could not be wiped) must
-    /// not be written: FREE_UNWIPED, and its lender wipes it (while this node is connected the
-    /// lender holds a lapsed lease for it, and refuses a FREE of a range that is not ours). A
+    /// not be written: FREE_UNWIPED, and its lender wipes it (the lender refuses a FREE of a
+    /// range that is not ours, and holds a lapsed lease while this node is frozen). A
     /// revoked one, or one whose lender's memory went away, is not ours: left alone.
     pub(crate) fn give_back(&self, id: u32, l: &Lease) {
         if l.clock.is_revoked() || self.fabric.lost(l.node) {

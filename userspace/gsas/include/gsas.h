@@ -26,6 +26,10 @@
  *   EACCES     the page belongs to another protection tree (memory unchanged)
  *   ENOMEM     not enough free GSAS pages on that node
  *   ENOSPC     that node's service has no memory pool (no kram-daemon answered it)
+ *   EDQUOT     you hold as many pages (or remoteForked children) on that node as it allows
+ *              one user
+ *   EAGAIN     that node's pool lease was still being renewed after a stall (the node was
+ *              frozen) when the timeout ran out: nothing was done; try again
  *   ETIMEDOUT  no answer within the timeout (5 s; gsas_set_timeout_ms, GSAS_TIMEOUT_MS)
  *   ENOENT     /dev/unimem_mailbox is missing (unimem_mailbox not loaded)
  *   EBUSY      all 63 interfaces of this node are taken

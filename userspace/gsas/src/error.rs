@@ -112,6 +112,10 @@ pub enum Error {
     /// allows one user.
     #[error("{0}: over your quota on node {n} (pages or remoteForked children per user)", n = gsas::node_of(.0.addr))]
     Quota(Request),
+    /// `status::STALLED` until the timeout: the home's pool lease lapsed on its clock and no
+    /// renewal was acknowledged since.
+    #[error("{0}: node {n}'s page pool lease is stalled (the node was frozen, or its kram-daemon does not answer); try again", n = gsas::node_of(.0.addr))]
+    Stalled(Request),
     /// A status this library does not know (a newer service?).
     #[error("{0}: the service answered with unknown status {1}")]
     Status(Request, u8),
@@ -151,6 +155,7 @@ impl Error {
             status::NO_CHILD => Error::NoChild(req),
             status::BUSY => Error::Busy(req),
             status::QUOTA => Error::Quota(req),
+            status::STALLED => Error::Stalled(req),
             other => Error::Status(req, other),
         })
     }
@@ -168,6 +173,7 @@ impl Error {
             Error::NoChild(_) => Errno::ECHILD,
             Error::Busy(_) => Errno::EAGAIN,
             Error::Quota(_) => Errno::EDQUOT,
+            Error::Stalled(_) => Errno::EAGAIN,
             Error::Status(..) => Errno::EPROTO,
             Error::Timeout { .. } => Errno::ETIMEDOUT,
             Error::Mailbox(e) => e.errno().unwrap_or(Errno::EIO),
@@ -189,6 +195,7 @@ impl Error {
             Error::NoChild(_) => status::NO_CHILD,
             Error::Busy(_) => status::BUSY,
             Error::Quota(_) => status::QUOTA,
+            Error::Stalled(_) => status::STALLED,
             Error::Status(_, s) => *s,
             _ => return None,
         })
@@ -208,6 +215,7 @@ impl Error {
             Error::NoChild(_) => "no-child",
             Error::Busy(_) => "busy",
             Error::Quota(_) => "quota",
+            Error::Stalled(_) => "stalled",
             Error::Status(..) => "status",
             Error::Timeout { .. } => "timeout",
             Error::Argument(_) => "argument",

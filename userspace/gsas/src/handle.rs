@@ -9,7 +9,7 @@ use nix::errno::Errno;
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 use unimem_wire::gas::MAX_NODES;
-use unimem_wire::gsas::{self, fork, op, request, Response, BULK_MAX, PAGE_SIZE};
+use unimem_wire::gsas::{self, fork, op, request, status, Response, BULK_MAX, PAGE_SIZE};
 
 /// A remoteForked child: its node (bits 48-63) and that node's serial.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,6 +124,8 @@ pub struct Stats {
     pub send_retries: u64,
     /// Requests left in a submission slot (no system call).
     pub submits: u64,
+    /// Requests answered `STALLED` (the home's pool lease was being renewed) and asked again.
+    pub stalls: u64,
     /// `KICK`s: slot requests the home did not take while polling.
     pub kicks: u64,
     /// `sched_yield()`s while waiting.
@@ -178,6 +180,7 @@ impl Stats {
             sleeps: self.sleeps - earlier.sleeps,
             mismatches: self.mismatches - earlier.mismatches,
             timeouts: self.timeouts - earlier.timeouts,
+            stalls: self.stalls - earlier.stalls,
         }
     }
 }
@@ -625,7 +628,19 @@ impl<T: Transport> Gsas<T> {
             self.exchange(home, op::NOP, gsas::addr(home, n), 0, 0)?;
             self.unsynced.set(self.unsynced.get() & !bit);
         }
-        let r = self.exchange(home, opcode, addr, a1, a2)?;
+        // A home whose pool lease is being renewed after a stall (it was frozen) did nothing:
+        // ask again, within the usual timeout.
+        let mut stall = Waiter::new(self.policy.get());
+        let r = loop {
+            let r = self.exchange(home, opcode, addr, a1, a2)?;
+            if r.status != status::STALLED {
+                break r;
+            }
+            self.count(|s| s.stalls += 1);
+            if !stall.pause(self) {
+                break r;
+            }
+        };
         match Error::from_status(r.status, Request { opcode, addr }) {
             None => Ok(r),
             Some(e) => Err(e),

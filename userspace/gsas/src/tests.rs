@@ -36,6 +36,8 @@ struct Fake {
     eagain: Cell<u32>,
     /// Answer the next request with this status instead.
     force_status: Cell<Option<u8>>,
+    /// Answers this many requests with `STALLED` (applying nothing) first.
+    stalled: Cell<u32>,
     /// SEND fails with this errno.
     send_errno: Cell<Option<Errno>>,
     sent: RefCell<Vec<(u16, Payload)>>,
@@ -66,6 +68,7 @@ impl Fake {
             stale: RefCell::new(None),
             eagain: Cell::new(0),
             force_status: Cell::new(None),
+            stalled: Cell::new(0),
             send_errno: Cell::new(None),
             sent: RefCell::new(Vec::new()),
             pauses: RefCell::new(Vec::new()),
@@ -122,8 +125,13 @@ impl Fake {
             address: p.address,
             ..Default::default()
         };
+        let stalled = self.stalled.get();
+        if stalled > 0 {
+            self.stalled.set(stalled - 1);
+        }
         r.status = match self.force_status.take() {
             Some(s) => s,
+            None if stalled > 0 => status::STALLED,
             None => match self.apply(home, &p, &mut r.value) {
                 Ok(()) => status::OK,
                 Err(s) => s,
@@ -584,6 +592,28 @@ fn an_answer_with_another_echo_is_skipped() {
     *f.stale.borrow_mut() = Some((op::READ, a));
     assert_eq!(g.fetch_add(a, 1).unwrap(), 11);
     assert_eq!(g.stats().mismatches, 2);
+}
+
+#[test]
+fn a_stalled_pool_is_asked_again_until_it_answers() {
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    f.stalled.set(3);
+    assert_eq!(g.fetch_add(a, 5).unwrap(), 0);
+    assert_eq!(g.stats().stalls, 3);
+    assert_eq!(
+        g.read(a).unwrap(),
+        5,
+        "applied once, by the answer that was not STALLED"
+    );
+    // Stalled past the timeout: EAGAIN, nothing applied.
+    g.set_timeout(Duration::from_millis(50));
+    f.stalled.set(u32::MAX);
+    let e = g.fetch_add(a, 1).unwrap_err();
+    assert_eq!((e.kind(), e.errno()), ("stalled", Errno::EAGAIN), "{e}");
+    f.stalled.set(0);
+    assert_eq!(g.read(a).unwrap(), 5);
 }
 
 #[test]

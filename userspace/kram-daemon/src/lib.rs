@@ -2,10 +2,12 @@
 //!
 //! The protocol logic is in [`table`] (pure, no I/O, unit-tested and fuzzed through [`sim`]);
 //! [`status`] renders what `kram-daemon --status` prints, [`state`] the file that survives
-//! a daemon restart and [`lease`] the lease record in this node's partition, which survives
-//! a reboot of the node. The binaries are `kram-daemon` (mailbox event loop) and `kram-probe`
-//! (plays the `unimem_kram` driver from user space, for tests).
+//! a daemon restart, [`lease`] the lease record in this node's partition, which survives
+//! a reboot of the node, and [`heartbeat`] which borrowers are frozen (the lease rule). The
+//! binaries are `kram-daemon` (mailbox event loop) and `kram-probe` (plays the `unimem_kram`
+//! driver from user space, for tests).
 
+pub mod heartbeat;
 pub mod lease;
 pub mod sim;
 pub mod state;

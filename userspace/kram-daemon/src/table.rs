@@ -353,8 +353,8 @@ pub struct Counters {
     pub timeouts: u64,
     /// Lent grants whose lease passed without RENEW (wiped, then free).
     pub lease_expiries: u64,
-    /// Lapsed NUMA leases held for another lease time because the fabric still shows their
-    /// borrower connected (frozen, not gone): never reclaimed from under a node.
+    /// Lapsed leases held for another lease time because their borrower is connected and
+    /// frozen (`Table::set_present`): never reclaimed from under a node.
     pub leases_held: u64,
     /// FREEs of ranges the borrower could not wipe (FREE_UNWIPED): wiped here, then free.
     pub frees_unwiped: u64,
@@ -440,7 +440,7 @@ pub struct Expired {
     pub offers: Vec<Grant>,
     /// Lent grants whose lease passed: now wiping.
     pub leases: Vec<Grant>,
-    /// Lent NUMA grants whose lease passed while their borrower is still connected: held.
+    /// Lent grants whose lease passed while their borrower is connected and frozen: held.
     pub held: Vec<Grant>,
     /// The grace period ended: these (first, chunks) free runs are now wiping.
     pub grace_ended: Option<Vec<(u32, u32)>>,
@@ -522,21 +522,21 @@ impl Table {
         })
     }
 
-    /// Which lent grants, as (node, instance), the fabric shows connected without a
-    /// reconnection since the borrower took them, as of now. A NUMA range is RAM its
-    /// borrower's kernel uses directly: it cannot stop using it when its lease lapses, as a
-    /// KRAM disk fails its I/O and a GSAS pool answers NO_POOL. So a lapsed NUMA lease of a
-    /// present grant (frozen, or cut off from this daemon's messages) is held, not reclaimed;
-    /// it goes when the borrower frees it, or when the fabric marks the borrower gone, lost or
-    /// reconnected. Other instances are reclaimed at the lapse: without a heartbeat of the
-    /// borrower's kernel, a frozen borrower cannot be told from a live one that dropped the
-    /// lease, which would keep it forever.
+    /// Which lent grants, as (node, instance), their borrower may still be using although
+    /// their lease lapsed, as of now: the fabric shows the borrower connected without a
+    /// reconnection since it took them, and its kernel's heartbeat stalled (frozen) or just
+    /// moved again after a stall (`heartbeat::Heartbeats`). Such a borrower cannot know its
+    /// lease lapsed; once it runs it renews. So a lapsed lease of a present grant is held, not
+    /// reclaimed, the same rule for every instance (KRAM disks, NUMA ranges, GSAS pools); it
+    /// goes when the borrower frees it (FREE, or FREE_UNWIPED when its own clock ran out), or
+    /// when the fabric marks it gone, lost or reconnected, or when its heartbeat runs without
+    /// renewals (a live borrower stops using a lapsed lease on its own clock).
     pub fn set_present(&mut self, present: impl IntoIterator<Item = (u8, u8)>) {
         self.present = present.into_iter().collect();
     }
 
     fn held_for(&self, grant: &Grant) -> bool {
-        grant.instance == NUMA_INSTANCE && self.present.contains(&(grant.node, grant.instance))
+        self.present.contains(&(grant.node, grant.instance))
     }
 
     /// Another lease length (tests; the daemon uses [`LEASE`], the borrowers' contract).

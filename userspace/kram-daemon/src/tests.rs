@@ -490,40 +490,44 @@ fn a_v1_only_daemon_refuses_every_v2_word() {
 }
 
 #[test]
-fn a_lapsed_numa_lease_of_a_connected_borrower_is_held_until_it_goes() {
+fn a_lapsed_lease_of_a_connected_borrower_is_held_until_it_goes_for_every_instance() {
     let mut h = harness(96);
     let numa = lend(&mut h, 1, NUMA_INSTANCE, 16);
     let swap = lend(&mut h, 1, 0, 16);
-    let numa2 = lend(&mut h, 2, NUMA_INSTANCE, 16);
-    // Node 1 frozen: connected on the fabric, silent for a lease and more. Node 2 reconnected
-    // (rebooted) since it took its range: not present.
-    h.table.set_present([(1, NUMA_INSTANCE), (1, 0)]);
+    let pool = lend(&mut h, 1, GSAS_INSTANCE, 16);
+    let other = lend(&mut h, 2, 0, 16);
+    // Node 1 frozen: connected on the fabric, silent for a lease and more. Node 2 is gone.
+    h.table
+        .set_present([(1, NUMA_INSTANCE), (1, 0), (1, GSAS_INSTANCE)]);
     let t = h.now() + LEASE;
     let out = h.table.expire(t);
-    assert_eq!(out.held.len(), 1, "{out:?}");
-    assert_eq!(out.held[0].first, numa);
-    // The swap instance fails its own I/O once its lease lapses: reclaimed as before, and so
-    // is the NUMA range of the node that reconnected.
-    let mut gone: Vec<u32> = out.leases.iter().map(|g| g.first).collect();
-    gone.sort();
-    assert_eq!(gone, vec![swap, numa2]);
-    assert_eq!(h.table.counters().leases_held, 1);
-    // Held: neither wiping nor free, and a RENEW after the thaw is ACKed.
-    assert!(h.table.wiped(swap) && h.table.wiped(numa2));
-    assert!(h.table.wiping().is_empty());
-    assert_eq!(
-        acked(
-            h.table
-                .handle(1, renew(1, NUMA_INSTANCE, numa, 16), t + SEC)
-        ),
-        AckKind::Renewed
-    );
-    // Gone (or reconnected) on the fabric: the next lapse reclaims it.
-    h.table.set_present([]);
-    let out = h.table.expire(t + SEC + LEASE);
-    assert!(out.held.is_empty());
+    let mut held: Vec<u32> = out.held.iter().map(|g| g.first).collect();
+    held.sort();
+    assert_eq!(held, vec![numa, swap, pool], "{out:?}");
     assert_eq!(out.leases.len(), 1);
-    assert_eq!(out.leases[0].first, numa);
+    assert_eq!(out.leases[0].first, other);
+    assert_eq!(h.table.counters().leases_held, 3);
+    // Held: neither wiping nor free, and RENEWs after the thaw are ACKed.
+    assert_eq!(h.table.wiping(), vec![(other, 16)]);
+    assert!(h.table.wiped(other));
+    for (instance, first) in [(NUMA_INSTANCE, numa), (0, swap), (GSAS_INSTANCE, pool)] {
+        assert_eq!(
+            acked(h.table.handle(1, renew(1, instance, first, 16), t + SEC)),
+            AckKind::Renewed
+        );
+    }
+    // Reconnected (rebooted) for the swap instance's grant: its next lapse reclaims it.
+    h.table
+        .set_present([(1, NUMA_INSTANCE), (1, GSAS_INSTANCE)]);
+    let out = h.table.expire(t + SEC + LEASE);
+    assert_eq!(out.held.len(), 2);
+    assert_eq!(out.leases.len(), 1);
+    assert_eq!(out.leases[0].first, swap);
+    // Gone on the fabric: the rest too.
+    h.table.set_present([]);
+    let out = h.table.expire(t + 2 * SEC + 3 * LEASE);
+    assert!(out.held.is_empty());
+    assert_eq!(out.leases.len(), 2);
 }
 
 #[test]
@@ -1212,7 +1216,8 @@ fn random_messages_keep_the_invariants() {
     assert!(total >= 300_000);
     // Every path was taken many times.
     // Not `leases_held`: the simulation has no fabric, so no borrower is known connected
-    // (`a_lapsed_numa_lease_of_a_connected_borrower_is_held_until_it_goes` takes that path).
+    // (`a_lapsed_lease_of_a_connected_borrower_is_held_until_it_goes_for_every_instance` takes
+    // that path).
     for (name, n) in seen.pairs() {
         if name != "send_errors" && name != "leases_held" {
             assert!(n >= 10, "{name} only {n} times: {seen:?}");

@@ -34,6 +34,34 @@ pub const NODE_STATE_OFFSET: u64 = PAGE_SIZE;
 /// End of the node state table.
 pub const NODE_STATE_END: u64 = NODE_STATE_OFFSET + 8 * MAX_NODES as u64;
 
+/// Each node's kernel heartbeat, in the control area after the node states: one little-endian
+/// `u64` per node at `HEARTBEAT_OFFSET + 8 * node`, written only by that node's
+/// `unimem_eusrvmem` (a new [`heartbeat`] value every `kram::RENEW_PERIOD_MS` while it is
+/// loaded). The fabric's node state says whether a node is connected; the heartbeat says
+/// whether its kernel runs: a lender tells a frozen borrower (connected, heartbeat stalled),
+/// which may still use what it borrowed, from a live one that dropped a lease without FREE.
+/// Control areas smaller than [`HEARTBEAT_END`] carry no heartbeats.
+pub const HEARTBEAT_OFFSET: u64 = NODE_STATE_END;
+/// End of the heartbeat table.
+pub const HEARTBEAT_END: u64 = HEARTBEAT_OFFSET + 8 * MAX_NODES as u64;
+
+pub mod heartbeat {
+    /// Set when the node's kernel stopped beating on purpose (`unimem_eusrvmem` unloaded): it
+    /// is not frozen, and uses nothing it borrowed any more.
+    pub const STOPPED: u64 = 1 << 63;
+
+    /// The beat after `word` (the first after a load continues from what the word held, so
+    /// that a reload shows as a change).
+    pub const fn next(word: u64) -> u64 {
+        word.wrapping_add(1) & !STOPPED
+    }
+
+    /// Whether `word` says the node's kernel stopped beating on purpose.
+    pub const fn stopped(word: u64) -> bool {
+        word & STOPPED != 0
+    }
+}
+
 pub mod node_state {
     /// Never connected since the region was created.
     pub const NEVER: u64 = 0;
@@ -279,8 +307,21 @@ mod tests {
         let w = encode(LOST, 3);
         assert_eq!((state(w), connects(w)), (LOST, 3));
         assert_eq!(state(encode(UP, u64::MAX >> 8)), UP);
-        const { assert!(NODE_STATE_END <= 2 << 20, "fits the default control area") };
+        const { assert!(HEARTBEAT_END <= 2 << 20, "fits the default control area") };
         const { assert!(NODE_STATE_OFFSET >= DESCRIPTOR_LEN as u64) };
+    }
+
+    #[test]
+    fn heartbeats() {
+        use heartbeat::*;
+        assert_eq!(next(0), 1);
+        assert_ne!(next(7), 7);
+        // A reload after a stop beats again, with a value the stopped word never had.
+        let was = 41 | STOPPED;
+        assert!(stopped(was) && !stopped(next(was)));
+        assert_ne!(next(was), was);
+        assert!(!stopped(next(u64::MAX >> 1)));
+        const { assert!(HEARTBEAT_OFFSET >= NODE_STATE_END) };
     }
 
     #[test]

@@ -162,6 +162,10 @@ pub mod status {
     /// ALLOC or FORK: the issuing user already has as many pages, or children, on that node
     /// as the node allows one user (`EDQUOT`; `unimem_gsas` `user_pages=`, `user_forks=`).
     pub const QUOTA: u8 = 12;
+    /// The pool's lease lapsed on the home's clock (the home was frozen past it, or its lender
+    /// is slow to answer) and is being renewed: nothing was done; ask again (the client library
+    /// does, until its timeout; then `EAGAIN`).
+    pub const STALLED: u8 = 13;
 }
 
 /// remoteFork's request blob and child ids.

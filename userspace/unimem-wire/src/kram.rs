@@ -67,6 +67,13 @@ pub const LEASE_MS: u64 = 20_000;
 /// How long after sending an acknowledged RENEW a borrower may use the range: shorter than
 /// [`LEASE_MS`] by a margin for message delay and clock drift between nodes.
 pub const BORROWER_LEASE_MS: u64 = LEASE_MS - 4_000;
+/// A connected node whose kernel heartbeat (`gas::HEARTBEAT_OFFSET`, one beat every
+/// [`RENEW_PERIOD_MS`]) has not moved for this long is taken as frozen: a lender holds its lapsed
+/// leases.
+pub const FROZEN_AFTER_MS: u64 = 5 * RENEW_PERIOD_MS;
+/// After a frozen node's heartbeat moves again, its lapsed leases are still held for this long:
+/// time for its first renewals to arrive.
+pub const THAW_GRACE_MS: u64 = 5 * RENEW_PERIOD_MS;
 /// Sequence numbers of CONFIRM / RENEW / ACK count modulo this.
 pub const SEQ_MOD: u8 = 16;
 

@@ -7,6 +7,7 @@
 use crate::logging::{self, RateLimit};
 use crate::partition::{NodeStates, Partition};
 use anyhow::{bail, Context, Result};
+use kram_daemon::heartbeat::Heartbeats;
 use kram_daemon::lease::{self, RecordStart, StartMode};
 use kram_daemon::state;
 use kram_daemon::status;
@@ -25,7 +26,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
 use unimem_wire::gas::node_state;
-use unimem_wire::kram::{reply_service, NUMA_INSTANCE};
+use unimem_wire::kram::reply_service;
 
 const MAILBOX: Token = Token(0);
 const SIGNALS: Token = Token(1);
@@ -70,12 +71,14 @@ pub struct Daemon {
     /// the table last changed: a driver asks every second, the log says it once.
     quiet: HashSet<(u8, u8, u32)>,
     noisy: RateLimit,
-    /// The fabric's liveness words: a lapsed NUMA lease of a borrower still connected is held.
+    /// The fabric's liveness words and the nodes' kernel heartbeats (the lease rule).
     states: NodeStates,
-    /// Per NUMA borrower: its connection count when it took (or last confirmed) its range, or
-    /// first renewed it after a restore; a borrower that reconnected since (rebooted) no longer
-    /// uses that range. Only NUMA ranges are held (`Table::set_present`).
-    numa_connects: HashMap<u8, u64>,
+    /// Per lent grant (node, instance): its borrower's connection count when it took (or last
+    /// confirmed) the range, or first renewed it after a restore; a borrower that reconnected
+    /// since (rebooted) no longer uses that range.
+    connects: HashMap<(u8, u8), u64>,
+    /// Which borrowers are frozen or thawing.
+    heartbeats: Heartbeats,
 }
 
 impl Daemon {
@@ -201,7 +204,8 @@ impl Daemon {
         let states = NodeStates::open(config.ctl_size)?;
         let mut daemon = Daemon {
             states,
-            numa_connects: HashMap::new(),
+            connects: HashMap::new(),
+            heartbeats: Heartbeats::new(),
             config,
             table,
             mailbox,
@@ -393,13 +397,12 @@ impl Daemon {
                 // The borrower's connection count when it took the range (kept across its
                 // renewals); a range restored from the record gets it at its first RENEW.
                 if let Some(w) = self.states.word(u32::from(grant.node)) {
-                    if grant.instance == NUMA_INSTANCE {
-                        let connects = node_state::connects(w);
-                        if kind == AckKind::Renewed {
-                            self.numa_connects.entry(grant.node).or_insert(connects);
-                        } else {
-                            self.numa_connects.insert(grant.node, connects);
-                        }
+                    let connects = node_state::connects(w);
+                    let key = (grant.node, grant.instance);
+                    if kind == AckKind::Renewed {
+                        self.connects.entry(key).or_insert(connects);
+                    } else {
+                        self.connects.insert(key, connects);
                     }
                 }
                 match kind {
@@ -483,35 +486,44 @@ impl Daemon {
         }
     }
 
-    /// Tells the table which lent NUMA ranges the fabric shows connected without a
-    /// reconnection since their borrower took them (the lease rule: `Table::set_present`).
+    /// Tells the table which lent grants may still be in use although their lease lapsed (the
+    /// lease rule, `Table::set_present`): the fabric shows their borrower connected without a
+    /// reconnection since it took them, and its kernel's heartbeat says it is frozen or
+    /// thawing (`Heartbeats`).
     fn refresh_present(&mut self) {
-        let numa: HashSet<u8> = self
+        let now = Instant::now();
+        let lent: HashSet<(u8, u8)> = self
             .table
             .lent()
             .iter()
-            .filter(|g| g.instance == NUMA_INSTANCE)
-            .map(|g| g.node)
+            .map(|g| (g.node, g.instance))
             .collect();
-        self.numa_connects.retain(|node, _| numa.contains(node));
-        let mut present = Vec::new();
-        for &node in &numa {
-            let Some(word) = self.states.word(u32::from(node)) else {
+        let nodes: HashSet<u8> = lent.iter().map(|&(node, _)| node).collect();
+        self.connects.retain(|grant, _| lent.contains(grant));
+        self.heartbeats.retain(|node| nodes.contains(&node));
+        let mut frozen = HashSet::new();
+        for &node in &nodes {
+            let (Some(word), Some(beat)) = (
+                self.states.word(u32::from(node)),
+                self.states.heartbeat(u32::from(node)),
+            ) else {
                 continue;
             };
-            if node_state::state(word) != node_state::UP {
-                continue;
-            }
-            // A range restored from the record that its borrower has not renewed since is not
-            // held: a borrower that no longer knows it (its FREE was lost) would keep it
-            // forever while it stays connected.
-            let Some(&since) = self.numa_connects.get(&node) else {
-                continue;
-            };
-            if since == node_state::connects(word) {
-                present.push((node, NUMA_INSTANCE));
+            self.heartbeats.observe(node, beat, now);
+            if node_state::state(word) == node_state::UP && self.heartbeats.frozen(node, now) {
+                frozen.insert((node, node_state::connects(word)));
             }
         }
+        // A range restored from the record that its borrower has not renewed since is not
+        // held: a borrower that no longer knows it (its FREE was lost) would keep it forever.
+        let present: Vec<(u8, u8)> = lent
+            .into_iter()
+            .filter(|grant| {
+                self.connects
+                    .get(grant)
+                    .is_some_and(|&since| frozen.contains(&(grant.0, since)))
+            })
+            .collect();
         self.table.set_present(present);
     }
 
@@ -530,8 +542,8 @@ impl Daemon {
         } = self.table.expire(now);
         for g in held {
             warn!(
-                "lease of {g} lapsed, but node {} is still connected to the fabric (frozen, or \
-                 cut off from this daemon): held, not reclaimed, for another {:?}: its \
+                "lease of {g} lapsed, but node {} is still connected to the fabric and its \
+                 kernel's heartbeat stalled (frozen): held, not reclaimed, for another {:?}: its \
                  borrower may still be using it",
                 g.node,
                 self.table.lease()

@@ -4,7 +4,7 @@
 
 use anyhow::{ensure, Context, Result};
 use unimem_gas::device::{Device, Mapping};
-use unimem_wire::gas::{NODE_STATE_END, NODE_STATE_OFFSET};
+use unimem_wire::gas::{HEARTBEAT_END, HEARTBEAT_OFFSET, NODE_STATE_END, NODE_STATE_OFFSET};
 use unimem_wire::kram::{lent_range, CHUNK_SIZE, LENDABLE_OFFSET};
 use unimem_wire::lease_record::{RECORD_OFFSET, RECORD_SIZE};
 
@@ -59,9 +59,13 @@ impl Partition {
 }
 
 /// The fabric's liveness words of every node (`gas::NODE_STATE_OFFSET`, written by the fabric
-/// server), read to tell a frozen borrower (still connected) from a gone one.
+/// server) and the nodes' kernel heartbeats after them (`gas::HEARTBEAT_OFFSET`, each written by
+/// that node's kernel), read to tell a frozen borrower (still connected, heartbeat stalled) from
+/// a gone or a live one.
 pub struct NodeStates {
     map: Option<Mapping>,
+    /// Whether the control area has the heartbeat table (it follows the states).
+    heartbeats: bool,
 }
 
 impl NodeStates {
@@ -69,25 +73,48 @@ impl NodeStates {
     /// to be connected, and no lapsed lease is held).
     pub fn open(ctl_size: u64) -> Result<Self> {
         if ctl_size < NODE_STATE_END {
-            return Ok(NodeStates { map: None });
+            return Ok(NodeStates {
+                map: None,
+                heartbeats: false,
+            });
         }
+        let heartbeats = ctl_size >= HEARTBEAT_END;
+        let end = if heartbeats {
+            HEARTBEAT_END
+        } else {
+            NODE_STATE_END
+        };
         let map = Device::open()?
-            .map(
-                NODE_STATE_OFFSET,
-                (NODE_STATE_END - NODE_STATE_OFFSET) as usize,
-            )
+            .map(NODE_STATE_OFFSET, (end - NODE_STATE_OFFSET) as usize)
             .context("mapping the fabric's node states")?;
-        Ok(NodeStates { map: Some(map) })
+        Ok(NodeStates {
+            map: Some(map),
+            heartbeats,
+        })
+    }
+
+    /// The word at `offset` of the control area (one aligned volatile load: its writer writes
+    /// it concurrently).
+    fn load(&mut self, offset: u64) -> Option<u64> {
+        let map = self.map.as_mut()?;
+        let at = usize::try_from(offset.checked_sub(NODE_STATE_OFFSET)?).ok()?;
+        let bytes = map.as_mut_slice().get(at..at + 8)?;
+        let p = bytes.as_ptr().cast::<u64>();
+        // SAFETY: `p` points at 8 mapped bytes, 8-byte aligned (the mapping is page-aligned and
+        // the offsets are multiples of 8).
+        Some(u64::from_le(unsafe { p.read_volatile() }))
     }
 
     /// Node `node`'s word (state and connection count), if known.
     pub fn word(&mut self, node: u32) -> Option<u64> {
-        let map = self.map.as_mut()?;
-        let at = node as usize * 8;
-        let bytes = map.as_mut_slice().get(at..at + 8)?;
-        // The fabric server writes the word concurrently: one aligned volatile load.
-        let p = bytes.as_ptr().cast::<u64>();
-        // SAFETY: `p` points at 8 mapped bytes, 8-byte aligned (the mapping is page-aligned).
-        Some(u64::from_le(unsafe { p.read_volatile() }))
+        self.load(NODE_STATE_OFFSET + 8 * u64::from(node))
+    }
+
+    /// Node `node`'s kernel heartbeat word, if the control area has the table.
+    pub fn heartbeat(&mut self, node: u32) -> Option<u64> {
+        if !self.heartbeats {
+            return None;
+        }
+        self.load(HEARTBEAT_OFFSET + 8 * u64::from(node))
     }
 }
