@@ -9,7 +9,9 @@ use crate::{
     },
     mailbox as abi,
     maps::Pages,
-    state::{State, Take},
+    owners::Owners,
+    receive::Take,
+    state::State,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
@@ -142,12 +144,15 @@ impl MboxFile {
         }
         let creds = join.creds.unwrap_or_else(|| opener(file));
         let thread_id = kernel::current!().pid();
-        let (id, prot_id) = self.state.alloc(thread_id, join.tree, creds)?;
+        let s = &self.state;
+        let (id, prot_id) = s
+            .owners
+            .alloc(&s.window, &s.counters, thread_id, join.tree, creds)?;
         self.iface.store(id, Ordering::Release);
         drop(join);
         let info = abi::AllocInfo {
             iface: id,
-            node: self.state.node,
+            node: self.state.window.node,
             thread_id: thread_id as u32,
             prot_id,
         };
@@ -197,12 +202,13 @@ impl MboxFile {
 
     fn recv(&self, file: &File, arg: usize) -> Result<isize> {
         let id = self.iface()?;
-        let iface = &self.state.ifaces[id as usize];
+        let s = &self.state;
+        let iface = &s.owners.ifaces[id as usize];
         let start = self.next_sender.fetch_add(1, Ordering::Relaxed);
         let packet = loop {
             {
                 let mut owner = iface.owner.lock();
-                match self.state.take_packet(id, start) {
+                match s.window.take_packet(&s.counters, id, start) {
                     Take::Packet(p) => break p,
                     Take::Gone => return Err(ENODEV),
                     Take::Empty => {
@@ -230,7 +236,9 @@ impl MboxFile {
     fn set_prot(&self, arg: usize) -> Result<isize> {
         require_admin()?;
         let args: abi::SetProtArgs = read_arg(arg)?;
-        self.state.set_prot(args.iface, args.prot_id)?;
+        self.state
+            .owners
+            .set_prot(&self.state.window, args.iface, args.prot_id)?;
         Ok(0)
     }
 
@@ -251,7 +259,7 @@ impl MboxFile {
         let tree = theirs
             .iface()
             .ok()
-            .and_then(|id| self.state.tree_of(id))
+            .and_then(|id| self.state.owners.tree_of(id))
             .ok_or(EINVAL)?;
         self.join(tree)
     }
@@ -260,7 +268,7 @@ impl MboxFile {
     fn set_tree(&self, arg: usize) -> Result<isize> {
         require_admin()?;
         let tree: u32 = read_arg(arg)?;
-        if !State::valid_tree(tree) {
+        if !Owners::valid_tree(tree) {
             return Err(EINVAL);
         }
         self.join(tree)
@@ -307,7 +315,7 @@ impl MboxFile {
                 if let Some(m) = queue.pop() {
                     break m;
                 }
-                if self.state.gone() {
+                if self.state.window.gone() {
                     return Err(ENODEV);
                 }
                 if nonblocking(file) {
@@ -354,7 +362,7 @@ impl MiscDevice for MboxFile {
         // of the interface cannot be reached through an old one.
         this.state.maps.unmap_file(file.as_ptr());
         if let Ok(id) = this.iface() {
-            this.state.free(id);
+            this.state.owners.free(&this.state.window, id);
         }
         let service = this.service.load(Ordering::Acquire);
         if service != NONE {
@@ -396,8 +404,9 @@ impl MiscDevice for MboxFile {
         vma.try_clear_mayexec()?;
         let private_write = vma.flags() & vm::SHARED == 0 && vma.flags() & vm::MAYWRITE != 0;
         let s = &this.state;
-        let info = s.gas().info();
-        let partition = info.gas_phys + info.ctl_size + u64::from(s.node) * info.partition_size;
+        let info = s.window.gas().info();
+        let partition =
+            info.gas_phys + info.ctl_size + u64::from(s.window.node) * info.partition_size;
         let (phys, pages) = if let Some(part_off) = offset.checked_sub(abi::MMAP_GSAS) {
             if end - abi::MMAP_GSAS > info.partition_size {
                 return Err(EINVAL);
@@ -406,7 +415,7 @@ impl MiscDevice for MboxFile {
                 // A private copy would never be the memory the service changes.
                 return Err(EINVAL);
             }
-            let tree = s.tree_of(id).ok_or(EINVAL)?;
+            let tree = s.owners.tree_of(id).ok_or(EINVAL)?;
             let pages = Pages {
                 tree,
                 offset: part_off,
@@ -435,7 +444,7 @@ impl MiscDevice for MboxFile {
         s.maps.map_user(file.as_ptr(), pages, || {
             // SAFETY: `[phys, phys + len)` is inside this node's partition of the window: this
             // interface's area (`AREA_END` lies inside the reserved start of every partition,
-            // which `State::new` checked) or pages the GSAS service allocated to this file's
+            // which `Window::new` checked) or pages the GSAS service allocated to this file's
             // tree (`map_user` asked it, and its frees zap this mapping); the device is bound
             // (`map_user`; revocation zaps this mapping), and `VM_IO | VM_DONTEXPAND` keep the
             // core from treating it as ordinary pages or growing it.
@@ -452,15 +461,15 @@ impl MiscDevice for MboxFile {
     }
 
     fn poll(this: Pin<&Self>, file: &File, table: &PollTable<'_>) -> Result<u32> {
-        if this.state.gone() {
+        if this.state.window.gone() {
             return Ok(bindings::POLLERR | bindings::POLLHUP);
         }
         let mut mask = bindings::POLLOUT | bindings::POLLWRNORM;
         table.register_wait(file, &this.armed);
         if let Ok(id) = this.iface() {
-            let iface = &this.state.ifaces[id as usize];
+            let iface = &this.state.owners.ifaces[id as usize];
             table.register_wait(file, &iface.wait);
-            if this.state.has_packet(id) {
+            if this.state.window.has_packet(id) {
                 mask |= bindings::POLLIN | bindings::POLLRDNORM;
             }
         }

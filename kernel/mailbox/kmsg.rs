@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 //! 64-bit messages addressed to services: kernel clients register per-opcode callbacks, a
-//! privileged user-space process (kram-daemon) can bind a service to its file instead.
+//! privileged user-space process (kram-daemon) can bind a service to its file instead. The
+//! dispatch work takes the messages from this node's kernel-message rings
+//! ([`Services::drain`]); `sender.rs` queues them on a peer's.
 
 use crate::{
+    counters::Counters as NodeCounters,
     kmsg_api::KmsgHandler,
-    mailbox::{kmsg_opcode, service, Kmsg},
+    mailbox::{kmsg_opcode, layout, service, Kmsg},
+    ring::Resynced,
+    window::Window,
 };
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::{
@@ -228,5 +233,53 @@ impl Services {
             }
         }
         Self::bump(&self.counters.dropped, m.service);
+    }
+
+    /// Delivers what the kernel-message rings held when this pass started (at most one ring's
+    /// worth per sender); `true` when peers have queued more since.
+    pub(crate) fn drain(&self, win: &Window, counters: &NodeCounters) -> bool {
+        // Handlers may sleep, so not under the window access: each pass copies what one ring
+        // held (at most `SLOTS` entries) and the messages are delivered after it.
+        let Ok(mut batch) = KVec::<Kmsg>::with_capacity(layout::SLOTS as usize, GFP_KERNEL) else {
+            return true;
+        };
+        for sender in 0..win.nodes {
+            batch.clear();
+            {
+                let Some(w) = win.gas().access() else {
+                    return false;
+                };
+                let mut pass = match win.kmsg_ring(&w, win.node, sender).pass() {
+                    Ok(pass) => pass,
+                    Err(Resynced) => {
+                        counters.resynced.fetch_add(1, Ordering::Relaxed);
+                        if win.warn_peer() {
+                            pr_warn!("message ring of node {} had impossible indices: resynced (rate-limited)\n", sender);
+                        }
+                        continue;
+                    }
+                };
+                let mut slot = [0u8; layout::SLOT_LEN];
+                while pass.next(&mut slot) {
+                    match Kmsg::decode(&slot).ok().filter(|m| m.sender == sender) {
+                        // A pass takes at most `SLOTS` entries, the capacity.
+                        Some(m) => drop(batch.push_within_capacity(m)),
+                        None => {
+                            counters.malformed.fetch_add(1, Ordering::Relaxed);
+                            if win.warn_peer() {
+                                pr_warn!(
+                                    "malformed message from node {} dropped (rate-limited)\n",
+                                    sender
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            for m in batch.iter() {
+                self.deliver(*m);
+            }
+        }
+        win.gas().access().is_some_and(|w| win.kmsgs_queued(&w))
     }
 }

@@ -7,6 +7,8 @@
 //! rings live in the receiving node's GAS partition (one per interface and sending node) and a
 //! doorbell wakes the receiver. Also carries 64-bit messages between kernel clients (KRAM) and
 //! daemons, with per-opcode callbacks. Seed 000 sections 2.1-2.2, seed 002 section 2.1.
+//!
+//! The node's state and the parts it is made of: `state.rs`.
 
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
@@ -19,27 +21,34 @@ use kernel::{
 };
 
 mod chardev;
+mod counters;
+mod dispatch;
 mod doorbell_limit;
 mod iface;
 mod kmsg;
 #[path = "../include/log_limit.rs"]
 mod log_limit;
 mod maps;
+mod owner_table;
 mod owners;
 mod poll;
 #[path = "../include/privilege.rs"]
 #[allow(dead_code)]
 mod privilege;
+mod receive;
 mod ring;
 // The seam functions are `pub` because other modules link against them (exports.c).
 #[allow(unreachable_pub)]
 mod seam;
+mod sender;
+mod served;
 mod state;
 mod stats;
 mod submit;
 mod sysfs;
 #[path = "../include/sysfs_group.rs"]
 mod sysfs_group;
+mod window;
 
 #[path = "../include/unimem_fabric.rs"]
 #[allow(dead_code, unreachable_pub)]
@@ -110,6 +119,7 @@ impl Doorbell {
         // SAFETY: `doorbell` is IRQ-safe and `ctx` stays valid until `Drop` removes it.
         unsafe {
             state
+                .window
                 .gas()
                 .set_doorbell(mailbox::DOORBELL_VECTOR, Some(doorbell), ctx)
         }
@@ -129,6 +139,7 @@ impl Drop for Doorbell {
         // SAFETY: removing waits for running handlers (unimem_fabric_set_handler contract).
         let _ = unsafe {
             self.0
+                .window
                 .gas()
                 .set_doorbell(mailbox::DOORBELL_VECTOR, None, core::ptr::null_mut())
         };
@@ -156,10 +167,12 @@ impl OnRevoke for State {
     /// wakes up to fail with `ENODEV`.
     fn revoke(&self) {
         self.maps.zap_user_maps();
-        self.gas().revoke();
+        self.window.gas().revoke();
         self.stopping.store(true, Ordering::Release);
         self.cancel_work();
-        self.wake_all();
+        // Every sleeping reader, so that it looks again (and finds the fabric gone).
+        self.owners.wake_all();
+        self.services.wake_all();
         pr_warn!("fabric device gone: mailbox operations fail with ENODEV until unimem_mailbox is reloaded\n");
     }
 }

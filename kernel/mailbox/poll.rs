@@ -22,8 +22,8 @@
 //! never waits for it, and one run never spins longer than `POLL_RUN_NS`: kernel messages and
 //! other work items get their turn in between.
 
-use crate::state::State;
-use core::sync::atomic::{fence, Ordering};
+use crate::{counters::Counters, owners::Owners, served::Served, window::Window};
+use core::sync::atomic::{fence, AtomicBool, Ordering};
 use kernel::task;
 
 /// The longest one run of the dispatch work spins (it queues itself again if still busy).
@@ -34,17 +34,19 @@ const POLL_START_NS: u64 = 10_000;
 /// than a store takes to become visible to another CPU.
 const POLL_GRACE_NS: u64 = 5_000;
 
-impl State {
-    /// Nanoseconds since the module's epoch.
-    pub(crate) fn now_ns(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(0)
-    }
-
+impl Served {
     /// After a run (begun at `started`) that served packets: polls the served rings for the
     /// current window after the last packet, serving what arrives, and adapts the window.
     /// `true` if the work should run again (kernel messages arrived, or it stopped while
     /// packets kept coming).
-    pub(crate) fn busy_poll(&self, started: u64) -> bool {
+    pub(crate) fn busy_poll(
+        &self,
+        win: &Window,
+        owners: &Owners,
+        counters: &Counters,
+        stopping: &AtomicBool,
+        started: u64,
+    ) -> bool {
         let max = self.poll_ns;
         if max == 0 {
             return false;
@@ -58,7 +60,7 @@ impl State {
         let (again, served) = if window == 0 {
             (false, 0)
         } else {
-            self.poll_window(window)
+            self.open_window(win, owners, counters, stopping, window)
         };
         if served == 0 {
             window /= 2;
@@ -67,57 +69,71 @@ impl State {
             }
         }
         self.poll_window.store(window, Ordering::Relaxed);
-        self.poll_idle_at.store(self.now_ns(), Ordering::Relaxed);
+        self.poll_idle_at.store(win.now_ns(), Ordering::Relaxed);
         again
     }
 
     /// Polls for up to `window` ns after the last packet, with the rings' polling flags set
     /// (senders skip the doorbell meanwhile): whether to run again, and how many packets were
     /// served.
-    fn poll_window(&self, window: u64) -> (bool, u64) {
-        self.set_polling(true);
-        let (again, served) = self.poll_loop(window);
-        self.set_polling(false);
+    fn open_window(
+        &self,
+        win: &Window,
+        owners: &Owners,
+        counters: &Counters,
+        stopping: &AtomicBool,
+        window: u64,
+    ) -> (bool, u64) {
+        self.set_polling(win, true);
+        let (again, served) = self.poll_loop(win, owners, counters, stopping, window);
+        self.set_polling(win, false);
         // A sender that read the flag still set did not ring, and its packet may become visible
         // here only now (its store and our clearing can pass each other in store buffers, and
         // under TCG a one-vCPU guest's fences are not emitted): look again for a while, and
         // leave it to the next run if anything came.
         fence(Ordering::SeqCst);
-        let cleared = self.now_ns();
+        let cleared = win.now_ns();
         loop {
-            if self.dispatch_pending() != (false, false) {
+            if self.dispatch_pending(win) != (false, false) {
                 return (true, served);
             }
-            if self.now_ns().saturating_sub(cleared) > POLL_GRACE_NS {
+            if win.now_ns().saturating_sub(cleared) > POLL_GRACE_NS {
                 return (again, served);
             }
         }
     }
 
-    fn poll_loop(&self, window: u64) -> (bool, u64) {
-        self.counters.busy_polls.fetch_add(1, Ordering::Relaxed);
-        let run = self.now_ns();
+    fn poll_loop(
+        &self,
+        win: &Window,
+        owners: &Owners,
+        counters: &Counters,
+        stopping: &AtomicBool,
+        window: u64,
+    ) -> (bool, u64) {
+        counters.busy_polls.fetch_add(1, Ordering::Relaxed);
+        let run = win.now_ns();
         let mut last = run;
         let mut served = 0u64;
         let again = loop {
-            if self.stopping.load(Ordering::Acquire)
+            if stopping.load(Ordering::Acquire)
                 || !task::single_task_running()
                 || task::need_resched()
             {
                 break false;
             }
-            let (packets, kmsgs) = self.dispatch_pending();
+            let (packets, kmsgs) = self.dispatch_pending(win);
             if kmsgs {
                 break true;
             }
-            let now = self.now_ns();
+            let now = win.now_ns();
             if packets {
-                let (handed, more) = self.drain_served();
+                let (handed, more) = self.drain(win, owners, counters);
                 served += handed as u64;
                 if more || now.saturating_sub(run) > POLL_RUN_NS {
                     break true;
                 }
-                last = self.now_ns();
+                last = win.now_ns();
                 continue;
             }
             if now.saturating_sub(last) > window {
@@ -127,7 +143,7 @@ impl State {
             // cost microseconds (remote Fetch&Add 6-8 us with it, 5 without); a look is not a
             // tight spin anyway (the clock, the scheduler's state and the rings in the window).
         };
-        self.counters
+        counters
             .busy_poll_packets
             .fetch_add(served, Ordering::Relaxed);
         (again, served)

@@ -53,7 +53,9 @@ pub unsafe extern "C" fn unimem_mbox_serve(
 ) -> c_int {
     from_result(|| {
         let state = crate::current_state().ok_or(ENODEV)?;
-        state.serve(iface, handler, ctx)?;
+        state
+            .served
+            .serve(&state.window, &state.owners, iface, handler, ctx)?;
         if handler.is_some() {
             // Packets may have arrived between the discard and now.
             state.kick();
@@ -96,7 +98,7 @@ pub extern "C" fn unimem_mbox_zap_pages(offset: u64, len: u64) -> c_int {
 #[no_mangle]
 pub extern "C" fn unimem_mbox_iface_state(iface: u32) -> u64 {
     crate::current_state()
-        .and_then(|s| s.iface_state(iface))
+        .and_then(|s| s.owners.iface_state(iface))
         .map_or(0, |(tree, generation)| {
             IFACE_HELD | u64::from(generation) << 24 | u64::from(tree)
         })

@@ -7,9 +7,9 @@ use core::{fmt, sync::atomic::Ordering};
 impl State {
     pub(crate) fn write_stats(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let load = |c: &core::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
-        writeln!(f, "node {} of {}", self.node, self.nodes)?;
+        writeln!(f, "node {} of {}", self.window.node, self.window.nodes)?;
         writeln!(f, "iface thread prot sent received rejected dropped")?;
-        for (id, i) in self.ifaces.iter().enumerate() {
+        for (id, i) in self.owners.ifaces.iter().enumerate() {
             let owner = *i.owner.lock();
             let counts = [
                 load(&i.sent),

@@ -39,14 +39,15 @@ impl State {
     fn value(&self, name: &[u8]) -> Option<u64> {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let ifaces = |f: fn(&crate::iface::Iface) -> &AtomicU64| {
-            self.ifaces.iter().map(|i| load(f(i))).sum::<u64>()
+            self.owners.ifaces.iter().map(|i| load(f(i))).sum::<u64>()
         };
         let c = &self.services.counters;
         let services = |a: &[AtomicU64]| a.iter().skip(1).map(load).sum::<u64>();
         Some(match name {
-            b"node" => u64::from(self.node),
-            b"nodes" => u64::from(self.nodes),
+            b"node" => u64::from(self.window.node),
+            b"nodes" => u64::from(self.window.nodes),
             b"interfaces_allocated" => self
+                .owners
                 .ifaces
                 .iter()
                 .filter(|i| i.owner.lock().is_some())
@@ -61,13 +62,13 @@ impl State {
             b"messages_received" => services(&c.received),
             b"messages_rejected" => services(&c.rejected),
             b"messages_dropped" => services(&c.dropped),
-            b"poll_us" => self.poll_ns / 1000,
+            b"poll_us" => self.served.poll_ns / 1000,
             b"busy_polls" => load(&self.counters.busy_polls),
             b"busy_poll_packets" => load(&self.counters.busy_poll_packets),
-            b"busy_poll_window_ns" => load(&self.poll_window),
+            b"busy_poll_window_ns" => load(&self.served.poll_window),
             b"doorbells_skipped" => load(&self.counters.doorbells_skipped),
             b"doorbells_throttled" => load(&self.counters.doorbells_throttled),
-            b"doorbell_rate" => self.doorbell_rate(),
+            b"doorbell_rate" => self.sender.doorbell_rate(),
             b"submissions" => load(&self.counters.submitted),
             b"kicks" => load(&self.counters.kicks),
             b"allocs_quarantined" => load(&self.counters.quarantined),
