@@ -14,12 +14,16 @@ MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if modules_apart; then 
 MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; modules_src_copy'),$(CURDIR)/kernel)
 KMAKE = $(MAKE) -C $(KDIR) M=$(MODULES_SRC) $(if $(MO_DIR),MO=$(MO_DIR)) $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
-.PHONY: all modules modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install uninstall
+.PHONY: all modules kconfig-check modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install uninstall
 
 all: modules userspace
 
-modules:
+modules: kconfig-check
 	$(KMAKE) modules
+
+# The modules' Kconfig files against the kernel's .config (kbuild does not read them out of tree).
+kconfig-check:
+	scripts/check-kconfig.sh $(KDIR) "$(UNIMEM_CONFIG)"
 
 # Kernel build with clippy lints, as the kernel's own `make CLIPPY=1`.
 modules-clippy:

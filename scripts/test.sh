@@ -2,8 +2,12 @@
 # The project's test command: host-side Rust tests and host scripts (tests/host/: make install),
 # then acceptance tests in a real virtual cluster (QEMU nodes running our kernel and modules).
 # Ends with "N passed, N failed".
-#   scripts/test.sh [-n NODES] [--debug-kernel | --arch A,...] [TEST...]
+#   scripts/test.sh [-n NODES] [--quick | --debug-kernel | --arch A,...] [TEST...]
 #                                        TEST: names under tests/cluster/ (default: all)
+#
+# --quick: the inner loop: host tests, then one short cluster test per kernel module (QUICK:
+# eusrvmem, mailbox, gsas_fork, kram, tiering for unimem_numa), about 5 minutes warm here. The
+# full suite (no option) is what CI runs.
 # Four nodes (a borrower, three lenders: KRAM mirroring needs a spare one) sharing an 8 GiB GAS
 # (partitions of 2 GiB: a 2 GiB swap instance must need two lenders); UNIMEM_GAS_SIZE overrides.
 #
@@ -28,11 +32,15 @@ source "$(dirname "$0")/lib/common.sh"
 nodes=4
 export UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
 debug=false
+quick=false
 arch_args=()
+# --quick's cluster tests: one short test per module (eusrvmem, mailbox, gsas, kram, numa).
+QUICK=(eusrvmem mailbox gsas_fork kram tiering)
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) nodes=$2; shift 2;;
     --debug-kernel) debug=true; shift;;
+    --quick) quick=true; shift;;
     --arch) [ -n "${2:-}" ] || { echo "scripts/test.sh: --arch wants a list (x86_64, arm64, or one per node)" >&2; exit 2; }
             arch_args=(--arch "$2"); shift 2;;
     -h|--help) sed -n '2,/^source/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
@@ -44,6 +52,10 @@ for t in "$@"; do
   [ "$t" != lib ] && [ -f "$(dirname "$0")/../tests/cluster/$t.sh" ] ||
     { echo "scripts/test.sh: no cluster test '$t' (tests/cluster/*.sh, without .sh)" >&2; exit 2; }
 done
+if "$quick"; then
+  [ $# = 0 ] || { echo "scripts/test.sh: --quick runs its own tests (${QUICK[*]}); name tests without it" >&2; exit 2; }
+  set -- "${QUICK[@]}"
+fi
 if "$debug" && [ ${#arch_args[@]} != 0 ]; then
   echo "scripts/test.sh: --debug-kernel is x86_64 only (not with --arch)" >&2; exit 2
 fi
