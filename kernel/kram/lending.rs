@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The borrower's side of the lending protocol: REQUEST and RENEW every tick, OFFER, ACK and
-//! REVOKE from the lenders, replacement of a mirror's lost parts.
+//! REVOKE from the lenders, replacement of a mirror's lost parts. Giving memory back:
+//! `give_back.rs`.
 
-use crate::disk::{Lease, Part};
+use crate::instance::InstanceState;
+use crate::kram::Kram;
 use crate::kram_client::send;
+use crate::layout::{Lease, Part};
 use crate::wire::kram::{to_daemon, to_driver, KramMsg, CHUNK_SIZE, MAX_REQUEST_CHUNKS, V2};
-use crate::{Instance, InstanceState, Kram};
 use core::sync::atomic::Ordering;
 use kernel::{prelude::*, sync::Arc, workqueue};
 
@@ -341,152 +343,5 @@ impl Kram {
         }
         // SAFETY: `offset` lies inside the GAS window (`lent_range`); only an address is made.
         Ok(unsafe { gas.info().gas_virt.add(offset as usize) })
-    }
-
-    /// Gives a lease back: zeroed, so that the lender's next borrower cannot read this node's
-    /// swapped-out pages, then FREE. One that lapsed on our clock (or could not be wiped) must
-    /// not be written: FREE_UNWIPED, and its lender wipes it (the lender refuses a FREE of a
-    /// range that is not ours, and holds a lapsed lease while this node is frozen). A
-    /// revoked one, or one whose lender's memory went away, is not ours: left alone.
-    pub(crate) fn give_back(&self, id: u32, l: &Lease) {
-        if l.clock.is_revoked() || self.fabric.lost(l.node) {
-            pr_warn!(
-                "kram{}: chunks {}+{} of node {} not ours any more: not touched, not returned\n",
-                id,
-                l.first_chunk,
-                l.chunks,
-                l.node
-            );
-            return;
-        }
-        let wiped = l.clock.usable(self.epoch.now())
-            && self
-                .fabric
-                .gas()
-                .lent_range(l.node, l.first_chunk, l.chunks)
-                .ok_or(EINVAL)
-                .and_then(|(offset, len)| self.fabric.gas().wipe_long(offset, len))
-                .inspect_err(|e| pr_warn!("kram{}: chunks {}+{} of node {} could not be wiped ({:?}): returned for the lender to wipe\n", id, l.first_chunk, l.chunks, l.node, e))
-                .is_ok();
-        let tag = if wiped { 0 } else { to_daemon::FREE_UNWIPED };
-        send(
-            l.node,
-            KramMsg::new(
-                to_daemon::FREE,
-                self.me(),
-                id as u8,
-                l.first_chunk,
-                l.chunks,
-                tag,
-            ),
-        );
-        pr_info!(
-            "kram{}: returned chunks {}+{} to node {}{}\n",
-            id,
-            l.first_chunk,
-            l.chunks,
-            l.node,
-            if wiped {
-                ""
-            } else {
-                " unwiped (lease lapsed on our clock): the lender wipes them"
-            }
-        );
-    }
-
-    /// Copies the intact copy into every acknowledged replacement part.
-    pub(crate) fn resync_all(&self) {
-        for inst in self.instances.iter() {
-            let mut todo = KVec::<(usize, u64, u32)>::new();
-            let shared = inst.state.lock().shared.clone();
-            {
-                let l = shared.layout.lock();
-                for (c, copy) in l.copies.iter().enumerate() {
-                    for p in copy.iter().filter(|p| p.syncing && p.lease.clock.acked()) {
-                        let _ = todo.push((c, p.offset, p.lease.node), GFP_ATOMIC);
-                    }
-                }
-            }
-            for &(copy, offset, node) in todo.iter() {
-                if crate::disk::resync(&shared, &self.fabric, &self.epoch, copy, offset) {
-                    pr_info!(
-                        "kram{}: mirror copy {} in sync again (part at {} MiB on node {})\n",
-                        inst.id,
-                        copy,
-                        offset >> 20,
-                        node
-                    );
-                } else {
-                    pr_warn!(
-                        "kram{}: could not copy the mirror to node {}; trying again later\n",
-                        inst.id,
-                        node
-                    );
-                }
-            }
-        }
-    }
-
-    /// Adds the disk of every instance whose copies are complete and acknowledged.
-    pub(crate) fn attach_disks(&self) {
-        for inst in self.instances.iter() {
-            let mut state = inst.state.lock();
-            if state.disk.is_some()
-                || !state.complete(inst.size_mib)
-                || self.stopping.load(Ordering::Acquire)
-            {
-                continue;
-            }
-            match self.new_disk(inst, &state) {
-                Ok(disk) => {
-                    let l = state.shared.layout.lock();
-                    pr_info!(
-                        "kram{}: /dev/kram{} ready, {} MiB in {} cop{} over {} part(s)\n",
-                        inst.id,
-                        inst.id,
-                        inst.size_mib,
-                        l.ncopies,
-                        if l.ncopies > 1 { "ies" } else { "y" },
-                        l.parts().count()
-                    );
-                    drop(l);
-                    state.disk = Some(disk);
-                }
-                Err(e) => {
-                    pr_err!(
-                        "kram{}: cannot create the disk: {:?}; returning the memory\n",
-                        inst.id,
-                        e
-                    );
-                    self.give_back_all(inst, &state);
-                }
-            }
-        }
-    }
-
-    /// Empties the layout and gives every part back.
-    pub(crate) fn give_back_all(&self, inst: &Instance, state: &InstanceState) {
-        // Room first, outside the spinlock: a part that found none would never be given back.
-        // Parts join the layout only under `state`, which the caller holds.
-        let count = state.shared.layout.lock().parts().count();
-        let mut parts = KVec::new();
-        if parts.reserve(count, GFP_KERNEL).is_err() {
-            pr_err!(
-                "kram{}: no memory to give its parts back: the lenders reclaim them at expiry\n",
-                inst.id
-            );
-            return;
-        }
-        {
-            let mut l = state.shared.layout.lock();
-            for copy in l.copies.iter_mut() {
-                while let Some(p) = copy.pop() {
-                    let _ = parts.push_within_capacity(p.lease);
-                }
-            }
-        }
-        for lease in parts.iter() {
-            self.give_back(inst.id, lease);
-        }
     }
 }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-//! `size=32,64`: one size in MiB per instance (a list parameter; kernel patch 0003).
+//! The module parameters, checked at load; `size=32,64`: one size in MiB per instance (a list
+//! parameter; kernel patch 0003).
 
+use crate::disk::Transfer;
+use crate::module_parameters;
 use crate::wire::kram::{MAX_INSTANCES, MAX_REQUEST_CHUNKS_V2};
 use kernel::{module_param::ModuleParam, prelude::*, str::BStr};
 
@@ -51,4 +54,58 @@ impl ModuleParam for SizeList {
         }
         Ok(list)
     }
+}
+
+/// The module parameters, checked.
+pub(crate) struct Params {
+    pub(crate) sizes: KVec<u32>,
+    pub(crate) transfer: Transfer,
+    pub(crate) mirror: bool,
+    pub(crate) max_stall_ns: i64,
+}
+
+pub(crate) fn validated_params() -> Result<Params> {
+    let n = *module_parameters::ninstances.value_ref();
+    if n == 0 || n > MAX_INSTANCES {
+        pr_err!("ninstances={} is out of range (1-{})\n", n, MAX_INSTANCES);
+        return Err(EINVAL);
+    }
+    let sizes = module_parameters::size.value_ref();
+    if sizes.as_slice().len() != n as usize {
+        pr_err!(
+            "size: {} size(s) given for ninstances={} (one per instance, e.g. size=32,64)\n",
+            sizes.as_slice().len(),
+            n
+        );
+        return Err(EINVAL);
+    }
+    let transfer = match *module_parameters::transfermode.value_ref() {
+        0 => Transfer::Memcpy,
+        1 => Transfer::Cdma,
+        t => {
+            pr_err!(
+                "transfermode={} is invalid (0 = memcpy, 1 = CDMA engine)\n",
+                t
+            );
+            return Err(EINVAL);
+        }
+    };
+    let stall_s = *module_parameters::stall_timeout.value_ref();
+    if !(1..=3600).contains(&stall_s) {
+        pr_err!(
+            "stall_timeout={} is out of range (1-3600 seconds)\n",
+            stall_s
+        );
+        return Err(EINVAL);
+    }
+    let mut v = KVec::with_capacity(n as usize, GFP_KERNEL)?;
+    for &mib in sizes.as_slice() {
+        v.push(mib, GFP_KERNEL)?;
+    }
+    Ok(Params {
+        sizes: v,
+        transfer,
+        mirror: *module_parameters::mirror.value_ref(),
+        max_stall_ns: i64::from(stall_s) * 1_000_000_000,
+    })
 }
