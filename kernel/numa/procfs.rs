@@ -4,7 +4,7 @@
 //!
 //! Commands (one per write): `add <lender> [<MiB>]`, `remove <lender>`, `remove all`.
 
-use crate::{kram_borrow::Delivery, Numa};
+use crate::{kram_borrow::Delivery, state::Numa};
 use kernel::{mm::memory_tiers, numa, prelude::*, proc_fs::ProcFile, seq_file::SeqFile, seq_print};
 
 pub(crate) struct NumaProc;
