@@ -10,8 +10,9 @@ use crate::{
     fabric_client::Access,
     gas::MAX_NODES,
     gsas::{owner, prot, USER_INTERFACES},
+    service::{Inner, Service},
     stats::Counter,
-    trees, Inner, Service,
+    trees,
 };
 use core::sync::atomic::{fence, Ordering};
 use kernel::{new_spinlock, prelude::*, sync::SpinLock};

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! remoteFork (seed 000 section 2.2): FORK and WAIT requests, the node's bounded table of
-//! children, and `/dev/unimem_gsas`, through which the node's root daemon (`gsasd`) takes the
-//! programs to start and reports what became of them.
+//! children, and what the node's root daemon (`gsasd`) does to it through `/dev/unimem_gsas`
+//! (`daemon.rs`): take the programs to start and report what became of them.
 //!
 //! FORK: the service checks the blob (path and arguments, copied from the issuer's bulk-out
 //! page), queues a job carrying the issuer's sealed protection id and does not answer yet; the
@@ -14,32 +14,21 @@
 use crate::{
     claims::Claim,
     gsas::{
-        daemon::{self as abi, Post, IOCTL_TYPE, NR_JOB, NR_POST},
+        daemon::{self as abi, Post},
         fork::{self as fk, BLOB_MAX, MAX_CHILDREN},
         op,
         owner::{self, Creds},
         status, Response, BULK_OUT_PAGE,
     },
     packet::Payload,
+    service::{Inner, Service},
     stats::Counter,
-    Inner, Service,
 };
-use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
     fs::{file, File},
-    ioctl::{_IOR, _IOW},
-    miscdevice::{MiscDevice, MiscDeviceRegistration},
     prelude::*,
-    sync::{Arc, ArcBorrow},
-    transmute::FromBytes,
     uaccess::{UserPtr, UserSlice},
 };
-
-const JOB: u32 = _IOR::<abi::Job>(IOCTL_TYPE, NR_JOB);
-const POST: u32 = _IOW::<Post>(IOCTL_TYPE, NR_POST);
-
-// SAFETY: four `u32`s: every bit pattern is a valid value.
-unsafe impl FromBytes for Post {}
 
 enum State {
     /// Waiting for the daemon; the checked blob.
@@ -76,7 +65,7 @@ pub(crate) struct Children {
     list: KVec<Child>,
     next: u32,
     /// A daemon has `/dev/unimem_gsas` open.
-    daemon: bool,
+    pub(crate) daemon: bool,
 }
 
 impl Children {
@@ -123,40 +112,6 @@ impl Children {
     pub(crate) fn holds(&self, tree: u32) -> bool {
         self.list.iter().any(|c| c.tree == tree)
     }
-}
-
-/// The service published for `/dev/unimem_gsas` opens.
-static SERVICE: AtomicPtr<Service> = AtomicPtr::new(core::ptr::null_mut());
-
-/// Keeps `SERVICE` set while alive (dropped after the device is deregistered).
-pub(crate) struct Published(*const Service);
-
-// SAFETY: only holds an `Arc<Service>` in raw form; `Service` is `Send + Sync`.
-unsafe impl Send for Published {}
-// SAFETY: see `Send`.
-unsafe impl Sync for Published {}
-
-impl Published {
-    pub(crate) fn new(service: Arc<Service>) -> Self {
-        let p = Arc::into_raw(service);
-        SERVICE.store(p.cast_mut(), Ordering::Release);
-        Self(p)
-    }
-}
-
-impl Drop for Published {
-    fn drop(&mut self) {
-        SERVICE.store(core::ptr::null_mut(), Ordering::Release);
-        // SAFETY: `self.0` came from `Arc::into_raw` in `new`.
-        drop(unsafe { Arc::from_raw(self.0) });
-    }
-}
-
-fn published() -> Option<Arc<Service>> {
-    let p = SERVICE.load(Ordering::Acquire);
-    // SAFETY: a non-null `SERVICE` is an `Arc` reference owned by `Published`, which is dropped
-    // only after the device is deregistered, at module exit, when no file can be opened.
-    (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) }.into())
 }
 
 impl Service {
@@ -284,7 +239,7 @@ impl Service {
 
     /// The daemon went away: queued and taken jobs are answered `NO_DAEMON`, running children
     /// are lost (their WAIT answers `NO_DAEMON`).
-    fn daemon_gone(&self) {
+    pub(crate) fn daemon_gone(&self) {
         let mut inner = self.inner.lock();
         inner.children.daemon = false;
         let mut i = 0;
@@ -309,7 +264,7 @@ impl Service {
     }
 
     /// JOB: the next queued program, written to user memory at `arg`.
-    fn next_job(&self, file: &File, arg: usize) -> Result<isize> {
+    pub(crate) fn next_job(&self, file: &File, arg: usize) -> Result<isize> {
         let (serial, tree, node, creds, blob) = {
             let mut inner = self.inner.lock();
             loop {
@@ -363,7 +318,7 @@ impl Service {
     }
 
     /// POST: what became of child `p.serial`.
-    fn post(&self, p: Post) -> Result<isize> {
+    pub(crate) fn post(&self, p: Post) -> Result<isize> {
         let mut inner = self.inner.lock();
         let i = inner.children.find(p.serial).ok_or(ENOENT)?;
         let c = &mut inner.children.list[i];
@@ -430,55 +385,3 @@ fn wait(ch: &mut Children, node: u32, tree: u32, id: u64) -> (u8, u64) {
         _ => (status::RUNNING, 0),
     }
 }
-
-/// An open `/dev/unimem_gsas`: the node's remoteFork daemon (one at a time).
-pub(crate) struct DaemonFile {
-    service: Arc<Service>,
-}
-
-#[vtable]
-impl MiscDevice for DaemonFile {
-    type Ptr = KBox<Self>;
-
-    fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
-        crate::privilege::require_admin()?;
-        let service = published().ok_or(ENODEV)?;
-        {
-            let mut inner = service.inner.lock();
-            if inner.children.daemon {
-                return Err(EBUSY);
-            }
-            inner.children.daemon = true;
-        }
-        pr_info!("node {}: remoteFork daemon attached\n", service.node);
-        Ok(KBox::new(Self { service }, GFP_KERNEL).inspect_err(|_| service_detach_on_error())?)
-    }
-
-    fn release(this: KBox<Self>, _file: &File) {
-        this.service.daemon_gone();
-        pr_info!("node {}: remoteFork daemon detached\n", this.service.node);
-    }
-
-    fn ioctl(this: &Self, file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        match cmd {
-            JOB => this.service.next_job(file, arg),
-            POST => {
-                let p: Post = UserSlice::new(UserPtr::from_addr(arg), core::mem::size_of::<Post>())
-                    .reader()
-                    .read()?;
-                this.service.post(p)
-            }
-            _ => Err(ENOTTY),
-        }
-    }
-}
-
-/// `open` could not allocate its file after marking the daemon attached: undo the mark.
-fn service_detach_on_error() {
-    if let Some(s) = published() {
-        s.inner.lock().children.daemon = false;
-    }
-}
-
-/// Registration of `/dev/unimem_gsas`.
-pub(crate) type Registration = MiscDeviceRegistration<DaemonFile>;

@@ -7,8 +7,8 @@
 
 use crate::{
     gsas::{op, status},
+    service::Service,
     sysfs_group::{kernel_dir_counters, KernelDir},
-    Service,
 };
 use core::{
     fmt,

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Serving a request: decode, claim the issuer's interface, check, apply to the pool under the
+//! service lock, answer in the issuer's response slot.
+
+use crate::{
+    claims::Claim,
+    gsas::{
+        self, op, owner, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
+        USER_INTERFACES,
+    },
+    kmsg_api,
+    mailbox::INTERFACES,
+    memory::apply_word,
+    packet::{Packet, MAX_24, PACKET_LEN},
+    service::{Inner, Service},
+    stats::Counter,
+    zero::INLINE_ZERO_PAGES,
+};
+use core::sync::atomic::{AtomicU32, Ordering};
+use kernel::prelude::*;
+
+/// Who a request came from: interface `iface` of node `from`, in tree `tree`; for an ALLOC,
+/// the issuing user.
+struct Issued {
+    from: u32,
+    iface: u32,
+    tree: u32,
+    user: Option<owner::Creds>,
+}
+
+/// What applying a request left to do after the lock is released.
+enum After {
+    Nothing,
+    /// Zero pages `first..first + n` of a freed allocation, then make them free.
+    Zero(usize, usize),
+    /// A large freed allocation waits for the zeroing work.
+    Queued,
+}
+
+impl After {
+    /// What a free of the allocation at `first` leaves: `start_free`'s page count and whether
+    /// it queued them.
+    fn freed(first: usize, (n, queued): (usize, bool)) -> Self {
+        if queued {
+            Self::Queued
+        } else {
+            Self::Zero(first, n)
+        }
+    }
+}
+
+impl Service {
+    /// A packet for `SERVICE_IFACE` from node `from` (the mailbox checked the header's node),
+    /// with `kmsg_api::FROM_SENDER` when it runs in the local sender's `SEND`. True if a freed
+    /// allocation waits for the zeroing work (the caller queues it).
+    pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) -> bool {
+        let in_sender = from & kmsg_api::FROM_SENDER != 0;
+        let from = from & !kmsg_api::FROM_SENDER;
+        let p = match Packet::decode(raw) {
+            Ok(p)
+                if u32::from(p.header.node) == from
+                    && u32::from(p.header.iface) < USER_INTERFACES =>
+            {
+                p
+            }
+            // Only another node's kernel could send from its own kernel interfaces; nobody
+            // reads a kernel interface's response slots.
+            _ => {
+                self.stats.bump(Counter::Malformed);
+                return false;
+            }
+        };
+        let iface = u32::from(p.header.iface);
+        let req = p.payload;
+        self.stats.request(req.opcode);
+        let tree = p.header.prot_id;
+        // Only while the interface is still owned in the packet's tree, and until answered.
+        let claim = if in_sender {
+            self.sender_claim(from, iface, tree)
+        } else {
+            self.claim(from, iface, tree)
+        };
+        let Some(claim) = claim else {
+            return false;
+        };
+        if matches!(req.opcode, op::FORK | op::WAIT) {
+            // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
+            self.fork_or_wait(tree, &req, &claim);
+            return false;
+        }
+        let mut resp = Response {
+            seq: 0,
+            status: status::OK,
+            opcode: req.opcode,
+            address: req.address,
+            value: [0; 32],
+        };
+        let mut after = After::Nothing;
+        let base = req.opcode & !op::WIDTH32;
+        // Who is charged for an allocation, as the issuer's node sealed it.
+        let user = (base == op::ALLOC).then(|| self.issuer_creds(&claim));
+        {
+            let mut inner = self.inner.lock();
+            let result = match gsas::check(&req) {
+                Err(e) => Err(e.status()),
+                Ok(()) => self.apply(
+                    &mut inner,
+                    Issued {
+                        from,
+                        iface,
+                        tree,
+                        user,
+                    },
+                    &req,
+                    &mut resp.value,
+                    &mut after,
+                ),
+            };
+            if result.is_ok() {
+                // Before the answer and the claim's release: the issuer's node must see the
+                // tree live from then on (`claims.rs`). A free looks for what is left.
+                match base {
+                    op::ALLOC => self.set_live(tree, true),
+                    op::FREE | op::FREE_TAG => self.refresh_live(&inner, tree),
+                    _ => {}
+                }
+            }
+            resp.status = result.err().unwrap_or(status::OK);
+            self.stats.status(resp.status);
+            // Under the lock: responses are written in the order the requests were applied.
+            self.respond(&mut inner, &claim, &mut resp);
+        }
+        drop(claim);
+        match after {
+            After::Zero(first, n) => self.zero_freed(first, n),
+            After::Queued => {
+                self.stats.bump(Counter::ZeroedLater);
+                return true;
+            }
+            After::Nothing => {}
+        }
+        false
+    }
+
+    /// Applies `req`; the value goes to `value`. Called under the service lock.
+    fn apply(
+        &self,
+        inner: &mut Inner,
+        issued: Issued,
+        req: &crate::packet::Payload,
+        value: &mut [u8; 32],
+        after: &mut After,
+    ) -> Result<(), u8> {
+        let Issued {
+            from,
+            iface,
+            tree,
+            user,
+        } = issued;
+        let base = req.opcode & !op::WIDTH32;
+        if base == op::NOP {
+            return Ok(());
+        }
+        if base == op::IFACE_STATE {
+            return self.iface_state(tree, req, value);
+        }
+        let pool = inner.pool.as_mut().ok_or(status::NO_POOL)?;
+        if !pool.clock.usable(self.epoch.now()) {
+            // Kept while its renewal may still be acknowledged (`check_lease`).
+            return Err(if pool.clock.is_revoked() {
+                status::NO_POOL
+            } else {
+                status::STALLED
+            });
+        }
+        if base == op::ALLOC {
+            let n = req.arg1;
+            if n == 0 || n > gsas::MAX_ALLOC_PAGES {
+                return Err(status::INVALID);
+            }
+            if tree == 0 {
+                return Err(status::DENIED);
+            }
+            let uid = user.map_or(0, |c| c.uid);
+            if user.is_some_and(|c| c.flags & owner::ADMIN == 0) {
+                let limit = pool.pages.pages() * self.quota.pages_pct as usize / 100;
+                if pool.pages.used_by(uid) + n as usize > limit {
+                    return Err(status::QUOTA);
+                }
+            }
+            let first = pool
+                .pages
+                .alloc(n as usize, tree, req.arg2, uid)
+                .ok_or(status::NO_MEMORY)?;
+            let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
+            value[..8].copy_from_slice(&addr.to_le_bytes());
+            self.hold_module(inner);
+            return Ok(());
+        }
+        if base == op::FREE_TAG {
+            if gsas::node_of(req.address) != self.node as u16 {
+                return Err(status::FAULT);
+            }
+            if req.arg1 == 0 {
+                return Err(status::INVALID);
+            }
+            if let Some(first) = pool.pages.find_tagged(tree, req.arg1) {
+                let freed = pool.pages.start_free(first, tree, INLINE_ZERO_PAGES)?;
+                let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
+                value[..8].copy_from_slice(&addr.to_le_bytes());
+                *after = After::freed(first, freed);
+            }
+            return Ok(());
+        }
+        // Every other operation names an address of this node's pool.
+        if gsas::node_of(req.address) != self.node as u16 {
+            return Err(status::FAULT);
+        }
+        let off = gsas::offset_of(req.address);
+        let rel = off.checked_sub(pool.offset).ok_or(status::FAULT)?;
+        let page = (rel / PAGE_SIZE) as usize;
+        if base == op::FREE {
+            if rel % PAGE_SIZE != 0 {
+                return Err(status::UNALIGNED);
+            }
+            *after = After::freed(page, pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?);
+            return Ok(());
+        }
+        let len = match op::size(req.opcode) {
+            Some(n) => n,
+            None => {
+                // Bulk: 1..=BULK_MAX bytes, any alignment, every page touched checked.
+                if req.arg1 == 0 || req.arg1 > BULK_MAX {
+                    return Err(status::INVALID);
+                }
+                req.arg1
+            }
+        };
+        let last = ((rel + len - 1) / PAGE_SIZE) as usize;
+        pool.pages.check(page, last, tree)?;
+        let w = self.gas.access().ok_or(status::NO_POOL)?;
+        let at = self.part + off;
+        match base {
+            op::BULK_READ => self.copy(&w, self.area(from, iface, BULK_IN_PAGE), at, len),
+            op::BULK_WRITE => self.copy(&w, at, self.area(from, iface, BULK_OUT_PAGE), len),
+            _ => apply_word(&w, at, req, value),
+        }
+    }
+
+    /// IFACE_STATE: who holds interface `arg1` of this node, told only to its own tree.
+    fn iface_state(
+        &self,
+        tree: u32,
+        req: &crate::packet::Payload,
+        value: &mut [u8; 32],
+    ) -> Result<(), u8> {
+        if gsas::node_of(req.address) != self.node as u16 {
+            return Err(status::FAULT);
+        }
+        let iface = u32::try_from(req.arg1)
+            .ok()
+            .filter(|&i| i < USER_INTERFACES)
+            .ok_or(status::INVALID)?;
+        // SAFETY: `unimem_mbox_iface_state` may be called in any context but hard IRQ.
+        let held = unsafe { kmsg_api::unimem_mbox_iface_state(iface) };
+        let answer =
+            if held & kmsg_api::IFACE_HELD != 0 && tree != 0 && held as u32 & MAX_24 == tree {
+                op::IFACE_HELD | (held >> 24) & u64::from(u32::MAX)
+            } else {
+                0
+            };
+        value[..8].copy_from_slice(&answer.to_le_bytes());
+        Ok(())
+    }
+
+    /// Window offset of node `node`'s partition.
+    pub(crate) fn part_offset(&self, node: u32) -> u64 {
+        self.info.ctl_size + u64::from(node) * self.info.partition_size
+    }
+
+    /// Window offset of page `page` of the area of `iface` of node `node`.
+    pub(crate) fn area(&self, node: u32, iface: u32, page: u64) -> u64 {
+        self.part_offset(node) + gsas::area_page(iface, page)
+    }
+
+    /// Writes `resp` into the response slot of the claimed interface for this node: everything
+    /// but `seq`, then `seq` with release ordering. Called under the service lock.
+    pub(crate) fn respond(&self, inner: &mut Inner, claim: &Claim<'_>, resp: &mut Response) {
+        let (from, iface) = (claim.from, claim.iface);
+        let slot = self.info.ctl_size
+            + u64::from(from) * self.info.partition_size
+            + gsas::response_slot(iface, self.node);
+        let Some(w) = self.gas.access() else {
+            return self.stats.bump(Counter::Unanswered);
+        };
+        let Some(p) = w.ptr(slot, gsas::RESPONSE_LEN as u64) else {
+            return self.stats.bump(Counter::Unanswered);
+        };
+        let idx = (from * INTERFACES + iface) as usize;
+        // SAFETY: `p` is the 64-byte, 64-byte aligned slot inside the window (`ptr`), usable
+        // while `w` lives; `seq` is its first word.
+        let seq_word = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
+        let Some(seq) = inner.seqs.get_mut(idx) else {
+            return self.stats.bump(Counter::Unanswered);
+        };
+        // The first answer to an owner (since load, or since the interface changed hands and
+        // its area was wiped) continues from what the slot holds: the value its thread read
+        // before sending.
+        let last = match *seq {
+            (entry, last) if entry == claim.entry => last,
+            _ => u32::from_le(seq_word.load(Ordering::Relaxed)),
+        };
+        resp.seq = last.wrapping_add(1);
+        *seq = (claim.entry, resp.seq);
+        let bytes = resp.encode();
+        for (i, b) in bytes.iter().enumerate().skip(4) {
+            // SAFETY: inside the slot (see above).
+            unsafe { p.add(i).write_volatile(*b) };
+        }
+        seq_word.store(resp.seq.to_le(), Ordering::Release);
+    }
+}

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+//! The mailbox's hooks: the packets of `SERVICE_IFACE` handed to the service, the check of
+//! threads' mappings of this node's partition, and the removal of mappings of pages freed or
+//! lost.
+
+use crate::{
+    gsas::{self, status, PAGE_SIZE},
+    kmsg_api,
+    packet::PACKET_LEN,
+    service::Service,
+    stats::Counter,
+};
+use kernel::{
+    ffi::{c_int, c_void},
+    prelude::*,
+    sync::{Arc, ArcBorrow},
+    workqueue,
+};
+
+/// # Safety
+///
+/// Called by unimem_mailbox in process context with the `ctx` given to `unimem_mbox_serve`: a
+/// `Service` kept alive by `Serving` until the handler is removed; `packet` is `PACKET_LEN`
+/// bytes valid for the call.
+unsafe extern "C" fn on_packet(ctx: *mut c_void, from_node: u32, packet: *const u8) {
+    // SAFETY: see above; `ctx` is `Arc::as_ptr` of that service (`Serving::start`).
+    let service = unsafe { ArcBorrow::<Service>::from_raw(ctx.cast::<Service>()) };
+    // SAFETY: see above.
+    let raw = unsafe { &*packet.cast::<[u8; PACKET_LEN]>() };
+    if service.handle(from_node, raw) {
+        // A large freed allocation: zeroed by the work, not in the mailbox's served section.
+        // Its module reference (`release_module` waits for it) keeps this code loaded.
+        let _ = workqueue::system_percpu().enqueue::<Arc<Service>, 1>(service.into());
+    }
+}
+
+/// # Safety
+///
+/// Called by unimem_mailbox with the `ctx` given to `unimem_mbox_map_check`: a `Service` kept
+/// alive by `Serving` until the check is removed.
+unsafe extern "C" fn on_map(ctx: *mut c_void, tree: u32, offset: u64, len: u64) -> c_int {
+    // SAFETY: see above.
+    let service = unsafe { &*ctx.cast::<Service>() };
+    match service.may_map(tree, offset, len) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Removes threads' mappings of `len` bytes at `offset` of this node's partition (`len` 0: to
+/// its end): pages freed or lost. Without a mailbox (the fabric device went) nothing is mapped.
+pub(crate) fn zap_pages(offset: u64, len: u64) -> Result {
+    // SAFETY: no lock of ours is held by callers (`on_map` takes the service lock).
+    match kernel::error::to_result(unsafe { kmsg_api::unimem_mbox_zap_pages(offset, len) }) {
+        Err(e) if e == ENODEV => Ok(()),
+        r => r,
+    }
+}
+
+/// The interface served and the pool's pages mappable while alive; keeps the handlers'
+/// context alive.
+pub(crate) struct Serving {
+    _service: Arc<Service>,
+}
+
+impl Serving {
+    pub(crate) fn start(service: Arc<Service>) -> Result<Self> {
+        let ctx = Arc::as_ptr(&service).cast_mut().cast::<c_void>();
+        // SAFETY: `on_map` runs in process context with `ctx` alive until `Drop` removes it
+        // (which waits for a running call).
+        let ret = unsafe { kmsg_api::unimem_mbox_map_check(Some(on_map), ctx) };
+        if ret != 0 {
+            pr_err!(
+                "cannot check mappings of this node's partition: {} (another unimem_gsas?)\n",
+                ret
+            );
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: `on_packet` runs in process context with `ctx` alive until `Drop` removes it
+        // (which waits for a running call).
+        let ret = unsafe { kmsg_api::unimem_mbox_serve(gsas::SERVICE_IFACE, Some(on_packet), ctx) };
+        if ret != 0 {
+            pr_err!(
+                "cannot serve mailbox interface {}: {} (another unimem_gsas?)\n",
+                gsas::SERVICE_IFACE,
+                ret
+            );
+            Self::stop_maps();
+            return Err(Error::from_errno(ret));
+        }
+        Ok(Self { _service: service })
+    }
+
+    fn stop_maps() {
+        // SAFETY: removal passes no check and waits for a running call.
+        unsafe { kmsg_api::unimem_mbox_map_check(None, core::ptr::null_mut()) };
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        // SAFETY: removal passes no handler and waits for a running call.
+        unsafe { kmsg_api::unimem_mbox_serve(gsas::SERVICE_IFACE, None, core::ptr::null_mut()) };
+        Self::stop_maps();
+    }
+}
+
+impl Service {
+    /// Whether threads of `tree` may map `len` bytes at partition offset `offset`: every page
+    /// allocated to `tree` (`EACCES`: another tree's, `ENXIO`: not allocated, no pool).
+    pub(crate) fn may_map(&self, tree: u32, offset: u64, len: u64) -> Result {
+        let checked = (|| {
+            let inner = self.inner.lock();
+            let pool = inner.pool.as_ref().ok_or(ENXIO)?;
+            if !pool.clock.usable(self.epoch.now()) {
+                return Err(ENXIO);
+            }
+            let rel = offset.checked_sub(pool.offset).ok_or(ENXIO)?;
+            if rel % PAGE_SIZE != 0 || len == 0 || len % PAGE_SIZE != 0 {
+                return Err(EINVAL);
+            }
+            let first = (rel / PAGE_SIZE) as usize;
+            let last = first + (len / PAGE_SIZE) as usize - 1;
+            pool.pages.check(first, last, tree).map_err(|s| match s {
+                status::DENIED => EACCES,
+                _ => ENXIO,
+            })
+        })();
+        self.stats.bump(match checked {
+            Ok(()) => Counter::Maps,
+            Err(e) if e == EACCES => Counter::MapDenied,
+            Err(_) => Counter::MapFaults,
+        });
+        checked
+    }
+}
