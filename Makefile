@@ -23,7 +23,7 @@ modules: kconfig-check
 
 # The modules' Kconfig files against the kernel's .config (kbuild does not read them out of tree).
 kconfig-check:
-	scripts/check-kconfig.sh $(KDIR) "$(UNIMEM_CONFIG)"
+	@scripts/check-kconfig.sh $(KDIR) "$(UNIMEM_CONFIG)"
 
 # Kernel build with clippy lints, as the kernel's own `make CLIPPY=1`.
 modules-clippy:
