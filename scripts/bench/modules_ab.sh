@@ -20,13 +20,15 @@
 #     --rounds   rounds (7)     --count  GSAS requests / mailbox round trips per figure (3000)
 #     --runtime  seconds per fio run (3)   --no-kram  GSAS and mailbox only
 #   env: AB_BENCH_OUT, AB_BENCH_NO_PLOT=1, AB_GSAS_REPEATS (3), BENCH_RUN (cluster run directory).
-# REF's modules are built once per (commit, kernel) into the cache ($UNIMEM_CACHE/ab-modules)
-# from a temporary git worktree. Needs `make` (this tree's modules and tools) first. Under TCG
-# compare the ratios, not the times.
+# REF's modules are built once per (commit, kernel) into the cache ($UNIMEM_CACHE/ref-modules)
+# from a temporary git worktree (scripts/lib/ref-modules.sh). Needs `make` (this tree's modules
+# and tools) first. Under TCG compare the ratios, not the times.
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
+# shellcheck source=scripts/lib/ref-modules.sh
+source "$(dirname "$0")/../lib/ref-modules.sh"
 REF=3874427 ROUNDS=7 COUNT=3000 RUNTIME=3 DO_KRAM=1 GSAS_REPEATS=${AB_GSAS_REPEATS:-3}
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -45,25 +47,8 @@ done
 REF_SHA=$(git -C "$UNIMEM_ROOT" rev-parse --verify -q "$REF^{commit}") || die "--ref $REF: no such commit"
 bench_needs kernel/mailbox/unimem_mailbox.ko kernel/gsas/unimem_gsas.ko kernel/kram/unimem_kram.ko \
   target/release/unimem-gsas target/release/unimem-mbox target/release/kram-daemon
-MODULES=(unimem_eusrvmem unimem_mailbox unimem_gsas unimem_kram)
-
 # The baseline's modules, built for this tree's kernel.
-KDIR=$(kernel_dir)
-[ -f "$KDIR/Module.symvers" ] || die "no kernel build at $KDIR: run 'make' first"
-REF_MODS=$UNIMEM_CACHE/ab-modules/${REF_SHA:0:12}-$(basename "$KDIR")
-if [ ! -f "$REF_MODS/unimem_kram.ko" ]; then
-  wt=$(mktemp -d)
-  log "building $REF's modules in a worktree ($wt) for $KDIR"
-  git -C "$UNIMEM_ROOT" worktree add -q --detach "$wt" "$REF_SHA"
-  if make -C "$wt" modules KDIR="$KDIR" >"$wt.log" 2>&1; then
-    mkdir -p "$REF_MODS"
-    for m in "${MODULES[@]}"; do cp "$wt/kernel/${m#unimem_}/$m.ko" "$REF_MODS/"; done
-  else
-    tail -20 "$wt.log" >&2
-  fi
-  git -C "$UNIMEM_ROOT" worktree remove --force "$wt"
-  [ -f "$REF_MODS/unimem_kram.ko" ] || die "building $REF's modules failed (log: $wt.log)"
-fi
+REF_MODS=$(ref_modules "$REF_SHA")
 
 export UNIMEM_RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-ab}
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
