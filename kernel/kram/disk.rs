@@ -9,6 +9,7 @@
 use crate::dma::Dma;
 use crate::dma_submit::Submitted;
 use crate::fabric_client::Gas;
+use crate::io::NotServed;
 use crate::kram_client::Epoch;
 use crate::layout::Shared;
 use kernel::{
@@ -131,13 +132,13 @@ impl Operations for KramDisk {
             }
             None => rq,
         };
-        let result = backing.serve(&*rq);
-        if matches!(result, Err(e) if e == ENOMEM) {
+        match backing.serve(&*rq) {
             // A stalled lease or no memory for a bounce buffer: not ended, blk-mq requeues it
-            // (BLK_STS_RESOURCE) and runs the queue again after a short delay.
-            return Err(ENOMEM);
+            // (BLK_STS_RESOURCE, which is what `ENOMEM` means here) and runs the queue again
+            // after a short delay.
+            Err(NotServed::Later) => return Err(ENOMEM),
+            result => finish(rq, result.map_err(NotServed::error)),
         }
-        finish(rq, result);
         Ok(())
     }
 
@@ -176,11 +177,11 @@ impl bio::Operations for KramBio {
         loop {
             match backing.serve(&bio) {
                 // The bio-based disk does not take REQ_NOWAIT bios, so it may sleep here.
-                Err(e) if e == ENOMEM && tries < backing.max_retries() => {
+                Err(NotServed::Later) if tries < backing.max_retries() => {
                     tries += 1;
                     fsleep(Delta::from_millis(RETRY_MS));
                 }
-                r => return bio.end(r),
+                r => return bio.end(r.map_err(NotServed::error)),
             }
         }
     }

@@ -4,6 +4,7 @@
 
 use crate::disk::{finish, Backing, KramDisk};
 use crate::dma::Dma;
+use crate::io::NotServed;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::{
     block::mq::Request,
@@ -146,8 +147,9 @@ impl Dma {
         // SAFETY: `rq` is in flight until `finish` below, so its queue data is alive.
         let backing = unsafe { &*backing };
         let result = match backing.serve(&*rq) {
-            Err(e) if e == ENOMEM => Err(EIO),
-            r => r,
+            // Served again from a completion: no one would requeue it.
+            Err(NotServed::Later) => Err(EIO),
+            r => r.map_err(NotServed::error),
         };
         self.end(ctx, rq, result);
     }

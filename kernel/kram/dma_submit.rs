@@ -5,6 +5,7 @@
 use crate::disk::{Backing, KramDisk};
 use crate::dma::{Dma, MAX_SEGMENTS};
 use crate::dma_ctx::Done;
+use crate::io::NotServed;
 use core::sync::atomic::Ordering;
 use kernel::{
     block::mq::{Command, Request},
@@ -84,7 +85,7 @@ impl Dma {
             })?;
             submitted = true;
             let mut at = start;
-            rq.for_each_segment(|seg| {
+            Ok(rq.for_each_segment(|seg| {
                 let n = seg.len();
                 nodes |= io.nodes_at(at);
                 let page = seg.dma_map(dev, dir).ok();
@@ -129,7 +130,7 @@ impl Dma {
                 }
                 at += n as u64;
                 Ok(())
-            })
+            })?)
         });
         match outcome {
             Ok(()) => {}
@@ -137,7 +138,7 @@ impl Dma {
                 ctx.state.lock().maps = maps;
                 self.inflight.fetch_sub(1, Ordering::AcqRel);
                 self.recycle(ctx);
-                if e == ENOMEM {
+                if e == NotServed::Later {
                     return Submitted::Requeue;
                 }
                 return Submitted::Cpu(rq);

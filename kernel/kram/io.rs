@@ -13,6 +13,35 @@ use kernel::{
     prelude::*,
 };
 
+/// Why a request was not served: an explicit "try again shortly", apart from the errors that
+/// end it (which `ENOMEM` used to stand for as well).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotServed {
+    /// Nothing of it is to be trusted as done; serve it again shortly: a lease it needs is
+    /// stalled (its lender may still acknowledge it), or there was no memory for a bounce
+    /// buffer.
+    Later,
+    /// It failed.
+    Failed(Error),
+}
+
+impl From<Error> for NotServed {
+    fn from(e: Error) -> Self {
+        Self::Failed(e)
+    }
+}
+
+impl NotServed {
+    /// The error a request reports when it ends now: `ENOMEM` for `Later` (blk-mq's and the
+    /// block layer's "resource" status, which makes the submitter try again).
+    pub(crate) fn error(self) -> Error {
+        match self {
+            Self::Later => ENOMEM,
+            Self::Failed(e) => e,
+        }
+    }
+}
+
 // Here rather than with the lease (`layout.rs`): they judge it at the instant of a request's
 // view of the layout.
 impl Lease {
@@ -49,6 +78,12 @@ impl Io<'_> {
         self.window.node_lost(node)
     }
 
+    /// The kernel address of the `k` bytes of part `p` from disk byte `pos`, valid while this
+    /// request's window access lives (`None` outside the window: not for a lent range).
+    pub(crate) fn ptr(&self, p: &Part, pos: u64, k: usize) -> Option<*mut u8> {
+        self.window.ptr(p.window_offset(pos), k as u64)
+    }
+
     fn readable(&self, p: &Part) -> bool {
         !p.syncing && p.lease.ok(self)
     }
@@ -73,7 +108,10 @@ impl Io<'_> {
                 };
                 let k = ((p.end() - pos) as usize).min(n - done);
                 // `p` holds `[pos, pos + k)` (`part`, `end`).
-                put(p.ptr(pos), done, k);
+                let Some(src) = self.ptr(p, pos, k) else {
+                    continue;
+                };
+                put(src, done, k);
                 if self.lost(p.lease.node) {
                     p.lease.lose();
                     continue;
@@ -119,8 +157,10 @@ impl Io<'_> {
                 };
                 if p.lease.ok(self) {
                     // `p` holds `[pos, pos + k)`.
-                    get(p.ptr(pos), done, k);
-                    stored |= !p.syncing;
+                    if let Some(dst) = self.ptr(p, pos, k) {
+                        get(dst, done, k);
+                        stored |= !p.syncing;
+                    }
                 } else if self.l.ncopies > 1 && p.lease.clock.acked() {
                     p.lease.lose();
                 }
@@ -184,11 +224,11 @@ impl Io<'_> {
     /// One segment. A segment inside one part of each copy (the common case: whole pages) is
     /// copied straight between its page and the GAS; one that straddles parts goes through a
     /// bounce buffer, since a segment is copied whole.
-    fn segment(&self, seg: &Segment<'_>, at: u64, write: bool) -> Result {
+    fn segment(&self, seg: &Segment<'_>, at: u64, write: bool) -> Result<(), NotServed> {
         let n = seg.len();
         if self.within_parts(at, n) {
             // No part boundary inside: `read` and `write` hand out all `n` bytes at once.
-            return if write {
+            return Ok(if write {
                 self.write(at, n, |dst, _, _| {
                     // SAFETY: `dst` has the segment's `n` bytes of one part, not its page.
                     unsafe { seg.copy_to(dst) }
@@ -198,17 +238,17 @@ impl Io<'_> {
                     // SAFETY: as above, from the part into the page.
                     unsafe { seg.copy_from(src) }
                 })
-            };
+            }?);
         }
-        let mut bounce = KVec::from_elem(0u8, n, GFP_ATOMIC)?;
+        let mut bounce = KVec::from_elem(0u8, n, GFP_ATOMIC).map_err(|_| NotServed::Later)?;
         let b = bounce.as_mut_ptr();
         if write {
             // SAFETY: `bounce` has `n` bytes.
             unsafe { seg.copy_to(b) };
-            self.write(at, n, |dst, done, k| {
+            Ok(self.write(at, n, |dst, done, k| {
                 // SAFETY: `bounce` has `n >= done + k` bytes; `dst` has `k` bytes of a part.
                 unsafe { core::ptr::copy_nonoverlapping(b.add(done), dst, k) }
-            })
+            })?)
         } else {
             self.read(at, n, |src, done, k| {
                 // SAFETY: as above, from the part into the bounce buffer.
@@ -224,16 +264,16 @@ impl Io<'_> {
 impl Backing {
     /// Runs `f` on the request's view of the layout (lock held, window usable) with the
     /// request's first byte. `EIO` if the request is out of range or the fabric device is gone,
-    /// `ENOMEM` if it must wait for a stalled lease; then `f` does not run.
+    /// `Later` if it must wait for a stalled lease; then `f` does not run.
     pub(crate) fn with_io<R>(
         &self,
         rq: &impl Work,
-        f: impl FnOnce(&Io<'_>, u64) -> Result<R>,
-    ) -> Result<R> {
+        f: impl FnOnce(&Io<'_>, u64) -> Result<R, NotServed>,
+    ) -> Result<R, NotServed> {
         let start = rq.sector().checked_mul(512).ok_or(EIO)?;
         let end = start.checked_add(u64::from(rq.bytes())).ok_or(EIO)?;
         if end > self.len {
-            return Err(EIO);
+            return Err(EIO.into());
         }
         // Once the fabric device is gone, requests fail (the data is out of reach).
         let window = self.fabric.gas().access().ok_or(EIO)?;
@@ -247,7 +287,7 @@ impl Backing {
         if io.stalled(start, end, self.max_stall_ns) {
             // Tried again shortly: blk-mq requeues the request (BLK_STS_RESOURCE), the bio-based
             // disk sleeps in `submit_bio`.
-            return Err(ENOMEM);
+            return Err(NotServed::Later);
         }
         f(&io, start)
     }
@@ -258,25 +298,39 @@ impl Backing {
     }
 
     /// Copies the request's data with the CPU.
-    pub(crate) fn serve(&self, rq: &impl Work) -> Result {
+    pub(crate) fn serve(&self, rq: &impl Work) -> Result<(), NotServed> {
         self.with_io(rq, |io, start| {
             let end = start + u64::from(rq.bytes());
             let mut at = start;
+            // The segment walk speaks the kernel's `Result`: a segment to serve later stops it
+            // and is told apart here.
+            let mut later = false;
             let mut each = |write| {
                 rq.for_each_segment(|seg| {
-                    io.segment(seg, at, write)?;
+                    match io.segment(seg, at, write) {
+                        Ok(()) => {}
+                        Err(NotServed::Later) => {
+                            later = true;
+                            return Err(EAGAIN);
+                        }
+                        Err(NotServed::Failed(e)) => return Err(e),
+                    }
                     at += seg.len() as u64;
                     Ok(())
                 })
             };
-            match rq.command() {
+            let done = match rq.command() {
                 Command::Read => each(false),
                 Command::Write => each(true),
                 // Lent memory has no volatile cache of ours to write back.
                 Command::Flush => Ok(()),
                 Command::Discard | Command::WriteZeroes => io.zero(start, end),
                 Command::Other(_) => Err(EOPNOTSUPP),
+            };
+            if later {
+                return Err(NotServed::Later);
             }
+            Ok(done?)
         })
     }
 }
@@ -321,7 +375,9 @@ pub(crate) fn resync(
         }
         let n = (p.end() - at).min(BLOCK) as usize;
         // `read` skips syncing parts, so the bytes come from the other copy.
-        let dst = p.ptr(at);
+        let Some(dst) = io.ptr(p, at, n) else {
+            return false;
+        };
         let copied = io.read(at, n, |src, done, k| {
             // SAFETY: `dst` has `n` bytes of the replacement part; the source is another copy's.
             unsafe { core::ptr::copy_nonoverlapping(src, dst.add(done), k) }

@@ -12,38 +12,27 @@ use kernel::{
     sync::{Arc, SpinLock},
 };
 
-/// One lender's part of an instance: its chunks `first_chunk..first_chunk + chunks`, mapped
-/// at `base`, and the lease that says whether this node may use them.
-///
-/// # Invariants
-///
-/// `base` points to `chunks` MiB of the mapped GAS window, inside `node`'s partition.
+/// One lender's part of an instance: its chunks `first_chunk..first_chunk + chunks`, at
+/// window offset `offset` (inside `node`'s partition: `lent_range` checked it), and the lease
+/// that says whether this node may use them. An offset, not an address: an address into the
+/// window is made only under a window access (`Io`), which the window cannot be revoked under.
 pub(crate) struct Lease {
     pub(crate) node: u32,
     pub(crate) first_chunk: u32,
     pub(crate) chunks: u32,
-    pub(crate) base: *mut u8,
+    pub(crate) offset: u64,
     pub(crate) clock: LeaseClock,
     /// Missed a write its mirror took, or its lender's memory went away: never read again.
     lost: AtomicBool,
 }
 
-// SAFETY: `base` is plain shared memory, mapped while the module is attached to the fabric and
-// dereferenced only under a window access (`Io`, `give_back`); the lease state is atomic.
-unsafe impl Send for Lease {}
-// SAFETY: see `Send`.
-unsafe impl Sync for Lease {}
-
 impl Lease {
-    /// # Safety
-    ///
-    /// `base` points to `chunks` MiB of the mapped GAS window, inside `node`'s partition.
-    pub(crate) unsafe fn new(node: u32, first_chunk: u32, chunks: u32, base: *mut u8) -> Self {
+    pub(crate) fn new(node: u32, first_chunk: u32, chunks: u32, offset: u64) -> Self {
         Self {
             node,
             first_chunk,
             chunks,
-            base,
+            offset,
             clock: LeaseClock::new(),
             lost: AtomicBool::new(false),
         }
@@ -79,10 +68,9 @@ impl Part {
         self.offset <= at && at < self.end()
     }
 
-    /// The GAS address of disk byte `at`, which the part holds.
-    pub(crate) fn ptr(&self, at: u64) -> *mut u8 {
-        // SAFETY: `at - offset` is inside the lease's mapped chunks (`holds`).
-        unsafe { self.lease.base.add((at - self.offset) as usize) }
+    /// The window offset of disk byte `at`, which the part holds.
+    pub(crate) fn window_offset(&self, at: u64) -> u64 {
+        self.lease.offset + (at - self.offset)
     }
 }
 

@@ -274,7 +274,7 @@ impl Kram {
             }
             return decline();
         };
-        let Ok(base) = self.lease_base(from, m.first_chunk, m.chunks) else {
+        let Ok(offset) = self.lease_offset(from, m.first_chunk, m.chunks) else {
             self.malformed.fetch_add(1, Ordering::Relaxed);
             if self.noisy.allow(self.epoch.now()) {
                 pr_warn!(
@@ -302,9 +302,7 @@ impl Kram {
                 drop(state);
                 return decline();
             }
-            // SAFETY: `base` maps chunks `first..first + chunks` of `from`'s partition
-            // (`lease_base` checked them).
-            let lease = unsafe { Lease::new(from, m.first_chunk, m.chunks, base) };
+            let lease = Lease::new(from, m.first_chunk, m.chunks, offset);
             let tag = lease.clock.stamp(self.epoch.now());
             let Ok(lease) = Arc::new(lease, GFP_KERNEL) else {
                 drop(state);
@@ -334,14 +332,16 @@ impl Kram {
         );
     }
 
-    /// GAS address of a lender's chunks, checked to lie in its partition.
-    fn lease_base(&self, node: u32, first: u32, chunks: u32) -> Result<*mut u8> {
-        let gas = self.fabric.gas();
-        let (offset, _) = gas.lent_range(node, first, chunks).ok_or(EINVAL)?;
+    /// Window offset of a lender's chunks, checked to lie in its partition.
+    fn lease_offset(&self, node: u32, first: u32, chunks: u32) -> Result<u64> {
+        let (offset, _) = self
+            .fabric
+            .gas()
+            .lent_range(node, first, chunks)
+            .ok_or(EINVAL)?;
         if node == self.info.node_id {
             return Err(EINVAL);
         }
-        // SAFETY: `offset` lies inside the GAS window (`lent_range`); only an address is made.
-        Ok(unsafe { gas.info().gas_virt.add(offset as usize) })
+        Ok(offset)
     }
 }
