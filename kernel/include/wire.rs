@@ -5,13 +5,13 @@
 //! and brings `gas`, `mailbox` and `packet` to its root with `use wire::{...}`, because the
 //! wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
 
-#[path = "../../userspace/unimem-wire/src/eusrvmem.rs"]
+#[path = "../../wire/src/eusrvmem.rs"]
 pub(crate) mod eusrvmem;
-#[path = "../../userspace/unimem-wire/src/gas.rs"]
+#[path = "../../wire/src/gas.rs"]
 pub(crate) mod gas;
-#[path = "../../userspace/unimem-wire/src/kram.rs"]
+#[path = "../../wire/src/kram.rs"]
 pub(crate) mod kram;
-#[path = "../../userspace/unimem-wire/src/mailbox.rs"]
+#[path = "../../wire/src/mailbox.rs"]
 pub(crate) mod mailbox;
-#[path = "../../userspace/unimem-wire/src/packet.rs"]
+#[path = "../../wire/src/packet.rs"]
 pub(crate) mod packet;

@@ -6,9 +6,9 @@
 //! `crate::kram`: a module includes this file next to `wire.rs` and brings `gsas`,
 //! `lease_record` and `wire::kram` to its root.
 
-#[path = "../../userspace/unimem-wire/src/gsas.rs"]
+#[path = "../../wire/src/gsas.rs"]
 pub(crate) mod gsas;
-#[path = "../../userspace/unimem-wire/src/lease_record.rs"]
+#[path = "../../wire/src/lease_record.rs"]
 pub(crate) mod lease_record;
-#[path = "../../userspace/unimem-wire/src/trees.rs"]
+#[path = "../../wire/src/trees.rs"]
 pub(crate) mod trees;

@@ -154,13 +154,13 @@ modules_apart() { debug_kernel || arm64_kernel; }
 # The debug kernel's module build reads a copy of kernel/ without build output: Kbuild refuses
 # MO= when the source directory holds a build of its own (the normal one, in place), since make
 # would find those objects through VPATH. Copies keep their times, so make rebuilds what changed.
-# The modules reach the user-space wire formats by relative path (kernel/include/wire.rs):
-# userspace/ sits next to the copy as a link. Prints the copy's directory.
+# The modules reach the wire formats by relative path (kernel/include/wire.rs): wire/ sits
+# next to the copy as a link. Prints the copy's directory.
 modules_src_copy() {
   local top src
   top=$(dirname "$(modules_out)")/src src=$(dirname "$(modules_out)")/src/kernel
   rm -rf "$top"; mkdir -p "$src"
-  ln -s "$UNIMEM_ROOT/userspace" "$top/userspace"
+  ln -s "$UNIMEM_ROOT/wire" "$top/wire"
   (cd "$UNIMEM_ROOT/kernel" && find . -type f ! \( -name '*.o' -o -name '*.ko' -o -name '*.mod' -o -name '*.mod.c' \
      -o -name '*.cmd' -o -name '*.rmeta' -o -name '.*.d' -o -name '*.a' -o -name modules.order -o -name Module.symvers \) \
      -exec cp -p --parents -t "$src" {} +)
