@@ -28,30 +28,23 @@ mod doorbell;
 mod fabric;
 mod heartbeat;
 mod ivshmem;
-#[path = "../include/lease_ticker.rs"]
+#[path = "../common/lease_ticker.rs"]
 mod lease_ticker;
-#[path = "../include/privilege.rs"]
+#[path = "../common/privilege.rs"]
 mod privilege;
 mod regs;
 // The seam functions are `pub` because other modules link against them (exports.c).
 #[allow(unreachable_pub)]
 mod seam;
 mod sysfs;
-#[path = "../include/sysfs_group.rs"]
-// The /sys/kernel directories (`KernelDir`) are for the counters of other modules.
-#[allow(dead_code)]
+#[path = "../common/sysfs_group.rs"]
 mod sysfs_group;
 mod window;
 
-#[path = "../include/unimem_fabric.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod fabric_api;
-#[path = "../include/wire.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire;
-// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
-#[allow(unused_imports)]
-use wire::{gas, mailbox, packet};
+// The shared layer (kernel/README.md): the wire formats and the fabric seam's declarations.
+#[path = "../common/exporter.rs"]
+mod common;
+use common::*;
 
 use gas::{GasDescriptor, DESCRIPTOR_LEN, MAX_NODES};
 

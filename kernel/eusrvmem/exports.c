@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Exports the Rust seam functions of unimem_eusrvmem (kernel/include/unimem_fabric.rs).
+ * Exports the Rust seam functions of unimem_eusrvmem (kernel/common/unimem_fabric.rs).
  * Rust modules cannot export symbols themselves out of tree; the same workaround as
  * drivers/gpu/nova-core/nova_core_exports.c.
  */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The C ABI other unimem modules call (declared in `kernel/include/unimem_fabric.rs`,
+//! The C ABI other unimem modules call (declared in `kernel/common/unimem_fabric.rs`,
 //! exported by `exports.c`). A handle is a `KBox<Handle>` in raw form: a counted reference to
 //! the fabric the client attached to, so every call reaches that device even after another
 //! one was bound, and its window stays mapped until the client detaches.

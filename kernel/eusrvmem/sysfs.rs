@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Read-only attributes in `/sys/class/misc/eusrvmem/`: node id, node count, layout, counters.
 //!
-//! The attributes are a C `attribute_group` in `static`s (`kernel/include/sysfs_group.rs`),
+//! The attributes are a C `attribute_group` in `static`s (`kernel/common/sysfs_group.rs`),
 //! which the misc device is created with (`MiscDeviceRegistration::register_with_groups`, kernel
 //! patch 0009): the driver core adds them before the device is announced and removes them with it.
 //! Values come from the published fabric.

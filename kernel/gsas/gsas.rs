@@ -27,48 +27,27 @@ mod fork;
 mod lease;
 mod memory;
 mod pool;
+#[path = "../common/privilege.rs"]
+mod privilege;
 mod request;
 mod service;
 mod serving;
 mod stats;
+#[path = "../common/sysfs_group.rs"]
+mod sysfs_group;
 mod zero;
 
-#[path = "../include/unimem_fabric.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod fabric_api;
-#[path = "../include/fabric_client.rs"]
-#[allow(dead_code)]
-mod fabric_client;
-#[path = "../include/unimem_mailbox.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod kmsg_api;
-#[path = "../include/kram_borrow.rs"]
-// Shared with unimem_numa, which uses all of it.
-#[allow(dead_code)]
+// The shared layer (kernel/README.md): the wire formats, both seams, the fabric client, the
+// KRAM lease protocol and its ticker; one borrowed range per lender; the GSAS formats, which
+// name `crate::kram`.
+#[path = "../common/borrower.rs"]
+mod common;
+use common::*;
+#[path = "../common/kram_borrow.rs"]
 mod kram_borrow;
-#[path = "../include/kram_client.rs"]
-// Shared with unimem_kram, which uses all of it.
-#[allow(dead_code)]
-mod kram_client;
-#[path = "../include/lease_ticker.rs"]
-mod lease_ticker;
-#[path = "../include/privilege.rs"]
-// Only `require_admin` is used here.
-#[allow(dead_code)]
-mod privilege;
-#[path = "../include/sysfs_group.rs"]
-mod sysfs_group;
-#[path = "../include/wire.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire;
-#[path = "../include/wire_gsas.rs"]
-#[allow(dead_code, unreachable_pub)]
+#[path = "../common/wire_gsas.rs"]
 mod wire_gsas;
-// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`, ...
-#[allow(unused_imports)]
-use wire::{gas, kram, mailbox, packet};
-#[allow(unused_imports)]
-use wire_gsas::{gsas, lease_record, trees};
+use wire_gsas::*;
 
 use fabric_client::{Gas, RevokeHook};
 use kram_client::set_handler;

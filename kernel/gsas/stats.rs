@@ -2,7 +2,7 @@
 //! The service's counters: `/sys/kernel/debug/unimem_gsas/stats` (all of them, one `name value`
 //! per line) and `/sys/kernel/unimem_gsas/<name>` (one value per file).
 //!
-//! The sysfs attributes are a C `attribute_group` in `static`s (`kernel/include/sysfs_group.rs`,
+//! The sysfs attributes are a C `attribute_group` in `static`s (`kernel/common/sysfs_group.rs`,
 //! as `unimem_eusrvmem`'s), on a kobject made for them under `/sys/kernel`.
 
 use crate::{

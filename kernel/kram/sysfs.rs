@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `/sys/kernel/unimem_kram/<name>`: the lending protocol's counters and the instances' state,
 //! one value per file (leases in detail stay in debugfs). The I/O counters of each disk are the
-//! block layer's own (`/sys/block/kramN/stat`). Files from `kernel/include/sysfs_group.rs`, as
+//! block layer's own (`/sys/block/kramN/stat`). Files from `kernel/common/sysfs_group.rs`, as
 //! `unimem_gsas`'s.
 
 use crate::{sysfs_group::kernel_dir_counters, Kram};

@@ -31,29 +31,15 @@ mod lending;
 mod params;
 mod stats;
 mod sysfs;
-#[path = "../include/sysfs_group.rs"]
+#[path = "../common/sysfs_group.rs"]
 mod sysfs_group;
 mod works;
 
-#[path = "../include/unimem_fabric.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod fabric_api;
-#[path = "../include/fabric_client.rs"]
-#[allow(dead_code)]
-mod fabric_client;
-#[path = "../include/unimem_mailbox.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod kmsg_api;
-#[path = "../include/kram_client.rs"]
-mod kram_client;
-#[path = "../include/lease_ticker.rs"]
-mod lease_ticker;
-#[path = "../include/wire.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire;
-// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
-#[allow(unused_imports)]
-use wire::{gas, mailbox, packet};
+// The shared layer (kernel/README.md): the wire formats, both seams, the fabric client, the
+// KRAM lease protocol and its ticker.
+#[path = "../common/borrower.rs"]
+mod common;
+use common::*;
 
 use fabric_client::{Gas, RevokeHook};
 use kram::Kram;

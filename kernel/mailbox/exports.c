@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Exports the Rust seam functions of unimem_mailbox (kernel/include/unimem_mailbox.rs),
+ * Exports the Rust seam functions of unimem_mailbox (kernel/common/unimem_mailbox.rs),
  * the same workaround as drivers/gpu/nova-core/nova_core_exports.c.
  */
 #include <linux/export.h>

@@ -26,14 +26,13 @@ mod dispatch;
 mod doorbell_limit;
 mod iface;
 mod kmsg;
-#[path = "../include/log_limit.rs"]
+#[path = "../common/log_limit.rs"]
 mod log_limit;
 mod maps;
 mod owner_table;
 mod owners;
 mod poll;
-#[path = "../include/privilege.rs"]
-#[allow(dead_code)]
+#[path = "../common/privilege.rs"]
 mod privilege;
 mod receive;
 mod ring;
@@ -46,30 +45,18 @@ mod state;
 mod stats;
 mod submit;
 mod sysfs;
-#[path = "../include/sysfs_group.rs"]
+#[path = "../common/sysfs_group.rs"]
 mod sysfs_group;
 mod window;
 
-#[path = "../include/unimem_fabric.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod fabric_api;
-#[path = "../include/fabric_client.rs"]
-#[allow(dead_code)]
-mod fabric_client;
-#[path = "../include/unimem_mailbox.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod kmsg_api;
-#[path = "../include/wire.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire;
-#[path = "../include/wire_gsas.rs"]
-#[allow(dead_code, unreachable_pub)]
+// The shared layer (kernel/README.md): the wire formats, both seams, the fabric client; and
+// the GSAS formats, which name `crate::kram`.
+#[path = "../common/client.rs"]
+mod common;
+use common::*;
+#[path = "../common/wire_gsas.rs"]
 mod wire_gsas;
-// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`, ...
-#[allow(unused_imports)]
-use wire::{gas, kram, mailbox, packet};
-#[allow(unused_imports)]
-use wire_gsas::{gsas, lease_record, trees};
+use wire_gsas::*;
 
 use fabric_client::{Gas, OnRevoke, RevokeHook};
 use state::State;

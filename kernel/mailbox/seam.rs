@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The C ABI for kernel clients (declared in `kernel/include/unimem_mailbox.rs`).
+//! The C ABI for kernel clients (declared in `kernel/common/unimem_mailbox.rs`).
 
 use crate::kmsg_api::{KmsgHandler, MapCheck, PacketHandler, IFACE_HELD};
 use kernel::{

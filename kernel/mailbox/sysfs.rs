@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! `/sys/kernel/unimem_mailbox/<name>`: the node's totals, one value per file (the per-interface
 //! and per-service table stays in debugfs, `stats.rs`). The attributes are a C
-//! `attribute_group` in `static`s (`kernel/include/sysfs_group.rs`), as `unimem_gsas`'s.
+//! `attribute_group` in `static`s (`kernel/common/sysfs_group.rs`), as `unimem_gsas`'s.
 
 use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -5,15 +5,10 @@
 
 use kernel::{ffi::c_void, prelude::*};
 
-#[path = "../include/unimem_mailbox.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod kmsg_api;
-#[path = "../include/wire.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire;
-// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
-#[allow(unused_imports)]
-use wire::{gas, mailbox, packet};
+// The shared layer (kernel/README.md): the wire formats and the mailbox seam's declarations.
+#[path = "../common/kmsg_client.rs"]
+mod common;
+use common::*;
 
 use mailbox::service;
 

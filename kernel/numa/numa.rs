@@ -26,38 +26,19 @@ use kernel::{
 mod add;
 mod lease;
 mod params;
-#[path = "../include/privilege.rs"]
-#[allow(dead_code)]
+#[path = "../common/privilege.rs"]
 mod privilege;
 mod procfs;
 mod remove;
 mod state;
 
-#[path = "../include/unimem_fabric.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod fabric_api;
-#[path = "../include/fabric_client.rs"]
-#[allow(dead_code)]
-mod fabric_client;
-#[path = "../include/unimem_mailbox.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod kmsg_api;
-#[path = "../include/kram_borrow.rs"]
-// Shared with unimem_gsas, which leases with `lease` and takes messages with `message`.
-#[allow(dead_code)]
+// The shared layer (kernel/README.md): the wire formats, both seams, the fabric client, the
+// KRAM lease protocol and its ticker; one borrowed range per lender.
+#[path = "../common/borrower.rs"]
+mod common;
+use common::*;
+#[path = "../common/kram_borrow.rs"]
 mod kram_borrow;
-#[path = "../include/kram_client.rs"]
-// Shared with unimem_kram, which uses all of it.
-#[allow(dead_code)]
-mod kram_client;
-#[path = "../include/lease_ticker.rs"]
-mod lease_ticker;
-#[path = "../include/wire.rs"]
-#[allow(dead_code, unreachable_pub)]
-mod wire;
-// The wire files name each other `crate::gas`, `crate::packet`, `crate::mailbox`.
-#[allow(unused_imports)]
-use wire::{gas, mailbox, packet};
 
 use fabric_client::{Gas, RevokeHook};
 use kram_client::set_handler;

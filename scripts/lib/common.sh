@@ -154,7 +154,7 @@ modules_apart() { debug_kernel || arm64_kernel; }
 # The debug kernel's module build reads a copy of kernel/ without build output: Kbuild refuses
 # MO= when the source directory holds a build of its own (the normal one, in place), since make
 # would find those objects through VPATH. Copies keep their times, so make rebuilds what changed.
-# The modules reach the wire formats by relative path (kernel/include/wire.rs): wire/ sits
+# The modules reach the wire formats by relative path (kernel/common/wire.rs): wire/ sits
 # next to the copy as a link. Prints the copy's directory.
 modules_src_copy() {
   local top src

@@ -2,8 +2,9 @@
 //! The lease engine's ticker, one for every borrower of lent memory (KRAM disks, NUMA ranges,
 //! GSAS pools): the owner's `tick` runs in process context (renewals send on the mailbox, which
 //! may wait for a ring) at once and then every [`RENEW_PERIOD_MS`], until the ticker is stopped.
-//! Included with `#[path]` by `unimem_kram`, `unimem_numa` and `unimem_gsas`, and by
-//! `unimem_eusrvmem` for the node's kernel heartbeat, which beats at the same period.
+//! Declared by `borrower.rs` (`unimem_kram`, `unimem_numa`, `unimem_gsas`) and, at its crate
+//! root, by `unimem_eusrvmem` for the node's kernel heartbeat, which beats at the same period.
+//! Names `crate::wire`, which `borrower.rs` and `exporter.rs` provide.
 //!
 //! A self-rearming delayed work item: a tick never overlaps the previous one, and a slow tick
 //! delays the next instead of piling runs up. [`LeaseTicker::stop`] cancels a pending tick and

@@ -4,7 +4,9 @@
 //! REQUEST, wait for the OFFER, CONFIRM, wait for the ACK, then RENEW every period and follow
 //! the lender's ACKs and REVOKEs; FREE when given back. The lease clock is `kram_client`'s.
 //!
-//! Included with `#[path]` as `kram_borrow`, next to `kram_client.rs` (as `kram_client`).
+//! Included at the crate root (`#[path = "../common/kram_borrow.rs"] mod kram_borrow;`) by
+//! `unimem_numa` and `unimem_gsas`, next to `borrower.rs`: names `crate::kram_client` and
+//! `crate::wire`, which `borrower.rs` provides. Items only one of the two uses say so.
 
 use crate::{
     kram_client::{send, try_send, Epoch, LeaseClock},
@@ -50,12 +52,15 @@ pub(crate) enum Delivery {
 
 impl Delivery {
     /// How many kinds there are (`Malformed` is the last).
+    #[allow(dead_code)] // For `Tally`.
     const COUNT: usize = Delivery::Malformed as usize + 1;
 }
 
 /// How many messages of each [`Delivery`] a borrower received, for its statistics.
+#[allow(dead_code)] // `unimem_numa`'s only.
 pub(crate) struct Tally([AtomicU64; Delivery::COUNT]);
 
+#[allow(dead_code)] // `unimem_numa`'s only.
 impl Tally {
     pub(crate) const fn new() -> Self {
         Self([const { AtomicU64::new(0) }; Delivery::COUNT])
@@ -84,6 +89,7 @@ pub(crate) enum Failure {
     /// No ACK: `ETIMEDOUT`, or `EINTR` (a signal).
     Ack(Error),
     /// The lender REVOKEd the offered chunks from `first` instead of acknowledging them.
+    #[allow(dead_code)] // Read by `unimem_numa` only.
     Revoked { first: u32 },
 }
 
@@ -133,6 +139,7 @@ impl Borrow {
     /// Borrows `chunks` chunks from `lender`, the first `2^align`-chunk aligned: REQUEST, OFFER,
     /// CONFIRM, ACK, each wait at most `timeout_ms`. Returns the first chunk and the lease.
     /// One lease per `Borrow`: `EBUSY` if one runs or is held.
+    #[allow(dead_code)] // `unimem_gsas`'s only (`unimem_numa` uses `lease_detailed`).
     pub(crate) fn lease(
         &self,
         lender: u32,
@@ -223,6 +230,7 @@ impl Borrow {
     }
 
     /// A message of the borrower's service from node `from` (undecoded: another node wrote it).
+    #[allow(dead_code)] // `unimem_gsas`'s only (`unimem_numa` takes `deliver`'s range too).
     pub(crate) fn message(&self, from: u32, word: u64) -> Delivery {
         self.deliver(from, word).0
     }

@@ -8,7 +8,11 @@
 //! seen live. Revocation first runs the client's hook (which ends what the client does, and
 //! calls [`Gas::revoke`]), then marks the attachment dead and waits for every such section.
 //!
-//! Included with `#[path]` as `fabric_client`, next to `unimem_fabric.rs` as `fabric_api`.
+//! Declared as `fabric_client` by `client.rs`, next to `unimem_fabric.rs` as `fabric_api` and
+//! `wire.rs`: names `crate::fabric_api` and `crate::wire`, which `client.rs` provides. Every
+//! client uses part of this view (the mailbox its rings and doorbells, the borrowers the lent
+//! ranges).
+#![allow(dead_code)]
 
 use crate::fabric_api::{self, DoorbellHandler, FabricInfo};
 use crate::wire::gas::{node_state, MAX_NODES, NODE_STATE_END, NODE_STATE_OFFSET};

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Rate limit for log lines a peer can cause (malformed messages, damaged rings): a peer must
-//! not be able to flood the console. Included with `#[path]` by `kram_client.rs` and by
-//! `unimem_mailbox`.
+//! not be able to flood the console. Declared by `kram_client.rs` (as its `log_limit`) and, at
+//! its crate root, by `unimem_mailbox`; needs nothing of its includer.
 
 use core::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 

@@ -9,6 +9,12 @@
 //! use: a client pins `unimem_eusrvmem` while it is loaded. The device, though, can be unbound
 //! or unplugged at any time: a client attaches (a counted reference) and is told through its
 //! revocation hook to stop using the window; `fabric_client.rs` wraps this for Rust clients.
+//!
+//! Declared as `fabric_api` by `exporter.rs` (`unimem_eusrvmem`, whose `seam.rs` defines the
+//! functions) and `client.rs` (the modules that call them); needs nothing of its includer.
+//! Each client calls only part of the seam and the exporter none of it, and the declarations
+//! are `pub` as a C ABI's are.
+#![allow(dead_code, unreachable_pub)]
 
 use kernel::ffi::{c_int, c_void};
 

@@ -3,8 +3,8 @@
 //! mailbox seam: send messages to a lender's kram-daemon, take the OFFERs, ACKs and REVOKEs of
 //! their service, and keep the leases' clocks.
 //!
-//! Included with `#[path]` as `kram_client`, next to `unimem_mailbox.rs` (as `kmsg_api`) and
-//! `wire.rs` (whose `mailbox` the crate root re-exports).
+//! Declared as `kram_client` by `borrower.rs`: names `crate::kmsg_api`, `crate::wire`,
+//! `crate::gas` and `crate::mailbox`, which `client.rs` (under `borrower.rs`) provides.
 
 use crate::{
     gas::MAX_NODES,
@@ -165,6 +165,7 @@ impl LeaseClock {
     }
 
     /// Whether an ACK ever made the range ours.
+    #[allow(dead_code)] // `unimem_kram`'s only.
     pub(crate) fn acked(&self) -> bool {
         self.valid_until.load(Ordering::Acquire) != 0
     }

@@ -4,6 +4,12 @@
 //! atomic service on `gsas::SERVICE_IFACE`). Same scheme as `unimem_fabric.rs`:
 //! `#[no_mangle] extern "C"` functions exported by the provider's `exports.c`; provider and
 //! clients include this file.
+//!
+//! Declared as `kmsg_api` by `client.rs` (`unimem_mailbox`, whose `seam.rs` defines the
+//! functions, and the borrowers) and `kmsg_client.rs` (`unimem_mbox_echo`); needs nothing of
+//! its includer. Each client calls only part of the seam and the exporter none of it, and the
+//! declarations are `pub` as a C ABI's are.
+#![allow(dead_code, unreachable_pub)]
 
 use kernel::ffi::{c_int, c_void};
 

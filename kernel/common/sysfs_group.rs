@@ -4,8 +4,9 @@
 //! `unimem_gsas`'s counters): the 7.3 Rust crate has no sysfs attribute abstraction. Static
 //! attributes also have static lockdep keys, so no `sysfs_attr_init` is needed.
 //!
-//! Included with `#[path]` as `sysfs_group` at the crate root: the macro names
-//! `crate::sysfs_group`.
+//! Included at the crate root (`#[path = "../common/sysfs_group.rs"] mod sysfs_group;`) by
+//! `unimem_eusrvmem`, `unimem_mailbox`, `unimem_kram` and `unimem_gsas`: the macros name
+//! `crate::sysfs_group`, so it must sit at the root under that name.
 
 use core::cell::UnsafeCell;
 
@@ -94,6 +95,7 @@ pub(crate) use static_attribute_group;
 ///
 /// `kobj` is a kobject of `kobject_create_and_add` with `group` on it, and `shown` points to
 /// `_value`, until `Drop`.
+#[allow(dead_code)] // Not `unimem_eusrvmem`'s, whose files are device attributes.
 pub(crate) struct KernelDir<T: 'static> {
     kobj: *mut kernel::bindings::kobject,
     group: &'static CStatic<kernel::bindings::attribute_group>,
@@ -106,6 +108,7 @@ unsafe impl<T: Send + Sync> Send for KernelDir<T> {}
 // SAFETY: no `&self` method.
 unsafe impl<T: Send + Sync> Sync for KernelDir<T> {}
 
+#[allow(dead_code)] // Not `unimem_eusrvmem`'s.
 impl<T: 'static> KernelDir<T> {
     /// Makes `/sys/kernel/<name>/` with `group`'s files, which show `value` through `shown`.
     pub(crate) fn new(
@@ -167,6 +170,7 @@ impl<T: 'static> Drop for KernelDir<T> {
 ///
 /// `attr` and `buf` are what sysfs passed to `show` for an attribute of the group of the
 /// `KernelDir` that set `shown` (so `shown`, when not null, points to its live `T`).
+#[allow(dead_code)] // Not `unimem_eusrvmem`'s.
 pub(crate) unsafe fn show_counter<T>(
     shown: &core::sync::atomic::AtomicPtr<T>,
     attr: *mut kernel::bindings::kobj_attribute,
