@@ -32,6 +32,8 @@ mod ivshmem;
 mod lease_ticker;
 #[path = "../common/privilege.rs"]
 mod privilege;
+#[path = "../common/published.rs"]
+mod published;
 mod regs;
 // The seam functions are `pub` because other modules link against them (exports.c).
 #[allow(unreachable_pub)]
@@ -58,7 +60,7 @@ const MAX_VECTORS: u32 = 64;
 struct DeviceData<'bound> {
     /// First: the heartbeat says "stopped" while the device is still live.
     _heartbeat: heartbeat::Beating,
-    _published: fabric::Published,
+    _published: published::Published<fabric::Fabric>,
     _revoker: clients::Revoker,
     /// After the revoker: clients release their channels when they are revoked.
     _cdma: Option<kernel::dmaengine::provider::Registration<cdma::Cdma>>,
@@ -171,7 +173,7 @@ fn bind<'bound>(
     )?;
     let irqs = request_irqs(&fabric)?;
 
-    let published = fabric::Published::new(fabric.clone()).inspect_err(|_| {
+    let published = fabric::publish(fabric.clone()).inspect_err(|_| {
         dev_err!(
             dev,
             "another fabric device is already bound; only one is supported\n"

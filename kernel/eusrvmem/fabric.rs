@@ -2,14 +2,16 @@
 //! What this node knows about the fabric, and where the rest of the module finds it.
 
 use crate::{
-    clients::Users, doorbell::Doorbell, fabric_api::FabricInfo, gas::GasDescriptor,
-    regs::DoorbellRegs, window::GasWindow,
+    clients::Users,
+    doorbell::Doorbell,
+    fabric_api::FabricInfo,
+    gas::GasDescriptor,
+    published::{Published, Slot},
+    regs::DoorbellRegs,
+    window::GasWindow,
 };
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use kernel::{
-    prelude::*,
-    sync::{rcu, Arc, ArcBorrow},
-};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::{prelude::*, sync::Arc};
 
 /// State shared by the driver, open files, sysfs and attached clients. Everything here stays
 /// valid after the device is unbound (register access is revocable, the window stays mapped
@@ -60,58 +62,20 @@ impl Fabric {
     }
 }
 
-/// The bound fabric device, if any: an `Arc<Fabric>` turned into a raw pointer, read under RCU.
-static CURRENT: AtomicPtr<Fabric> = AtomicPtr::new(core::ptr::null_mut());
+/// The bound fabric device, if any (only one is supported), read under RCU.
+static CURRENT: Slot<Fabric> = Slot::new();
 
 /// Runs `f` on the bound fabric without taking a reference; `f` must not sleep.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Fabric) -> R) -> Option<R> {
-    let _guard = rcu::read_lock();
-    let p = CURRENT.load(Ordering::Acquire);
-    // SAFETY: a non-null `CURRENT` is a live `Arc` whose release waits for an RCU grace period
-    // after unpublishing, and we are inside an RCU read-side section.
-    (!p.is_null()).then(|| f(unsafe { &*p }))
+    CURRENT.with(f)
 }
 
 /// Returns a counted reference to the bound fabric (for callers that may sleep).
 pub(crate) fn current() -> Option<Arc<Fabric>> {
-    let _guard = rcu::read_lock();
-    let p = CURRENT.load(Ordering::Acquire);
-    // SAFETY: as in `with_current`; the borrow is turned into a new reference before the
-    // read-side section ends.
-    (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) }.into())
+    CURRENT.get()
 }
 
-/// Publishes a fabric for the lifetime of this value; only one device can be bound.
-pub(crate) struct Published(*const Fabric);
-
-// SAFETY: `Published` only owns an `Arc<Fabric>` in raw form; `Fabric` is `Send + Sync`.
-unsafe impl Send for Published {}
-
-impl Published {
-    pub(crate) fn new(fabric: Arc<Fabric>) -> Result<Self> {
-        let raw = Arc::into_raw(fabric);
-        if CURRENT
-            .compare_exchange(
-                core::ptr::null_mut(),
-                raw.cast_mut(),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            )
-            .is_err()
-        {
-            // SAFETY: `raw` came from `Arc::into_raw` just above and was not published.
-            drop(unsafe { Arc::from_raw(raw) });
-            return Err(EBUSY);
-        }
-        Ok(Self(raw))
-    }
-}
-
-impl Drop for Published {
-    fn drop(&mut self) {
-        CURRENT.store(core::ptr::null_mut(), Ordering::Release);
-        rcu::synchronize_rcu();
-        // SAFETY: `self.0` came from `Arc::into_raw`; after the grace period no reader holds it.
-        drop(unsafe { Arc::from_raw(self.0) });
-    }
+/// Publishes `fabric` for the lifetime of the returned guard; `EBUSY` if a device is bound.
+pub(crate) fn publish(fabric: Arc<Fabric>) -> Result<Published<Fabric>> {
+    CURRENT.publish(fabric)
 }

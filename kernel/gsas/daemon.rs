@@ -5,15 +5,15 @@
 
 use crate::{
     gsas::daemon::{self as abi, Post, IOCTL_TYPE, NR_JOB, NR_POST},
+    published::{Published, Slot},
     service::Service,
 };
-use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
     fs::File,
     ioctl::{_IOR, _IOW},
     miscdevice::{MiscDevice, MiscDeviceRegistration},
     prelude::*,
-    sync::{Arc, ArcBorrow},
+    sync::Arc,
     transmute::FromBytes,
     uaccess::{UserPtr, UserSlice},
 };
@@ -25,37 +25,15 @@ const POST: u32 = _IOW::<Post>(IOCTL_TYPE, NR_POST);
 unsafe impl FromBytes for Post {}
 
 /// The service published for `/dev/unimem_gsas` opens.
-static SERVICE: AtomicPtr<Service> = AtomicPtr::new(core::ptr::null_mut());
+static SERVICE: Slot<Service> = Slot::new();
 
-/// Keeps `SERVICE` set while alive (dropped after the device is deregistered).
-pub(crate) struct Published(*const Service);
-
-// SAFETY: only holds an `Arc<Service>` in raw form; `Service` is `Send + Sync`.
-unsafe impl Send for Published {}
-// SAFETY: see `Send`.
-unsafe impl Sync for Published {}
-
-impl Published {
-    pub(crate) fn new(service: Arc<Service>) -> Self {
-        let p = Arc::into_raw(service);
-        SERVICE.store(p.cast_mut(), Ordering::Release);
-        Self(p)
-    }
-}
-
-impl Drop for Published {
-    fn drop(&mut self) {
-        SERVICE.store(core::ptr::null_mut(), Ordering::Release);
-        // SAFETY: `self.0` came from `Arc::into_raw` in `new`.
-        drop(unsafe { Arc::from_raw(self.0) });
-    }
+/// Publishes the service for `/dev/unimem_gsas` while the returned guard lives.
+pub(crate) fn publish(service: Arc<Service>) -> Result<Published<Service>> {
+    SERVICE.publish(service)
 }
 
 fn published() -> Option<Arc<Service>> {
-    let p = SERVICE.load(Ordering::Acquire);
-    // SAFETY: a non-null `SERVICE` is an `Arc` reference owned by `Published`, which is dropped
-    // only after the device is deregistered, at module exit, when no file can be opened.
-    (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) }.into())
+    SERVICE.get()
 }
 
 /// An open `/dev/unimem_gsas`: the node's remoteFork daemon (one at a time).

@@ -29,6 +29,8 @@ mod memory;
 mod pool;
 #[path = "../common/privilege.rs"]
 mod privilege;
+#[path = "../common/published.rs"]
+mod published;
 mod request;
 mod service;
 mod serving;
@@ -90,7 +92,7 @@ struct GsasModule {
     _sysfs: Option<Sysfs>,
     // `/dev/unimem_gsas` goes before the service it publishes.
     _daemon_dev: Option<Pin<KBox<daemon::Registration>>>,
-    _published: Option<daemon::Published>,
+    _published: Option<published::Published<Service>>,
     _stats: Option<Pin<KBox<debugfs::File<Arc<Service>>>>>,
     _dir: Option<debugfs::Dir>,
     serving: Option<Serving>,
@@ -182,7 +184,7 @@ impl kernel::Module for GsasModule {
         )?);
         this._dir = Some(dir);
         this._sysfs = Some(sysfs(service.clone())?);
-        this._published = Some(daemon::Published::new(service.clone()));
+        this._published = Some(daemon::publish(service.clone())?);
         this._daemon_dev = Some(KBox::pin_init(
             MiscDeviceRegistration::register(MiscDeviceOptions {
                 name: c"unimem_gsas",

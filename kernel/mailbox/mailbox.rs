@@ -10,7 +10,7 @@
 //!
 //! The node's state and the parts it is made of: `state.rs`.
 
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::{
     debugfs,
     ffi::c_void,
@@ -34,6 +34,8 @@ mod owners;
 mod poll;
 #[path = "../common/privilege.rs"]
 mod privilege;
+#[path = "../common/published.rs"]
+mod published;
 mod receive;
 mod ring;
 // The seam functions are `pub` because other modules link against them (exports.c).
@@ -59,32 +61,15 @@ mod wire_gsas;
 use wire_gsas::*;
 
 use fabric_client::{Gas, OnRevoke, RevokeHook};
+use published::{Published, Slot};
 use state::State;
 
-static STATE: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
+/// The module's state, published while the module is loaded.
+static STATE: Slot<State> = Slot::new();
 
-/// The module's state, for file opens and the seam (both impossible during module exit).
+/// The module's state, for file opens and the seam.
 pub(crate) fn current_state() -> Option<Arc<State>> {
-    let p = STATE.load(Ordering::Acquire);
-    // SAFETY: a non-null `STATE` is an `Arc` reference owned by `Published`, released only at
-    // module exit, when no file can be opened and no client module is left.
-    (!p.is_null()).then(|| unsafe { ArcBorrow::from_raw(p) }.into())
-}
-
-/// Keeps `STATE` set while alive.
-struct Published(*const State);
-
-// SAFETY: only holds an `Arc<State>` in raw form; `State` is `Send + Sync`.
-unsafe impl Send for Published {}
-// SAFETY: see `Send`.
-unsafe impl Sync for Published {}
-
-impl Drop for Published {
-    fn drop(&mut self) {
-        STATE.store(core::ptr::null_mut(), Ordering::Release);
-        // SAFETY: `self.0` came from `Arc::into_raw` in `init`.
-        drop(unsafe { Arc::from_raw(self.0) });
-    }
+    STATE.get()
 }
 
 /// The doorbell handler installed on the fabric while alive.
@@ -173,7 +158,7 @@ struct MailboxModule {
     _dir: debugfs::Dir,
     _misc: Pin<KBox<MiscDeviceRegistration<chardev::MboxFile>>>,
     _doorbell: Doorbell,
-    _published: Published,
+    _published: Published<State>,
 }
 
 impl kernel::Module for MailboxModule {
@@ -188,8 +173,7 @@ impl kernel::Module for MailboxModule {
         let doorbell_rate = *module_parameters::doorbell_rate.value_ref();
         let state = State::new(gas.clone(), u64::from(poll_us) * 1000, doorbell_rate)?;
         let revoke = gas.on_revoke(state.clone())?;
-        let published = Published(Arc::into_raw(state.clone()));
-        STATE.store(published.0.cast_mut(), Ordering::Release);
+        let published = STATE.publish(state.clone())?;
         let doorbell = Doorbell::install(state.clone())?;
         let misc = KBox::pin_init(
             MiscDeviceRegistration::register(MiscDeviceOptions {
