@@ -3,7 +3,7 @@
 //! hook, and the mappings of `/dev/eusrvmem`; and the revocation that ends both when the device
 //! is unbound or unplugged (the window must not be used once the device is gone).
 
-use crate::{fabric::Fabric, fabric_api::RevokeHook};
+use crate::{fabric::Fabric, fabric_api::RevokeHook, file_maps::FileMaps};
 use core::sync::atomic::Ordering;
 use kernel::{
     bindings, new_mutex,
@@ -29,25 +29,14 @@ struct ClientList {
 /// which user space may not map.
 struct FileList {
     revoked: bool,
-    list: KVec<(usize, usize)>,
+    list: FileMaps,
     reserved: KVec<(u64, u64, u64)>,
 }
 
 impl FileList {
     /// Removes every user mapping of window bytes `[offset, offset + len)`.
     fn zap(&self, offset: u64, len: u64) {
-        for &(_, mapping) in self.list.iter() {
-            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
-            // the list is locked); zapping any range of it is always allowed.
-            unsafe {
-                bindings::unmap_mapping_range(
-                    mapping as *mut bindings::address_space,
-                    offset as i64,
-                    len as i64,
-                    1,
-                )
-            };
-        }
+        self.list.zap(offset as i64, len as i64);
     }
 }
 
@@ -65,7 +54,7 @@ impl Users {
         pin_init!(Self {
             clients <- new_mutex!(ClientList { revoked: false, next_id: 0, list: KVec::new() }, "unimem_eusrvmem::clients"),
             files <- new_mutex!(
-                FileList { revoked: false, list: KVec::new(), reserved: KVec::new() },
+                FileList { revoked: false, list: FileMaps::new(), reserved: KVec::new() },
                 "unimem_eusrvmem::files"
             ),
         })
@@ -134,23 +123,19 @@ impl Fabric {
         Ok(())
     }
 
+    /// Records a `/dev/eusrvmem` file being opened (`file`), whose `release` calls
+    /// [`remove_file`](Self::remove_file).
     pub(crate) fn add_file(&self, file: *mut bindings::file) -> Result {
-        // SAFETY: `file` is the file being opened; its mapping is set before `open` is called.
-        let mapping = unsafe { (*file).f_mapping };
         let mut f = self.users.files.lock();
         if f.revoked {
             return Err(ENODEV);
         }
-        f.list.push((file as usize, mapping as usize), GFP_KERNEL)?;
-        Ok(())
+        // SAFETY: `file` is being opened, and its `release` removes it (`chardev.rs`).
+        unsafe { f.list.add(file) }
     }
 
     pub(crate) fn remove_file(&self, file: *mut bindings::file) {
-        self.users
-            .files
-            .lock()
-            .list
-            .retain(|e| e.0 != file as usize);
+        self.users.files.lock().list.remove(file);
     }
 
     /// Runs `map` for window bytes `[offset, offset + len)` unless the device is gone or a

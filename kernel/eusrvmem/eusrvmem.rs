@@ -26,6 +26,8 @@ mod chardev;
 mod clients;
 mod doorbell;
 mod fabric;
+#[path = "../common/file_maps.rs"]
+mod file_maps;
 mod heartbeat;
 mod ivshmem;
 #[path = "../common/lease_ticker.rs"]

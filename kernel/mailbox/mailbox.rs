@@ -24,6 +24,8 @@ mod chardev;
 mod counters;
 mod dispatch;
 mod doorbell_limit;
+#[path = "../common/file_maps.rs"]
+mod file_maps;
 mod iface;
 mod kmsg;
 #[path = "../common/log_limit.rs"]

@@ -3,7 +3,7 @@
 //! revocation (the fabric device goes) and the GSAS service (pages it frees or loses) can zap
 //! them, and the service's check that a thread maps only its own tree's pages.
 
-use crate::{kmsg_api::MapCheck, mailbox::MMAP_GSAS};
+use crate::{file_maps::FileMaps, kmsg_api::MapCheck, mailbox::MMAP_GSAS};
 use kernel::{bindings, ffi::c_void, new_mutex, prelude::*, sync::Mutex};
 
 /// Pages of this node's partition a thread asks to map (`MMAP_GSAS`).
@@ -15,8 +15,7 @@ pub(crate) struct Pages {
 
 struct Maps {
     revoked: bool,
-    /// (file, its `address_space`), by address.
-    list: KVec<(usize, usize)>,
+    list: FileMaps,
     /// The GSAS service's ownership check for mappings of partition pages
     /// (`unimem_mbox_map_check`), with its context. Called under this lock, so removing it
     /// waits for a running call, and a page the service frees (which it zaps under this lock)
@@ -34,7 +33,7 @@ impl UserMaps {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             inner <- new_mutex!(
-                Maps { revoked: false, list: KVec::new(), check: None },
+                Maps { revoked: false, list: FileMaps::new(), check: None },
                 "unimem_mailbox::maps"
             ),
         })
@@ -61,17 +60,15 @@ impl UserMaps {
             let ret = unsafe { check(ctx as *mut c_void, p.tree, p.offset, p.len) };
             kernel::error::to_result(ret)?;
         }
-        if !m.list.iter().any(|e| e.0 == file as usize) {
-            // SAFETY: `file` is a file being mmapped, so alive; `f_mapping` is set at open.
-            let mapping = unsafe { (*file).f_mapping };
-            m.list.push((file as usize, mapping as usize), GFP_KERNEL)?;
-        }
+        // SAFETY: `file` is being mmapped, so open; its `release` calls `unmap_file`
+        // (`chardev.rs`).
+        unsafe { m.list.add(file)? };
         map()
     }
 
     /// Forgets the mapping of a file being released (its mappings are gone: each held the file).
     pub(crate) fn unmap_file(&self, file: *mut bindings::file) {
-        self.inner.lock().list.retain(|e| e.0 != file as usize);
+        self.inner.lock().list.remove(file);
     }
 
     /// Installs (`Some`, `EBUSY` if one is) or removes the GSAS service's check of partition
@@ -100,19 +97,7 @@ impl UserMaps {
             i64::try_from(begin).map_err(|_| EINVAL)?,
             i64::try_from(len).map_err(|_| EINVAL)?,
         );
-        let m = self.inner.lock();
-        for &(_, mapping) in m.list.iter() {
-            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
-            // the list is locked); zapping any range of it is always allowed.
-            unsafe {
-                bindings::unmap_mapping_range(
-                    mapping as *mut bindings::address_space,
-                    begin,
-                    len,
-                    1,
-                )
-            };
-        }
+        self.inner.lock().list.zap(begin, len);
         Ok(())
     }
 
@@ -121,12 +106,6 @@ impl UserMaps {
     pub(crate) fn zap_user_maps(&self) {
         let mut m = self.inner.lock();
         m.revoked = true;
-        for &(_, mapping) in m.list.iter() {
-            // SAFETY: `mapping` belongs to an open file (removed from the list at release, and
-            // the list is locked); zapping every page of it is always allowed.
-            unsafe {
-                bindings::unmap_mapping_range(mapping as *mut bindings::address_space, 0, 0, 1)
-            };
-        }
+        m.list.zap(0, 0);
     }
 }
