@@ -73,11 +73,6 @@ impl Heartbeats {
         }
     }
 
-    /// Forgets nodes that no longer borrow anything.
-    pub fn retain(&mut self, mut keep: impl FnMut(u8) -> bool) {
-        self.nodes.retain(|&n, _| keep(n));
-    }
-
     /// Whether `node`'s kernel is frozen or thawing at `now`: a connected borrower there may
     /// still use a lease that lapsed. Never for a node whose kernel stopped beating on purpose
     /// (`heartbeat::STOPPED`: its modules unloaded) or was never seen beating.
@@ -168,7 +163,5 @@ mod tests {
         let (t, w) = beat(&mut h, 2, t, 9, 3);
         h.observe(2, w | heartbeat::STOPPED, t);
         assert!(!h.frozen(2, t + 60 * SEC), "stopped on purpose");
-        h.retain(|n| n != 2);
-        assert!(!h.frozen(2, t));
     }
 }

@@ -25,7 +25,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use unimem_mailbox::{service, Errno, Mailbox};
-use unimem_wire::gas::node_state;
+use unimem_wire::gas::{node_state, MAX_NODES};
 use unimem_wire::kram::reply_service;
 
 const MAILBOX: Token = Token(0);
@@ -500,17 +500,25 @@ impl Daemon {
             .collect();
         let nodes: HashSet<u8> = lent.iter().map(|&(node, _)| node).collect();
         self.connects.retain(|grant, _| lent.contains(grant));
-        self.heartbeats.retain(|node| nodes.contains(&node));
+        // Every node that ever connected is watched, not only those that borrow now: a node
+        // must have been seen beating before it can be taken as frozen, and one that froze
+        // seconds after it started to borrow must be too.
         let mut frozen = HashSet::new();
-        for &node in &nodes {
+        for node in 0..MAX_NODES as u8 {
             let (Some(word), Some(beat)) = (
                 self.states.word(u32::from(node)),
                 self.states.heartbeat(u32::from(node)),
             ) else {
                 continue;
             };
+            if node_state::state(word) == node_state::NEVER {
+                continue;
+            }
             self.heartbeats.observe(node, beat, now);
-            if node_state::state(word) == node_state::UP && self.heartbeats.frozen(node, now) {
+            if nodes.contains(&node)
+                && node_state::state(word) == node_state::UP
+                && self.heartbeats.frozen(node, now)
+            {
                 frozen.insert((node, node_state::connects(word)));
             }
         }
