@@ -3,7 +3,7 @@
 //! queue the dispatch work, which hands kernel messages (`kmsg.rs`) and the served interfaces'
 //! packets (`served.rs`) to their services and then busy-polls (`poll.rs`).
 
-use crate::state::State;
+use crate::{poll::PollWith, state::State};
 use core::sync::atomic::Ordering;
 use kernel::{
     sync::{Arc, ArcBorrow},
@@ -27,7 +27,15 @@ impl WorkItem for State {
         let more = more
             || more_served
             || (handed > 0
-                && served.busy_poll(win, &this.owners, &this.counters, &this.stopping, started));
+                && served.busy_poll(
+                    &PollWith {
+                        win,
+                        owners: &this.owners,
+                        counters: &this.counters,
+                        stopping: &this.stopping,
+                    },
+                    started,
+                ));
         if handed == 0 {
             // The flags are ours to write, but a peer may have scribbled on them: a run that did
             // not poll leaves them cleared, so senders ring again (polling clears its own).

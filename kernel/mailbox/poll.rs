@@ -34,19 +34,23 @@ const POLL_START_NS: u64 = 10_000;
 /// than a store takes to become visible to another CPU.
 const POLL_GRACE_NS: u64 = 5_000;
 
+/// What polling uses of the other parts of the state: where the rings are, whose interfaces
+/// they serve, the counters, and whether the module is stopping.
+#[derive(Clone, Copy)]
+pub(crate) struct PollWith<'a> {
+    pub(crate) win: &'a Window,
+    pub(crate) owners: &'a Owners,
+    pub(crate) counters: &'a Counters,
+    pub(crate) stopping: &'a AtomicBool,
+}
+
 impl Served {
     /// After a run (begun at `started`) that served packets: polls the served rings for the
     /// current window after the last packet, serving what arrives, and adapts the window.
     /// `true` if the work should run again (kernel messages arrived, or it stopped while
     /// packets kept coming).
-    pub(crate) fn busy_poll(
-        &self,
-        win: &Window,
-        owners: &Owners,
-        counters: &Counters,
-        stopping: &AtomicBool,
-        started: u64,
-    ) -> bool {
+    pub(crate) fn busy_poll(&self, with: &PollWith<'_>, started: u64) -> bool {
+        let win = with.win;
         let max = self.poll_ns;
         if max == 0 {
             return false;
@@ -60,7 +64,7 @@ impl Served {
         let (again, served) = if window == 0 {
             (false, 0)
         } else {
-            self.open_window(win, owners, counters, stopping, window)
+            self.open_window(with, window)
         };
         if served == 0 {
             window /= 2;
@@ -76,16 +80,10 @@ impl Served {
     /// Polls for up to `window` ns after the last packet, with the rings' polling flags set
     /// (senders skip the doorbell meanwhile): whether to run again, and how many packets were
     /// served.
-    fn open_window(
-        &self,
-        win: &Window,
-        owners: &Owners,
-        counters: &Counters,
-        stopping: &AtomicBool,
-        window: u64,
-    ) -> (bool, u64) {
+    fn open_window(&self, with: &PollWith<'_>, window: u64) -> (bool, u64) {
+        let win = with.win;
         self.set_polling(win, true);
-        let (again, served) = self.poll_loop(win, owners, counters, stopping, window);
+        let (again, served) = self.poll_loop(with, window);
         self.set_polling(win, false);
         // A sender that read the flag still set did not ring, and its packet may become visible
         // here only now (its store and our clearing can pass each other in store buffers, and
@@ -103,14 +101,13 @@ impl Served {
         }
     }
 
-    fn poll_loop(
-        &self,
-        win: &Window,
-        owners: &Owners,
-        counters: &Counters,
-        stopping: &AtomicBool,
-        window: u64,
-    ) -> (bool, u64) {
+    fn poll_loop(&self, with: &PollWith<'_>, window: u64) -> (bool, u64) {
+        let PollWith {
+            win,
+            owners,
+            counters,
+            stopping,
+        } = *with;
         counters.busy_polls.fetch_add(1, Ordering::Relaxed);
         let run = win.now_ns();
         let mut last = run;
