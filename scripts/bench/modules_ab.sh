@@ -8,6 +8,8 @@
 #     Fetch&Add and READ256 to another node's service (0 to 1) (`unimem-gsas bench`; the median
 #     of AB_GSAS_REPEATS (3) processes, since one process's figure depends on whether the home
 #     happened to poll through its run);
+#   - GSAS throughput: Fetch&Add/s of 4 threads (2 on node 0, 2 on node 2) to one word of node 1,
+#     which then serves back to back: its cost per request, free of the wake-up noise;
 #   - mailbox: median half round trip of a 16-byte user ping-pong, node 0 to 2 (poll);
 #   - KRAM: 4 KiB random read and write IOPS at QD1 on /dev/kram0 (32 MiB lent by node 2),
 #     through the DMA engine (transfermode=1) and the CPU (0) (fio).
@@ -102,6 +104,26 @@ gsas_us() {
   stats "${medians[@]}" | cut -d' ' -f1
 }
 
+# gsas_ops: Fetch&Add/s of two threads on node 0 and two on node 2 to one word of node 1 (one
+# page, both processes started at one barrier), median of 3 windows of 1 s: the home serves back
+# to back, so its cost per request sets the figure rather than its wake-ups, which make one
+# issuer's round trip bimodal. The sum of the two processes' medians.
+gsas_ops() {
+  local tree=0x0e0009 a n total=0
+  a=$(on 0 "unimem-gsas --tree $tree alloc --node 1") || die "gsas throughput: alloc on node 1"
+  for n in 0 2; do
+    on "$n" "rm -f /tmp/ab-tput.json; unimem-gsas --tree $tree throughput --addr $a --op faa --threads 2 --seconds 3 \
+             --barrier $((a + 64)) --parties 2 --json >/tmp/ab-tput.json 2>&1 &"
+  done
+  for n in 0 2; do
+    on "$n" "for i in \$(seq 300); do grep -q ops_per_s /tmp/ab-tput.json 2>/dev/null && exit 0; sleep 0.1; done; cat /tmp/ab-tput.json; exit 1" >&2 ||
+      die "gsas throughput on node $n did not finish"
+    total=$(awk -v t="$total" -v v="$(jv ops_per_s "$(on "$n" "cat /tmp/ab-tput.json")")" 'BEGIN { print t + v }')
+  done
+  on 0 "unimem-gsas --tree $tree free $a" >/dev/null
+  echo "$total"
+}
+
 mbox_us() {
   local iface line
   on 2 "rm -f /tmp/ab-srv.log; unimem-mbox serve --count $((COUNT + 50)) </dev/null >/tmp/ab-srv.log 2>&1 &"
@@ -142,6 +164,9 @@ for round in $(seq "$ROUNDS"); do
       [[ "$v" =~ ^[0-9.]+$ ]] || die "gsas $op $where printed '$v'"
       row "$round" "$name" "gsas $op $where" us "$v"
     done
+    v=$(gsas_ops)
+    [[ "$v" =~ ^[0-9.]+$ ]] || die "gsas throughput printed '$v'"
+    row "$round" "$name" "gsas faa 4 threads to 1 home" ops "$v"
     v=$(mbox_us)
     [[ "$v" =~ ^[0-9.]+$ ]] || die "mailbox ping printed '$v'"
     row "$round" "$name" "mailbox ping 16B" us "$v"
@@ -164,7 +189,7 @@ mapfile -t workloads < <(awk -F, 'NR > 1 && !seen[$3]++ { print $3 }' "$OUT/runs
 for w in "${workloads[@]}"; do
   unit=$(awk -F, -v w="$w" '$3 == w { print $4; exit }' "$OUT/runs.csv")
   mapfile -t ratios < <(awk -F, -v w="$w" '$3 == w { v[$1 "," $2] = $5; r[$1] = 1 }
-    END { for (k in r) { o = v[k ",old"]; n = v[k ",new"]; if (o > 0 && n > 0) print (unit == "iops" ? o / n : n / o) } }' unit="$unit" "$OUT/runs.csv")
+    END { for (k in r) { o = v[k ",old"]; n = v[k ",new"]; if (o > 0 && n > 0) print (unit == "iops" || unit == "ops" ? o / n : n / o) } }' unit="$unit" "$OUT/runs.csv")
   mapfile -t olds < <(awk -F, -v w="$w" '$3 == w && $2 == "old" { print $5 }' "$OUT/runs.csv")
   mapfile -t news < <(awk -F, -v w="$w" '$3 == w && $2 == "new" { print $5 }' "$OUT/runs.csv")
   old=$(stats "${olds[@]}" | cut -d' ' -f1) new=$(stats "${news[@]}" | cut -d' ' -f1)
@@ -173,7 +198,7 @@ for w in "${workloads[@]}"; do
 done
 {
   echo "Modules A/B: this tree ($BENCH_COMMIT) against $REF (${REF_SHA:0:12}), $ROUNDS rounds, $BENCH_ACCEL"
-  echo "ratio = new/old time per operation (IOPS: old/new); above 1.05 is more than 5% slower"
+  echo "ratio = new/old time per operation (IOPS, ops: old/new); above 1.05 is more than 5% slower"
   printf '%-28s %12s %12s %6s %8s %18s\n' workload old new unit ratio "[min, max]"
   tail -n +2 "$OUT/summary.csv" | while IFS=, read -r w o n u m lo hi; do
     printf '%-28s %12s %12s %6s %8s %18s\n' "$w" "$o" "$n" "$u" "$m" "[$lo, $hi]"
