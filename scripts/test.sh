@@ -6,7 +6,7 @@
 #                                        TEST: names under tests/cluster/ (default: all)
 #
 # --quick: the inner loop: host tests, then one short cluster test per kernel module (QUICK:
-# eusrvmem, mailbox, gsas_fork, kram, tiering for unimem_numa), about 5 minutes warm here. The
+# eusrvmem, mailbox, gsas_fork, numa, kram), about 5 minutes warm here. The
 # full suite (no option) is what CI runs.
 # Four nodes (a borrower, three lenders: KRAM mirroring needs a spare one) sharing an 8 GiB GAS
 # (partitions of 2 GiB: a 2 GiB swap instance must need two lenders); UNIMEM_GAS_SIZE overrides.
@@ -35,7 +35,7 @@ debug=false
 quick=false
 arch_args=()
 # --quick's cluster tests: one short test per module (eusrvmem, mailbox, gsas, kram, numa).
-QUICK=(eusrvmem mailbox gsas_fork kram tiering)
+QUICK=(eusrvmem mailbox gsas_fork numa kram)
 while [ $# -gt 0 ]; do
   case "$1" in
     -n) nodes=$2; shift 2;;
