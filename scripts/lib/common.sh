@@ -89,9 +89,11 @@ arm64_kernel() {
 }
 # Where our user-space binaries of ARCH (default: this flavour's) are (scripts/build-arm64.sh
 # cross-builds the arm64 ones), and the C compiler for programs of ARCH built on the host.
+# UNIMEM_USERSPACE_BIN replaces the x86_64 directory (scripts/test-against.sh: this tree's
+# binaries with some of an earlier commit's in their place).
 userspace_bin() {
   if [ "${1:-$(kernel_arch)}" = arm64 ]; then echo "$UNIMEM_ROOT/target/arm64/aarch64-unknown-linux-gnu/release"
-  else echo "$UNIMEM_ROOT/target/release"; fi
+  else echo "${UNIMEM_USERSPACE_BIN:-$UNIMEM_ROOT/target/release}"; fi
 }
 arch_cc() { if [ "$1" = arm64 ]; then echo aarch64-linux-gnu-gcc; else echo gcc; fi; }
 # A cluster's run directory RUN (scripts/cluster): the share its ARCH nodes mount at /opt/unimem,

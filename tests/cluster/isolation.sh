@@ -69,11 +69,12 @@ case $status in
   1) fail "tree $tree, whose page still lives on node 1, was handed out again" ;;
   *) fail "the recycling loop did not run to its end (status $status)" ;;
 esac
-on 0 "cat /sys/kernel/unimem_mailbox/trees_exhausted /sys/kernel/unimem_mailbox/allocs_quarantined"
+# What the mailbox counted (shown, not checked; modules before issue 29 have neither counter).
+on_may_fail 0 "cat /sys/kernel/unimem_mailbox/trees_exhausted /sys/kernel/unimem_mailbox/allocs_quarantined" || true
 
 step "queued request: the previous owner allocates a page on node 1"
 on 0 "rm -f /tmp/iso.paused /tmp/iso.queued /tmp/iso.check"
-stale_before=$(on 1 "cat /sys/kernel/unimem_gsas/stale")
+stale_before=$(on_may_fail 1 "cat /sys/kernel/unimem_gsas/stale") || stale_before=none
 bg 0 attacker "$RIG queued-write --home 1 --secret $SECRET --paused /tmp/iso.paused --queued /tmp/iso.queued --check /tmp/iso.check"
 wait_log 0 attacker 'addr=' 60
 
@@ -96,7 +97,7 @@ wait_log 0 attacker '^exit=' 60
 on 0 "cat /tmp/$BG-attacker.log"
 on 0 "grep -q '^exit=0' /tmp/$BG-attacker.log" ||
   fail "node 1 applied the previous owner's queued BULK_WRITE with the next owner's bulk-out"
-stale=$(on 1 "cat /sys/kernel/unimem_gsas/stale")
+stale=$(on_may_fail 1 "cat /sys/kernel/unimem_gsas/stale") || stale=none
 echo "node 1 stale requests: $stale_before -> $stale"
 [ "$stale" -gt "$stale_before" ] || fail "node 1 did not count the dropped request as stale"
 

@@ -23,11 +23,19 @@ NODES=$(cat "${UNIMEM_RUN:-$ROOT/build/cluster}/nodes")
 on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * ${UNIMEM_TIMEOUT_SCALE:-1} ))" -- "$@"; }
 # on_may_fail NODE CMD...: run and return its status without failing.
 on_may_fail() { local n=$1; shift; set +e; "$CLUSTER" exec "$n" --timeout "$(( ${TIMEOUT:-120} * ${UNIMEM_TIMEOUT_SCALE:-1} ))" -- "$@"; local s=$?; set -e; return $s; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# fail WHY: the check failed; the test ends. With UNIMEM_KEEP_GOING=FILE (scripts/test-against.sh)
+# the failure is appended to FILE as "STEP: WHY" and the test goes on, so that one run against
+# older modules shows every step that tells them from this tree's, not only the first; later
+# failures may then follow from earlier ones. A setup command that fails still ends the test.
+fail() {
+  echo "FAIL: $*" >&2
+  if [ -n "${UNIMEM_KEEP_GOING:-}" ]; then echo "${STEP_NOW:-before the first step}: $*" >>"$UNIMEM_KEEP_GOING"; return 0; fi
+  exit 1
+}
 # expect_out NODE PATTERN WHAT CMD: runs CMD on NODE and shows its output; fails with WHAT unless a
 # line matches PATTERN (grep's basic regular expression).
 expect_out() { local out; out=$(on "$1" "$4"); echo "$out"; grep -q "$2" <<<"$out" || fail "$3"; }
-step() { echo "--- $*"; }
+step() { STEP_NOW=$*; echo "--- $*"; }
 expect_eq() { [ "$1" = "$2" ] || fail "$3: got '$1', expected '$2'"; }
 
 # Background processes on a node, in /tmp/$BG-NAME.{log,pid} there ($BG: the test's prefix).
