@@ -17,8 +17,11 @@
 # IOPS / new IOPS, so above 1 is always "slower"); the summary gives the median, min and max of
 # that ratio over the rounds. Writes environment.csv, runs.csv (every figure), summary.csv,
 # summary.txt and modules_ab.png to build/bench/modules_ab/<UTC timestamp>/ (AB_BENCH_OUT).
-#   scripts/bench/modules_ab.sh [--ref COMMIT] [--rounds N] [--count N] [--runtime S] [--no-kram]
+#   scripts/bench/modules_ab.sh [--ref COMMIT] [--new COMMIT] [--rounds N] [--count N] [--runtime S]
+#                               [--no-kram]
 #     --ref      the baseline's commit (3874427: before issue 29's kernel changes)
+#     --new      another commit's modules instead of this tree's (to find which commit between
+#                two costs: the same user-space tools, this tree's, drive both)
 #     --rounds   rounds (7)     --count  GSAS requests / mailbox round trips per figure (3000)
 #     --runtime  seconds per fio run (3)   --no-kram  GSAS and mailbox only
 #   env: AB_BENCH_OUT, AB_BENCH_NO_PLOT=1, AB_GSAS_REPEATS (3), BENCH_RUN (cluster run directory).
@@ -31,11 +34,12 @@ source "$(dirname "$0")/../lib/common.sh"
 source "$(dirname "$0")/../lib/bench.sh"
 # shellcheck source=scripts/lib/ref-modules.sh
 source "$(dirname "$0")/../lib/ref-modules.sh"
-REF=3874427 ROUNDS=7 COUNT=3000 RUNTIME=3 DO_KRAM=1 GSAS_REPEATS=${AB_GSAS_REPEATS:-3}
+REF=3874427 NEW='' ROUNDS=7 COUNT=3000 RUNTIME=3 DO_KRAM=1 GSAS_REPEATS=${AB_GSAS_REPEATS:-3}
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
     --ref) REF=${2:?--ref needs a commit}; shift 2;;
+    --new) NEW=${2:?--new needs a commit}; shift 2;;
     --rounds) ROUNDS=${2:?--rounds needs a count}; shift 2;;
     --count) COUNT=${2:?--count needs a count}; shift 2;;
     --runtime) RUNTIME=${2:?--runtime needs seconds}; shift 2;;
@@ -51,6 +55,12 @@ bench_needs kernel/mailbox/unimem_mailbox.ko kernel/gsas/unimem_gsas.ko kernel/k
   target/release/unimem-gsas target/release/unimem-mbox target/release/kram-daemon
 # The baseline's modules, built for this tree's kernel.
 REF_MODS=$(ref_modules "$REF_SHA")
+NEW_NAME=''
+if [ -n "$NEW" ]; then
+  NEW_SHA=$(git -C "$UNIMEM_ROOT" rev-parse --verify -q "$NEW^{commit}") || die "--new $NEW: no such commit"
+  NEW_MODS=$(ref_modules "$NEW_SHA")
+  NEW_NAME="$NEW (${NEW_SHA:0:12})"
+fi
 
 export UNIMEM_RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-ab}
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
@@ -69,7 +79,8 @@ source "$UNIMEM_ROOT/tests/cluster/lib.sh"
 SHARE=$(run_share "$UNIMEM_RUN" x86_64)
 mkdir -p "$SHARE/modules-ref"
 cp "$REF_MODS"/*.ko "$SHARE/modules-ref/"
-bench_environment "$OUT/environment.csv" 3 "ref=${REF_SHA:0:12}" "rounds=$ROUNDS" "count=$COUNT" \
+if [ -n "$NEW" ]; then rm -f "$SHARE"/modules/unimem_*.ko; cp "$NEW_MODS"/*.ko "$SHARE/modules/"; fi
+bench_environment "$OUT/environment.csv" 3 "ref=${REF_SHA:0:12}" "new=${NEW_SHA:-tree}" "rounds=$ROUNDS" "count=$COUNT" \
   "gsas_repeats=$GSAS_REPEATS" "fio_runtime_s=$RUNTIME"
 
 # Guest shell code: our modules and daemons gone from a node (STOP_DAEMON: the daemon only
@@ -197,7 +208,7 @@ for w in "${workloads[@]}"; do
   echo "$w,$old,$new,$unit,$med,$lo,$hi" >>"$OUT/summary.csv"
 done
 {
-  echo "Modules A/B: this tree ($BENCH_COMMIT) against $REF (${REF_SHA:0:12}), $ROUNDS rounds, $BENCH_ACCEL"
+  echo "Modules A/B: ${NEW_NAME:-this tree ($BENCH_COMMIT)} against $REF (${REF_SHA:0:12}), $ROUNDS rounds, $BENCH_ACCEL"
   echo "ratio = new/old time per operation (IOPS, ops: old/new); above 1.05 is more than 5% slower"
   printf '%-28s %12s %12s %6s %8s %18s\n' workload old new unit ratio "[min, max]"
   tail -n +2 "$OUT/summary.csv" | while IFS=, read -r w o n u m lo hi; do
