@@ -38,7 +38,7 @@ on() { local n=$1; shift; "$CLUSTER" exec "$n" --timeout "${TIMEOUT:-900}" -- "$
 # kv KEY LINE: the value of KEY in a "RESULT k=v ..." line.
 kv() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
-bench_needs kernel/mailbox/unimem_mailbox.ko target/release/unimem-mbox
+bench_needs kernel/mailbox/unimem_mailbox.ko target/release/unimem-mbox target/release/unimem-mbox-test
 mkdir -p "$OUT"
 log "starting a 3-node cluster in $RUN"
 "$CLUSTER" up -n 3
@@ -63,10 +63,10 @@ mbox_ping() {
 }
 
 mbox_kping() {
-  on 0 "unimem-mbox kserve --count $((COUNT + WARMUP)) --echo </dev/null >/tmp/bench-kserve.log 2>&1 &"
+  on 0 "unimem-mbox-test kserve --count $((COUNT + WARMUP)) --echo </dev/null >/tmp/bench-kserve.log 2>&1 &"
   on 0 "for i in \$(seq 150); do grep -q '^bound ' /tmp/bench-kserve.log && exit 0; sleep 0.2; done; exit 1" ||
     die "kserve on node 0 did not start"
-  on 2 "unimem-mbox kping --node 0 --count $COUNT --warmup $WARMUP --timeout 900" | grep '^RESULT'
+  on 2 "unimem-mbox-test kping --node 0 --count $COUNT --warmup $WARMUP --timeout 900" | grep '^RESULT'
   on 0 "for i in \$(seq 150); do grep -q '^kserve: ' /tmp/bench-kserve.log && exit 0; sleep 0.2; done; exit 1" ||
     die "kserve on node 0 did not finish"
 }
@@ -89,7 +89,7 @@ for run in $(seq "$RUNS"); do
     if [ "$size" = 8 ]; then
       row "$run" "$size" "kernel msg cross-node" "$(mbox_kping)"
     fi
-    base=$(on 0 "unimem-mbox bench-baseline --count $COUNT --warmup $WARMUP --size $size")
+    base=$(on 0 "unimem-mbox-test bench-baseline --count $COUNT --warmup $WARMUP --size $size")
     row "$run" "$size" "pipe 2 threads" "$(grep '^RESULT.* mode=pipe ' <<<"$base")"
     row "$run" "$size" "eventfd 2 threads" "$(grep '^RESULT.* mode=eventfd ' <<<"$base")"
   done

@@ -6,6 +6,7 @@
 # stay responsive, log no kernel warning (and only rate-limited peer warnings), count what it
 # dropped and resynced in debugfs, and carry normal traffic with nodes 1 and 2 afterwards.
 source "$(dirname "$0")/lib.sh"
+share_bins unimem-mbox unimem-mbox-test
 EUSRVMEM=/opt/unimem/modules/unimem_eusrvmem.ko
 KO=/opt/unimem/modules/unimem_mailbox.ko
 STATS=/sys/kernel/debug/unimem_mailbox/stats
@@ -94,9 +95,9 @@ expect_ok 1 srv1
 i2=$(start_server 2 srv2b "--count 5")
 on 0 "unimem-mbox ping --node 2 --iface $i2 --count 5" | grep '^ok'
 expect_ok 2 srv2b
-bg 0 kserve "unimem-mbox kserve --count 5 --echo --from 1"
+bg 0 kserve "unimem-mbox-test kserve --count 5 --echo --from 1"
 wait_log 0 kserve '^bound service 15'
-on 1 "unimem-mbox kping --node 0 --count 5" | grep -E '^(ok|RESULT)'
+on 1 "unimem-mbox-test kping --node 0 --count 5" | grep -E '^(ok|RESULT)'
 expect_ok 0 kserve
 
 step "node 0's kernel log: no BUG/Oops/WARNING/panic, peer warnings rate-limited"

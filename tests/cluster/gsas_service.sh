@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GSAS atomic service (unimem_gsas.ko) acceptance, with raw requests (`unimem-mbox gsas-raw`,
+# GSAS atomic service (unimem_gsas.ko) acceptance, with raw requests (`unimem-mbox-test gsas-raw`,
 # no GSAS library): parameters checked, no pool without a kram-daemon, the pool borrowed from
 # the node's own daemon (shown "(GSAS)"), ALLOC on a remote node, write/read back across
 # processes and nodes of one tree, every operation's result, Fetch&Add from two nodes at once
@@ -17,7 +17,7 @@ TREE=0x0f0001
 FAA=${GSAS_FAA_COUNT:-100}
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
-share_bins kram-daemon unimem-mbox unimem-gas
+share_bins kram-daemon unimem-mbox-test unimem-gas
 
 BG=gsas
 cleanup() {
@@ -31,8 +31,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# raw NODE ARGS...: unimem-mbox gsas-raw on NODE against the home node.
-raw() { local n=$1; shift; on "$n" "unimem-mbox gsas-raw --node $HOME_NODE $*"; }
+# raw NODE ARGS...: unimem-mbox-test gsas-raw on NODE against the home node.
+raw() { local n=$1; shift; on "$n" "unimem-mbox-test gsas-raw --node $HOME_NODE $*"; }
 # status_of OUTPUT K: the status of response K ("resp 0.K: ...").
 status_of() { sed -n "s/^resp 0\.$2: .* status \([A-Z_0-9]*\) .*/\1/p" <<<"$1"; }
 value_of() { sed -n "s/^resp 0\.$2: .* value \(0x[0-9a-f]*\)$/\1/p" <<<"$1"; }
@@ -133,8 +133,8 @@ step "Fetch&Add from nodes 0 and 1 at once, $FAA each: exactly $((2 * FAA))"
 C=$((A + 128))
 raw 0 --tree $TREE "write:$C:0" >/dev/null
 before=$(counter requests_fetch_add)
-bg 0 faa "unimem-mbox --timeout 600 gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
-bg 1 faa "unimem-mbox --timeout 600 gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
+bg 0 faa "unimem-mbox-test --timeout 600 gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
+bg 1 faa "unimem-mbox-test --timeout 600 gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat $FAA fetch_add:$C:1"
 TIMEOUT=300 wait_log 0 faa '^exit=' 300
 TIMEOUT=300 wait_log 1 faa '^exit=' 300
 for n in 0 1; do
@@ -152,7 +152,7 @@ skipped=$(on 0 cat /sys/kernel/unimem_mailbox/doorbells_skipped)
 expect_eq "$(on "$HOME_NODE" cat /sys/kernel/unimem_mailbox/poll_us)" 200 "node $HOME_NODE's poll_us (the default)"
 for n in 0 "$HOME_NODE"; do
   for req in nop "fetch_add:$C:1"; do
-    r=$(on "$n" "unimem-mbox gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat 200 $req | tail -1")
+    r=$(on "$n" "unimem-mbox-test gsas-raw --node $HOME_NODE --tree $TREE --quiet --repeat 200 $req | tail -1")
     echo "node $n -> $HOME_NODE ${req%%:*}: $r"
   done
 done
@@ -276,13 +276,13 @@ on "$HOME_NODE" "rmmod unimem_gsas && ! test -e $SYS && dmesg | tail -3 | grep '
 all_free || fail "the pool was not returned"
 
 step "no answer without the service (the request waits in the ring, the client times out)"
-! on_may_fail 0 "unimem-mbox gsas-raw --node $HOME_NODE --wait-ms 1500 nop" 2>/dev/null || fail "answered without a service"
+! on_may_fail 0 "unimem-mbox-test gsas-raw --node $HOME_NODE --wait-ms 1500 nop" 2>/dev/null || fail "answered without a service"
 
 step "device removal: node 0's mapped response slots are zapped (SIGBUS), node $HOME_NODE's service stops and unloads"
 on "$HOME_NODE" "insmod $KO $GSAS_ARGS"
 out=$(raw 0 --tree $TREE alloc:0:1)
 expect_resp "$out" 0 OK
-bg 0 watch "unimem-mbox --timeout 0 gsas-raw --node $HOME_NODE --then-watch 300 nop"
+bg 0 watch "unimem-mbox-test --timeout 0 gsas-raw --node $HOME_NODE --then-watch 300 nop"
 wait_log 0 watch '^watching'
 for n in 0 "$HOME_NODE"; do
   addr=$(on "$n" "ls $DRV | grep -m1 '^0000:'")

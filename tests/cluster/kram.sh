@@ -6,6 +6,7 @@
 # again), the same with callbacks in hard IRQ context, and clear errors for bad parameters.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
+share_bins unimem-mbox-test
 # A failed run leaves no swap, module or daemon to the next test.
 trap kram_cleanup EXIT
 MODS=/opt/unimem/modules
@@ -101,7 +102,7 @@ cycle() {
   on 0 "grep -q '^kram0 32 MiB: 32 MiB lent, ready' /sys/kernel/debug/unimem_kram/stats && grep -q '^  node [12] chunks [0-9]*+32 at 0 MiB: valid' /sys/kernel/debug/unimem_kram/stats" || fail "driver stats do not show kram0's valid lease"
   step "transfermode=$mode: a malformed OFFER (reserved bits set) is counted and dropped by the driver"
   m0=$(on 0 "sed -n 's/.*malformed \([0-9]*\).*/\1/p' /sys/kernel/debug/unimem_kram/stats")
-  on 1 "unimem-mbox kping --node 0 --service 1 --opcode 1 --no-echo --count 1" >/dev/null
+  on 1 "unimem-mbox-test kping --node 0 --service 1 --opcode 1 --no-echo --count 1" >/dev/null
   m1=$m0
   for _ in $(seq 25); do
     m1=$(on 0 "sed -n 's/.*malformed \([0-9]*\).*/\1/p' /sys/kernel/debug/unimem_kram/stats")

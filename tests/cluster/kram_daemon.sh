@@ -20,7 +20,7 @@ LEASE=20
 RECORD_OFFSET=$(((3 << 20) - (64 << 10)))
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
-share_bins kram-daemon kram-probe unimem-gas
+share_bins kram-daemon kram-probe unimem-gas unimem-mbox-test
 
 # Background processes (lib.sh's bg, wait_log): /tmp/kd-NAME.{log,pid} on the node.
 BG=kd
@@ -166,9 +166,9 @@ wait_status "$A" "^free 32, offered 0, lent 32$"
 [ "$(counter "$A" timeouts)" -gt "$t0" ] || fail "node $A counted no timeout"
 refresh
 
-step "malformed words (unimem-mbox kping, opcode 0) are counted and dropped"
+step "malformed words (unimem-mbox-test kping, opcode 0) are counted and dropped"
 m0=$(counter 1 malformed)
-on 0 "unimem-mbox kping --node 1 --service 2 --no-echo --count 5" | tail -1
+on 0 "unimem-mbox-test kping --node 1 --service 2 --no-echo --count 5" | tail -1
 wait_status 1 "malformed $((m0 + 5)),"
 
 step "a forged node field (node 0 claims to be node 2) is malformed; the loan is untouched"

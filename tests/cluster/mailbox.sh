@@ -3,9 +3,11 @@
 # the 64-interface limit, invalid arguments, ring overflow (EAGAIN + debugfs counter),
 # SET_PROT, protection trees (INHERIT, SET_TREE), the GSAS area mmap, 64-bit kernel messages,
 # and unload refused while in use / reload.
-# Uses `unimem-mbox` (userspace/mailbox); every step checks something that can fail, and the
-# steps marked "can fail" show that a check rejects a wrong expectation.
+# Uses `unimem-mbox` (userspace/mailbox) and the test rig `unimem-mbox-test` (tests/rigs: the
+# forging, flooding and bad-argument checks and kernel messages); every step checks something
+# that can fail, and the steps marked "can fail" show that a check rejects a wrong expectation.
 source "$(dirname "$0")/lib.sh"
+share_bins unimem-mbox unimem-mbox-test
 EUSRVMEM=/opt/unimem/modules/unimem_eusrvmem.ko
 KO=/opt/unimem/modules/unimem_mailbox.ko
 STATS=/sys/kernel/debug/unimem_mailbox/stats
@@ -103,31 +105,31 @@ on 1 "unimem-mbox ping --node 1 --iface $i --count 40 --window 8 --poll" | grep 
 expect_ok 1 srv
 
 step "forged headers: node 2 puts 'node 9 iface 42 prot 4242' in its payload; node 0 sees the truth"
-fi=$(start_named 2 forge "unimem-mbox send-forged --reply --count 3 --rounds 3 --timeout 300")
+fi=$(start_named 2 forge "unimem-mbox-test send-forged --reply --count 3 --rounds 3 --timeout 300")
 fp=$(field 2 forge prot)
-on 0 "unimem-mbox expect-sender --go --count 3 --node 2 --iface $fi --prot $fp" | tail -1
+on 0 "unimem-mbox-test expect-sender --go --count 3 --node 2 --iface $fi --prot $fp" | tail -1
 step "can fail: the same packets do not pass for another protection id"
-! on_may_fail 0 "unimem-mbox expect-sender --go --count 3 --node 2 --iface $fi --prot $((fp + 1)) --timeout 20" ||
+! on_may_fail 0 "unimem-mbox-test expect-sender --go --count 3 --node 2 --iface $fi --prot $((fp + 1)) --timeout 20" ||
   fail "expect-sender accepted a wrong protection id"
 
 step "SET_PROT: a privileged service gives node 2's interface $fi protection id 777"
 on 2 "unimem-mbox set-prot --iface $fi --prot 777"
-on 0 "unimem-mbox expect-sender --go --count 3 --node 2 --iface $fi --prot 777" | tail -1
+on 0 "unimem-mbox-test expect-sender --go --count 3 --node 2 --iface $fi --prot 777" | tail -1
 expect_ok 2 forge
 
 step "63 interfaces per node for threads (63 is the GSAS service's): the 64th ALLOC is EBUSY; fresh trees, INHERIT (node 1)"
-out=$(on 1 "unimem-mbox alloc-max")
+out=$(on 1 "unimem-mbox-test alloc-max")
 echo "$out"
 grep -q '^64th alloc: EBUSY' <<<"$out" || fail "64th alloc did not report EBUSY"
 
 step "invalid arguments: EINVAL / ENOENT / EBUSY / EBADF / EACCES (trees, mmap), and EPERM without CAP_SYS_ADMIN (node 1)"
-on 1 "unimem-mbox bad-args"
+on 1 "unimem-mbox-test bad-args"
 
 step "overflow: node 1 floods an interface of node 0 that does not read"
 on 0 "rm -f /tmp/mbox-drain"
-hi=$(start_named 0 hold "unimem-mbox hold --until-file /tmp/mbox-drain --seconds 300 --expect 32")
+hi=$(start_named 0 hold "unimem-mbox-test hold --until-file /tmp/mbox-drain --seconds 300 --expect 32")
 before=$(on 1 "cat $STATS" | rejected_sum)
-out=$(on 1 "unimem-mbox flood --node 0 --iface $hi --expect 32")
+out=$(on 1 "unimem-mbox-test flood --node 0 --iface $hi --expect 32")
 echo "$out"
 grep -q '^flood: accepted 32 packets, then EAGAIN' <<<"$out" || fail "flood: no EAGAIN after 32 packets"
 # Counted while flood's interface was still allocated (its line is in flood's output).
@@ -145,11 +147,11 @@ step "doorbells a user causes without queuing anything (KICK) reach node 0 at no
 # once). Without the limit they would take a few ms and ring node 0 500 times.
 on 1 "rmmod unimem_mailbox && insmod $KO doorbell_rate=1 && chgrp $UNIMEM_GID /dev/unimem_mailbox && chmod 0660 /dev/unimem_mailbox"
 before=$(on 0 unimem-gas count --vector 1)
-out=$(on 1 "$(as_user unimem-mbox kick --node 0 --count 500)")
+out=$(on 1 "$(as_user unimem-mbox-test kick --node 0 --count 500)")
 echo "$out"
 after=$(on 0 unimem-gas count --vector 1)
 ms=$(sed -n 's/^kick: 500 kicks to node 0 in \([0-9]*\) ms$/\1/p' <<<"$out")
-[ -n "$ms" ] || fail "unimem-mbox kick printed no time"
+[ -n "$ms" ] || fail "unimem-mbox-test kick printed no time"
 # The burst, one per ms of the run, and a little of other traffic.
 bound=$((64 + ms + 1 + 16))
 echo "node 0 heard $((after - before)) doorbells while node 1's user kicked 500 times in $ms ms (bound $bound)"
@@ -158,41 +160,41 @@ echo "node 0 heard $((after - before)) doorbells while node 1's user kicked 500 
 on 1 "rmmod unimem_mailbox && insmod $KO && chgrp $UNIMEM_GID /dev/unimem_mailbox && chmod 0660 /dev/unimem_mailbox"
 
 step "64-bit kernel messages: node 1 -> node 0, service 15, echoed back"
-bg 0 kserve "unimem-mbox kserve --count 5 --echo --from 1"
+bg 0 kserve "unimem-mbox-test kserve --count 5 --echo --from 1"
 wait_log 0 kserve '^bound service 15'
-on 1 "unimem-mbox kping --node 0 --count 5" | grep -E '^(ok|RESULT)'
+on 1 "unimem-mbox-test kping --node 0 --count 5" | grep -E '^(ok|RESULT)'
 expect_ok 0 kserve
 n=$(on 0 "grep -c '^kmsg from node 1 service 15 word ' /tmp/mbox-kserve.log || true")
 expect_eq "$n" 5 "kernel messages node 0 received from node 1"
 step "can fail: a service expecting node 2 rejects node 1's message"
-bg 0 kserve2 "unimem-mbox kserve --count 1 --from 2"
+bg 0 kserve2 "unimem-mbox-test kserve --count 1 --from 2"
 wait_log 0 kserve2 '^bound service 15'
-on 1 "unimem-mbox kping --node 0 --count 1 --no-echo" >/dev/null
+on 1 "unimem-mbox-test kping --node 0 --count 1 --no-echo" >/dev/null
 s=$(status 0 kserve2)
 [ "$s" != 0 ] || fail "kserve --from 2 accepted a message from node 1"
 
 step "kernel clients: per-opcode callbacks of unimem_mbox_echo on node 2 (service 14)"
 on 2 "insmod /opt/unimem/modules/unimem_mbox_echo.ko"
-on 1 "unimem-mbox kping --node 2 --service 14 --reply-service 15 --opcode 1 --count 5" | grep -E '^(ok|RESULT)'
-on 1 "unimem-mbox kping --node 2 --service 14 --reply-service 15 --opcode 2 --expect-increment --count 5" | grep '^ok'
+on 1 "unimem-mbox-test kping --node 2 --service 14 --reply-service 15 --opcode 1 --count 5" | grep -E '^(ok|RESULT)'
+on 1 "unimem-mbox-test kping --node 2 --service 14 --reply-service 15 --opcode 2 --expect-increment --count 5" | grep '^ok'
 step "can fail: opcode 2's increment is not an echo"
-! on_may_fail 1 "unimem-mbox --timeout 10 kping --node 2 --service 14 --reply-service 15 --opcode 2 --count 1" >/dev/null 2>&1 ||
+! on_may_fail 1 "unimem-mbox-test --timeout 10 kping --node 2 --service 14 --reply-service 15 --opcode 2 --count 1" >/dev/null 2>&1 ||
   fail "an incremented reply passed as an echo"
 # Opcode 3 has no callback: the message is counted as dropped on node 2.
 dropped() { on 2 "awk '\$1 == 14 && NF == 5 { print \$5 }' $STATS" | tail -1; }
 before=$(dropped); before=${before:-0}
-on 1 "unimem-mbox kping --node 2 --service 14 --opcode 3 --no-echo --count 1" >/dev/null
+on 1 "unimem-mbox-test kping --node 2 --service 14 --opcode 3 --no-echo --count 1" >/dev/null
 after=$before
 for _ in $(seq 25); do after=$(dropped); [ "${after:-0}" -gt "$before" ] && break; sleep 0.2; done
 expect_eq "$after" "$((before + 1))" "service 14 messages dropped on node 2 for an opcode without callback"
 step "a service served by kernel callbacks cannot be bound by user space; unload frees it"
-! on_may_fail 2 "unimem-mbox kserve --service 14 --count 0" 2>/dev/null || fail "user space bound service 14 while the kernel serves it"
+! on_may_fail 2 "unimem-mbox-test kserve --service 14 --count 0" 2>/dev/null || fail "user space bound service 14 while the kernel serves it"
 ! on_may_fail 2 "rmmod unimem_mailbox" 2>/dev/null || fail "unimem_mailbox unloaded under its kernel client"
-on 2 "rmmod unimem_mbox_echo && unimem-mbox kserve --service 14 --count 0"
+on 2 "rmmod unimem_mbox_echo && unimem-mbox-test kserve --service 14 --count 0"
 
 step "unload is refused while a mailbox file is open; the node keeps working"
 on 0 "rm -f /tmp/mbox-release"
-start_named 0 holdfd "unimem-mbox hold --until-file /tmp/mbox-release --seconds 300" >/dev/null
+start_named 0 holdfd "unimem-mbox-test hold --until-file /tmp/mbox-release --seconds 300" >/dev/null
 ! on_may_fail 0 rmmod unimem_mailbox 2>/dev/null || fail "rmmod succeeded with /dev/unimem_mailbox open"
 on 0 "test -c /dev/unimem_mailbox"
 i=$(start_named 0 srv "unimem-mbox serve --count 5")

@@ -9,6 +9,7 @@
 # lender whose daemon stops answering: node 0 takes that range offline before its lease lapses.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
+share_bins unimem-mbox-test
 MODS=/opt/unimem/modules
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
@@ -109,7 +110,7 @@ out=$(on_may_fail 0 "unimem-gas zeroed --node $lender --offset 0 --len 4096 2>&1
 step "a malformed OFFER to the NUMA driver is counted and dropped"
 malformed() { on 0 "sed -n 's/.* malformed \([0-9]*\) .*/\1/p' /proc/unimem_numa"; }
 m0=$(malformed)
-on 1 "unimem-mbox kping --node 0 --service 3 --opcode 1 --no-echo --count 1" >/dev/null
+on 1 "unimem-mbox-test kping --node 0 --service 3 --opcode 1 --no-echo --count 1" >/dev/null
 m1=$m0
 for _ in $(seq 25); do m1=$(malformed); [ "$m1" -gt "$m0" ] && break; sleep 0.2; done
 expect_eq "$m1" "$((m0 + 1))" "malformed messages counted by unimem_numa"

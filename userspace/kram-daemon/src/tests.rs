@@ -723,7 +723,7 @@ fn malformed_words_are_counted_and_dropped_without_reply() {
         malformed(step(&mut h, 0, past.encode())),
         Malformed::Decode(KramError::Range)
     );
-    // What unimem-mbox kping sends: opcode 0, a tag and a sequence number (whose bits 56-59
+    // What unimem-mbox-test kping sends: opcode 0, a tag and a sequence number (whose bits 56-59
     // are a version 10 no one speaks).
     assert!(matches!(
         malformed(step(&mut h, 0, (0x0abc_def0 << 32) | 7)),

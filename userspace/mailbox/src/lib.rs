@@ -17,6 +17,7 @@
 //! # Ok::<(), unimem_mailbox::Error>(())
 //! ```
 
+pub mod cli;
 mod error;
 pub mod fabric;
 pub mod ioctl;

@@ -1,11 +1,11 @@
 //! `serve` and `ping`: an echo server and a ping-pong client over mailbox packets.
 
-use crate::latency::Summary;
-use crate::print_identity;
-use crate::wait::{retry_full, ModeArgs, WaitMode, Waiter};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
-use unimem_mailbox::{Packet, HEADER_LEN, PACKET_LEN, PAYLOAD_LEN};
+use unimem_mailbox::cli::latency::Summary;
+use unimem_mailbox::cli::wait::{retry_full, ModeArgs, WaitMode, Waiter};
+use unimem_mailbox::cli::{decode, hex, payload_of, print_identity, run_tag};
+use unimem_mailbox::PAYLOAD_LEN;
 
 /// How long an echo may wait for room in a full destination ring before it is given up.
 const FULL_RING_PATIENCE: Duration = Duration::from_secs(1);
@@ -136,27 +136,6 @@ pub fn ping(a: &PingArgs) -> Result<()> {
     };
     println!("{}", s.result_line("ping", &mode_name, size));
     Ok(())
-}
-
-pub fn decode(raw: &[u8; PACKET_LEN]) -> Result<Packet> {
-    Packet::decode(raw).map_err(|e| anyhow::anyhow!("malformed packet {}: {e:?}", hex(raw)))
-}
-
-pub fn payload_of(raw: &[u8; PACKET_LEN]) -> [u8; PAYLOAD_LEN] {
-    raw[HEADER_LEN..].try_into().expect("25 payload bytes")
-}
-
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-/// A value that differs between runs, so an echo left over from an earlier run (a stale ring)
-/// is detected instead of being counted.
-pub fn run_tag() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    t.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)
 }
 
 /// The payload of ping `seq`: sequence number, then `size - 8` bytes derived from the run and

@@ -1,25 +1,17 @@
-//! `unimem-mbox`: exercise and measure `/dev/unimem_mailbox` from the command line. Used by
-//! `tests/cluster/mailbox.sh` and `scripts/bench/mailbox.sh`; every subcommand prints
-//! greppable results and exits non-zero when a check fails.
+//! `unimem-mbox`: exercise and measure `/dev/unimem_mailbox` from the command line, as an
+//! operator sees the mailbox work: an echo server and its ping, who an interface is, the
+//! driver's statistics, and the administrator's set-prot. Every subcommand prints greppable
+//! results and exits non-zero when a check fails. The forging, flooding and bad-argument
+//! checks and the benchmarks of the tests are the test rig `unimem-mbox-test` (tests/rigs),
+//! which `make install` does not ship; both share `unimem_mailbox::cli`.
 
-mod alloc_max;
-mod bad_args;
-mod baseline;
-mod deadline;
 mod echo;
-mod flood;
-mod forge;
-mod gsas_raw;
-mod kmsg;
-mod latency;
-mod verdict;
-mod wait;
 
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
-use std::io::Write;
-use unimem_mailbox::AllocInfo;
-use wait::ModeArgs;
+use unimem_mailbox::cli::deadline::TimeoutArg;
+use unimem_mailbox::cli::print_identity;
+use unimem_mailbox::cli::wait::ModeArgs;
 
 #[derive(Parser)]
 #[command(
@@ -30,10 +22,8 @@ use wait::ModeArgs;
                   delivered in both directions."
 )]
 struct Cli {
-    /// Give up (exit non-zero) after this many seconds of waiting; 0 = never.
-    /// Default: 60 for commands that wait for a peer, never for serve/kserve/hold.
-    #[arg(long, global = true)]
-    timeout: Option<u32>,
+    #[command(flatten)]
+    timeout: TimeoutArg,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -50,10 +40,6 @@ enum Cmd {
     },
     /// Send packets to a server and check every echo; print latency and rate.
     Ping(echo::PingArgs),
-    /// Receive packets and check that the driver-written header names the given sender.
-    ExpectSender(forge::ExpectArgs),
-    /// Send payloads that imitate a header (node 9, iface 42, prot 4242).
-    SendForged(forge::ForgeArgs),
     /// Set the protection id of an interface of this node (CAP_SYS_ADMIN).
     SetProt {
         #[arg(long)]
@@ -61,21 +47,6 @@ enum Cmd {
         #[arg(long)]
         prot: u32,
     },
-    /// Allocate all 64 interfaces; the 65th must fail with EBUSY; freeing makes room again.
-    AllocMax,
-    /// Check that invalid requests fail with EINVAL / EPERM / ENOENT / EBUSY.
-    BadArgs,
-    /// Send to an interface that does not read until the driver answers EAGAIN.
-    Flood(flood::FloodArgs),
-    /// Allocate an interface and do not read until a file appears; then drain and count.
-    Hold(flood::HoldArgs),
-    /// Ring a node's mailbox doorbell COUNT times with KICK (queuing nothing); prints how long
-    /// it took (the driver's doorbell_rate bounds the rate).
-    Kick(flood::KickArgs),
-    /// Bind a kernel-message service and print (optionally echo) every 64-bit message.
-    Kserve(kmsg::KserveArgs),
-    /// Send 64-bit kernel messages to a node's service and check the echoes.
-    Kping(kmsg::KpingArgs),
     /// Allocate an interface, print who this file is, and exit.
     Info,
     /// Print the driver's debugfs statistics (per interface and service; root, debugfs).
@@ -86,11 +57,6 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Ping-pong over a pipe and over eventfds between two threads of this process.
-    BenchBaseline(baseline::BaselineArgs),
-    /// Send raw requests to a node's GSAS atomic service and print the response slots
-    /// (tests of unimem_gsas.ko without the GSAS library).
-    GsasRaw(gsas_raw::GsasRawArgs),
 }
 
 fn main() {
@@ -104,31 +70,15 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    // Commands that wait on another process get a default limit so a missing peer ends in a
-    // clear message rather than a test-harness kill.
-    let waits_for_peer = matches!(
-        cli.cmd,
-        Cmd::Ping(_)
-            | Cmd::ExpectSender(_)
-            | Cmd::SendForged(_)
-            | Cmd::Kping(_)
-            | Cmd::BadArgs
-            | Cmd::GsasRaw(_)
-    );
-    deadline::arm(cli.timeout.unwrap_or(if waits_for_peer { 60 } else { 0 }))?;
+    cli.timeout.arm(matches!(cli.cmd, Cmd::Ping(_)))?;
     match cli.cmd {
         Cmd::Serve { count, mode } => echo::serve(count, mode.mode()),
         Cmd::Ping(a) => echo::ping(&a),
-        Cmd::ExpectSender(a) => forge::expect_sender(&a),
-        Cmd::SendForged(a) => forge::send_forged(&a),
-        Cmd::SetProt { iface, prot } => forge::set_prot(iface, prot),
-        Cmd::AllocMax => alloc_max::run(),
-        Cmd::BadArgs => bad_args::run(),
-        Cmd::Flood(a) => flood::flood(&a),
-        Cmd::Kick(a) => flood::kick(&a),
-        Cmd::Hold(a) => flood::hold(&a),
-        Cmd::Kserve(a) => kmsg::kserve(&a),
-        Cmd::Kping(a) => kmsg::kping(&a),
+        Cmd::SetProt { iface, prot } => {
+            unimem_mailbox::Mailbox::open()?.set_prot(iface, prot)?;
+            println!("iface {iface} prot {prot}");
+            Ok(())
+        }
         Cmd::Info => {
             let mb = unimem_mailbox::Mailbox::open()?;
             print_identity(&mb.alloc()?);
@@ -146,17 +96,5 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", counters_json(&c));
             Ok(())
         }
-        Cmd::BenchBaseline(a) => baseline::run(&a),
-        Cmd::GsasRaw(a) => gsas_raw::run(&a),
     }
-}
-
-/// The first line of every command that allocates: tests read the interface id from it while
-/// the command keeps running, so it is flushed at once.
-pub fn print_identity(info: &AllocInfo) {
-    println!(
-        "iface {} node {} thread {} prot {}",
-        info.iface, info.node, info.thread_id, info.prot_id
-    );
-    let _ = std::io::stdout().flush();
 }

@@ -5,18 +5,36 @@
 //! `CONFIG_POSIX_TIMERS`, where alarm/setitimer/timer_create fail with ENOSYS. The signal is
 //! repeated until the process ends, in case the first one landed just before a blocking call.
 
+use crate::Errno;
 use anyhow::{anyhow, Result};
 use nix::sys::pthread::{pthread_kill, pthread_self};
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
-use unimem_mailbox::Errno;
 
 static EXPIRED: AtomicBool = AtomicBool::new(false);
 static SECONDS: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn on_alarm(_: nix::libc::c_int) {
     EXPIRED.store(true, Ordering::SeqCst);
+}
+
+/// `--timeout SECONDS`, an option of every subcommand of a program that flattens it.
+#[derive(clap::Args)]
+pub struct TimeoutArg {
+    /// Give up (exit non-zero) after this many seconds of waiting; 0 = never.
+    /// Default: 60 for commands that wait for a peer, never for those that serve or hold.
+    #[arg(long, global = true)]
+    timeout: Option<u32>,
+}
+
+impl TimeoutArg {
+    /// Starts the limit given, or by default 60 s for a command that waits on another process
+    /// (`waits_for_peer`), so that a missing peer ends in a clear message rather than a
+    /// test-harness kill, and none for the others.
+    pub fn arm(&self, waits_for_peer: bool) -> Result<()> {
+        arm(self.timeout.unwrap_or(if waits_for_peer { 60 } else { 0 }))
+    }
 }
 
 /// Starts the limit for the calling (main) thread; 0: none.
@@ -61,7 +79,7 @@ pub fn check(what: &str) -> Result<()> {
 }
 
 /// Turns the `EINTR` caused by the alarm into "timed out waiting for ...".
-pub fn explain<T>(r: unimem_mailbox::Result<T>, what: &str) -> Result<T> {
+pub fn explain<T>(r: crate::Result<T>, what: &str) -> Result<T> {
     match r {
         Err(e) if e.is(Errno::EINTR) && expired() => Err(timeout_error(what)),
         Err(e) => Err(anyhow!(e).context(what.to_owned())),

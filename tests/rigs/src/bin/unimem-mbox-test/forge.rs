@@ -1,13 +1,12 @@
 //! The header-forgery check: a sender fills its payload with bytes that look like a header
 //! claiming another node, interface and protection id; the receiver must still see the true
-//! sender, because only the sending node's driver writes the header. `set-prot` (the
+//! sender, because only the sending node's driver writes the header. `unimem-mbox set-prot` (the
 //! remoteFork service's privilege) is the one legitimate way to change what receivers see.
 
-use crate::echo::{decode, hex, payload_of};
-use crate::print_identity;
-use crate::wait::{WaitMode, Waiter};
 use anyhow::{bail, Context, Result};
-use unimem_mailbox::{Header, Mailbox, Packet, PAYLOAD_LEN};
+use unimem_mailbox::cli::wait::{WaitMode, Waiter};
+use unimem_mailbox::cli::{decode, hex, payload_of, print_identity};
+use unimem_mailbox::{Header, Packet, PAYLOAD_LEN};
 
 /// What the forged payload claims.
 pub const CLAIM: Header = Header {
@@ -129,13 +128,6 @@ pub fn send_forged(a: &ForgeArgs) -> Result<()> {
             a.count, CLAIM.node, CLAIM.iface, CLAIM.prot_id, me.node, me.iface
         );
     }
-    Ok(())
-}
-
-pub fn set_prot(iface: u32, prot: u32) -> Result<()> {
-    let mb = Mailbox::open()?;
-    mb.set_prot(iface, prot)?;
-    println!("iface {iface} prot {prot}");
     Ok(())
 }
 

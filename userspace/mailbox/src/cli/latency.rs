@@ -1,5 +1,5 @@
-//! Latency statistics and the one-line `RESULT` format shared by `ping`, `kping` and
-//! `bench-baseline`, so the benchmark script parses all of them the same way.
+//! Latency statistics and the one-line `RESULT` format shared by `ping` (unimem-mbox), `kping`
+//! and `bench-baseline` (unimem-mbox-test), so the benchmark script parses all of them the same way.
 
 use std::time::Duration;
 

@@ -1,11 +1,11 @@
 //! `kserve` and `kping`: 64-bit kernel messages between privileged services (the channel the
 //! KRAM driver and daemon use), exercised from user space on the TEST service.
 
-use crate::latency::Summary;
-use crate::wait::{retry_full, ModeArgs, Waiter};
 use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::time::{Duration, Instant};
+use unimem_mailbox::cli::latency::Summary;
+use unimem_mailbox::cli::wait::{retry_full, ModeArgs, Waiter};
 use unimem_mailbox::{fabric, service};
 
 const FULL_RING_PATIENCE: Duration = Duration::from_secs(1);
@@ -123,7 +123,7 @@ pub fn kping(a: &KpingArgs) -> Result<()> {
     );
     // Word: a per-run tag in bits 32..60 and the sequence number below, so a stale message
     // from an earlier run is not mistaken for an echo.
-    let tag = crate::echo::run_tag() & 0x0fff_ffff;
+    let tag = unimem_mailbox::cli::run_tag() & 0x0fff_ffff;
     let mut rtts = Vec::with_capacity(a.count as usize);
     let mut timed_from = None;
     for seq in 0..total {

@@ -3,12 +3,11 @@
 //! shows the driver's statistics while its own interface is still allocated. `kick`: a loop of
 //! doorbells that queue nothing (the driver's `doorbell_rate` bounds them).
 
-use crate::echo::{decode, payload_of};
-use crate::print_identity;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use unimem_mailbox::cli::{decode, payload_of, print_identity};
 use unimem_mailbox::{stats, Errno, Mailbox, PAYLOAD_LEN};
 
 #[derive(clap::Args)]

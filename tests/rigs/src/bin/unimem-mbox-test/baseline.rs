@@ -2,12 +2,12 @@
 //! over a pair of eventfds: what the kernel's ordinary wake-up path costs in this VM, to put
 //! the mailbox figures in proportion (TCG makes absolute numbers meaningless).
 
-use crate::latency::Summary;
 use anyhow::{bail, Context, Result};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
+use unimem_mailbox::cli::latency::Summary;
 
 #[derive(clap::Args)]
 pub struct BaselineArgs {

@@ -9,10 +9,10 @@
 //! `fetch_add32`) or a raw opcode number; ADDR may be `A` or `A+N`: the address the last
 //! ALLOC returned (plus N bytes).
 
-use crate::print_identity;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use unimem_mailbox::cli::print_identity;
 use unimem_mailbox::Mailbox;
 use unimem_wire::gsas::{self, op, status, Response, SERVICE_IFACE};
 
@@ -186,7 +186,7 @@ pub fn run(a: &GsasRawArgs) -> Result<()> {
                 if area.seq(a.node) != before {
                     break area.response(a.node);
                 }
-                crate::deadline::check(&format!("for the answer to request {k}"))?;
+                unimem_mailbox::cli::deadline::check(&format!("for the answer to request {k}"))?;
                 if Instant::now() > deadline {
                     bail!(
                         "no answer from node {}'s GSAS service within {} ms (request {k}, seq {before}): is unimem_gsas loaded there?",

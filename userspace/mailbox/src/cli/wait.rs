@@ -1,12 +1,12 @@
 //! How a command waits for packets: sleeping in the driver, poll(2), epoll or spinning. The
 //! mode decides how the file is opened (blocking only for `--block`).
 
-use crate::deadline;
+use super::deadline;
+use crate::{Kmsg, Mailbox, PACKET_LEN};
 use anyhow::{Context, Result};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use std::cell::OnceCell;
 use std::fmt;
-use unimem_mailbox::{Kmsg, Mailbox, PACKET_LEN};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitMode {
@@ -104,8 +104,8 @@ impl Waiter {
     fn next<T>(
         &self,
         what: &str,
-        blocking: impl Fn(&Mailbox) -> unimem_mailbox::Result<T>,
-        attempt: impl Fn(&Mailbox) -> unimem_mailbox::Result<Option<T>>,
+        blocking: impl Fn(&Mailbox) -> crate::Result<T>,
+        attempt: impl Fn(&Mailbox) -> crate::Result<Option<T>>,
     ) -> Result<T> {
         let mb = &self.mb;
         match self.mode {
@@ -154,7 +154,7 @@ impl Waiter {
 /// (`EAGAIN`), for at most `limit`. Returns how many `EAGAIN`s there were, or the error.
 pub fn retry_full<F>(limit: std::time::Duration, what: &str, mut send: F) -> Result<u64>
 where
-    F: FnMut() -> unimem_mailbox::Result<()>,
+    F: FnMut() -> crate::Result<()>,
 {
     let start = std::time::Instant::now();
     let mut full = 0;
