@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # chaos: a hostile peer cannot hang or crash a node. Node 1 writes random bytes over node 0's
-# mailbox rings and the rest of its partition (unimem-gas scribble: wild indices, garbage slots,
-# forged kernel messages, doorbells, and chases that keep one ring's tail a full ring ahead of
-# its head for 8 s) for 24 s while nodes 0 and 2 ping each other. Node 0 must
-# stay responsive, log no kernel warning (and only rate-limited peer warnings), count what it
-# dropped and resynced in debugfs, and carry normal traffic with nodes 1 and 2 afterwards.
+# mailbox rings and the rest of its partition (unimem-gas-test scribble, a test rig: wild
+# indices, garbage slots, forged kernel messages, doorbells, and chases that keep one ring's
+# tail a full ring ahead of its head for 8 s) for 24 s while nodes 0 and 2 ping each other.
+# Node 0 must stay responsive, log no kernel warning (and only rate-limited peer warnings),
+# count what it dropped and resynced in debugfs, and carry normal traffic with nodes 1 and 2
+# afterwards.
 source "$(dirname "$0")/lib.sh"
-share_bins unimem-mbox unimem-mbox-test
+share_bins unimem-mbox unimem-mbox-test unimem-gas-test
 EUSRVMEM=/opt/unimem/modules/unimem_eusrvmem.ko
 KO=/opt/unimem/modules/unimem_mailbox.ko
 STATS=/sys/kernel/debug/unimem_mailbox/stats
@@ -61,7 +62,7 @@ wait_log 2 ping20 '^ok' 30
 wait_log 0 ping02 '^ok' 30
 
 step "node 1 scribbles over node 0's rings and partition for ${SECONDS_OF_CHAOS} s"
-bg 1 scribble "unimem-gas scribble --node 0 --all-partition --seconds $SECONDS_OF_CHAOS --chase-ms 8000 --seed 16"
+bg 1 scribble "unimem-gas-test scribble --node 0 --all-partition --seconds $SECONDS_OF_CHAOS --chase-ms 8000 --seed 16"
 end=$((SECONDS + SECONDS_OF_CHAOS + 5)); answers=0
 while [ "$SECONDS" -lt "$end" ]; do
   # A node that spins with interrupts off for a chase does not answer within 6 s.

@@ -27,7 +27,7 @@ LOGS=/tmp/gsasd
 BG=gsasf
 
 step "copy unimem-gsas, gsasd, kram-daemon, libgsas.so and the C example to the nodes"
-share_bins unimem-gsas gsasd kram-daemon
+share_bins unimem-gsas gsasd kram-daemon unimem-gas-test
 c_examples gsas gsas- "$ROOT/userspace/gsas/examples" fork
 
 cleanup() {
@@ -117,7 +117,7 @@ echo "$out"
 grep -qE '^Uid:\s+0\s+0\s+0\s+0$' <<<"$out" || fail "root's child does not run as root"
 
 step "root without CAP_SYS_ADMIN may not fork: refused (EPERM) with a clear error"
-out=$(on_may_fail 0 "unimem-gas without-admin -- unimem-gsas fork --node 1 -- /bin/true 2>&1") &&
+out=$(on_may_fail 0 "unimem-gas-test without-admin -- unimem-gsas fork --node 1 -- /bin/true 2>&1") &&
   fail "root without CAP_SYS_ADMIN forked: $out"
 echo "$out"
 grep -q 'root without CAP_SYS_ADMIN may not fork as root' <<<"$out" || fail "EPERM: unclear error"

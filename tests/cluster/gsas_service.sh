@@ -17,7 +17,7 @@ TREE=0x0f0001
 FAA=${GSAS_FAA_COUNT:-100}
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
-share_bins kram-daemon unimem-mbox-test unimem-gas
+share_bins kram-daemon unimem-mbox-test unimem-gas-test
 
 BG=gsas
 cleanup() {
@@ -211,7 +211,7 @@ expect_eq "$(counter unaligned)" $((unaligned + 3)) "unaligned counter"
 
 step "node 1 scribbles over node $HOME_NODE's mailbox rings (interface 63's included) for 6 s: the service keeps answering correctly"
 malformed_before=$(on "$HOME_NODE" "sed -n 's/^malformed //p' /sys/kernel/debug/unimem_mailbox/stats")
-bg 1 scribble "unimem-gas scribble --node $HOME_NODE --rings --seconds 6 --chase-ms 2000 --seed 7"
+bg 1 scribble "unimem-gas-test scribble --node $HOME_NODE --rings --seconds 6 --chase-ms 2000 --seed 7"
 wait_log 1 scribble '^exit=' 60
 on 1 "grep -q '^exit=0' /tmp/gsas-scribble.log" || { on_may_fail 1 "cat /tmp/gsas-scribble.log" >&2; fail "scribble failed"; }
 malformed_after=$(on "$HOME_NODE" "sed -n 's/^malformed //p' /sys/kernel/debug/unimem_mailbox/stats")

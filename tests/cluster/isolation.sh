@@ -35,7 +35,7 @@ trap cleanup EXIT
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 step "copy the rig and unimem-gsas to the nodes; base modules, kram-daemon and unimem_gsas everywhere"
-share_bins "$RIG" unimem-gsas unimem-gas kram-daemon
+share_bins "$RIG" unimem-gsas unimem-gas-test kram-daemon
 gsas_all_up
 
 step "area leak: a program leaves a secret in its interface's bulk-in and bulk-out and exits"
@@ -112,7 +112,7 @@ echo "$out"
 [ "$(on 1 "cat /sys/kernel/unimem_gsas/over_quota")" -gt "$over" ] || fail "over_quota was not counted"
 
 step "quota: another user (root without CAP_SYS_ADMIN, charged apart) still allocates on node 1"
-out=$(on 0 "unimem-gas without-admin -- $RIG leave-secret --home 1 --secret other-user")
+out=$(on 0 "unimem-gas-test without-admin -- $RIG leave-secret --home 1 --secret other-user")
 echo "$out"
 LEFT+=("$(field tree "$out")" "$(field addr "$out")")
 

@@ -9,7 +9,7 @@
 # lender whose daemon stops answering: node 0 takes that range offline before its lease lapses.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
-share_bins unimem-mbox-test
+share_bins unimem-mbox-test unimem-gas-test
 MODS=/opt/unimem/modules
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 
@@ -73,11 +73,11 @@ done
 on 0 "! grep -q '^range' /proc/unimem_numa" || fail "a refused command left a range"
 
 step "privilege: uid 0 without CAP_SYS_ADMIN cannot write /proc/unimem_numa (EPERM), can read it"
-out=$(on_may_fail 0 "unimem-gas without-admin -- sh -c 'echo add 1 > /proc/unimem_numa' 2>&1") &&
+out=$(on_may_fail 0 "unimem-gas-test without-admin -- sh -c 'echo add 1 > /proc/unimem_numa' 2>&1") &&
   fail "a write without CAP_SYS_ADMIN was accepted"
 echo "$out"
 grep -q 'Operation not permitted' <<<"$out" || fail "the write without CAP_SYS_ADMIN did not fail with EPERM"
-on 0 "unimem-gas without-admin -- grep -q '^this_node 0 ' /proc/unimem_numa"
+on 0 "unimem-gas-test without-admin -- grep -q '^this_node 0 ' /proc/unimem_numa"
 on 0 "! grep -q '^range' /proc/unimem_numa" || fail "the refused write left a range"
 
 step "add one memory block from each lender: numactl --hardware shows node 1, 256 MB, distance 40"

@@ -6,5 +6,4 @@
 pub mod device;
 pub mod info;
 pub mod pattern;
-pub mod scribble;
 pub mod sysfs;

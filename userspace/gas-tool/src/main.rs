@@ -3,16 +3,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser, Subcommand};
-use std::time::{Duration, Instant};
 use unimem_gas::device::{self, Device};
 use unimem_gas::pattern;
-use unimem_gas::scribble::{self, Plan, Rng, Target};
 use unimem_gas::sysfs::{self, FabricView};
 use unimem_wire::gas::GasDescriptor;
-use unimem_wire::mailbox::{layout, DOORBELL_VECTOR};
-
-/// `CAP_SYS_ADMIN` (linux/capability.h).
-const CAP_SYS_ADMIN: u32 = 21;
 
 #[derive(Parser)]
 #[command(
@@ -73,45 +67,10 @@ enum Cmd {
         #[arg(long)]
         vector: Option<usize>,
     },
-    /// Chaos test: write random bytes over a node's mailbox rings (indices, slots, forged
-    /// kernel messages) for a while, ringing its mailbox doorbell so it looks. The node must
-    /// stay up and count what it drops. Destroys whatever the node has queued.
-    Scribble(ScribbleArgs),
     /// Write a GAS descriptor (what the fabric server puts at the start of the region) to a
     /// file: for a board whose window no fabric server initialises, and for the device-tree
     /// test (scripts/arm64-dt-test.sh), which loads it into guest memory. Prints the layout.
     Descriptor(DescriptorArgs),
-    /// Run a command as the same user without CAP_SYS_ADMIN (dropped from the bounding set, so
-    /// uid 0 does not get it back on exec), as root in a container would be. For tests.
-    WithoutAdmin {
-        /// The command and its arguments.
-        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
-        command: Vec<String>,
-    },
-}
-
-#[derive(clap::Args)]
-struct ScribbleArgs {
-    /// Target node.
-    #[arg(long)]
-    node: u32,
-    /// Only the mailbox rings (the default).
-    #[arg(long, conflicts_with = "all_partition")]
-    rings: bool,
-    /// The rings and the first 64 MiB of the partition beyond them (destroys lent memory
-    /// there: only for a node that lends nothing).
-    #[arg(long)]
-    all_partition: bool,
-    /// How long to scribble.
-    #[arg(long, default_value_t = 10)]
-    seconds: u64,
-    /// Seed of the random bytes (runs are repeatable up to timing).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Milliseconds of each chase (one ring's tail kept a full ring ahead of its head) between
-    /// one-second random phases; 0: random only.
-    #[arg(long, default_value_t = 2000)]
-    chase_ms: u64,
 }
 
 #[derive(clap::Args)]
@@ -221,8 +180,6 @@ fn main() -> Result<()> {
             seconds,
         } => watch(node, offset, len, seconds)?,
         Cmd::Ring { node, vector } => Device::open()?.ring(node, vector)?,
-        Cmd::Scribble(a) => scribble(&a)?,
-        Cmd::WithoutAdmin { command } => without_admin(&command)?,
         Cmd::Descriptor(d) => descriptor(&d)?,
         Cmd::Count { vector } => {
             let counts = sysfs::doorbell_counts()?;
@@ -283,68 +240,6 @@ fn descriptor(d: &DescriptorArgs) -> Result<()> {
         desc.ctl_size,
         desc.partition_size,
         desc.generation
-    );
-    Ok(())
-}
-
-fn without_admin(command: &[String]) -> Result<()> {
-    use std::os::unix::process::CommandExt;
-    let cap = nix::libc::c_ulong::from(CAP_SYS_ADMIN);
-    // SAFETY: PR_CAPBSET_DROP takes a capability number and no pointers.
-    if unsafe { nix::libc::prctl(nix::libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
-        bail!(
-            "dropping CAP_SYS_ADMIN from the bounding set: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    let (prog, args) = command.split_first().context("no command")?;
-    // `exec` returns only on failure; the new program's capabilities are computed from the
-    // bounding set, which no longer has CAP_SYS_ADMIN.
-    let err = std::process::Command::new(prog).args(args).exec();
-    bail!("running {prog}: {err}")
-}
-
-fn scribble(a: &ScribbleArgs) -> Result<()> {
-    let view = FabricView::load()?;
-    let target = if a.all_partition {
-        Target::AllPartition
-    } else {
-        Target::Rings
-    };
-    let reserved = layout::RESERVED as u64;
-    let len = match target {
-        Target::Rings => reserved,
-        Target::AllPartition => view.partition_size.min(reserved + (64 << 20)),
-    };
-    let dev = Device::open()?;
-    let mut map = dev.map(view.locate(a.node, 0, len)?, usize::try_from(len)?)?;
-    let area = map.as_mut_slice();
-    let mut rng = Rng::new(a.seed);
-    let deadline = Instant::now() + Duration::from_secs(a.seconds);
-    let mut bell_errors = 0u64;
-    // SAFETY: `area` is the live mapping of `len` bytes at the start of the partition (page
-    // aligned); the scribbler only uses volatile accesses inside it.
-    let tally = unsafe {
-        scribble::scribble(
-            area.as_mut_ptr(),
-            area.len(),
-            &Plan {
-                target,
-                nodes: view.node_count,
-                chase: Duration::from_millis(a.chase_ms),
-                deadline,
-            },
-            &mut rng,
-            || {
-                if dev.ring(a.node, DOORBELL_VECTOR).is_err() {
-                    bell_errors += 1;
-                }
-            },
-        )
-    };
-    println!(
-        "scribbled node {} for {} s (seed {}): {:?}, {} doorbell errors",
-        a.node, a.seconds, a.seed, tally, bell_errors
     );
     Ok(())
 }

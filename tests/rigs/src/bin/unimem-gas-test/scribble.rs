@@ -1,6 +1,6 @@
-//! Chaos: random bytes over a node's mailbox rings (and optionally the rest of its partition),
-//! as a hostile or broken peer would write them. The target must stay up, count what it drops
-//! and resync what it cannot trust.
+//! Chaos (`unimem-gas-test scribble`): random bytes over a node's mailbox rings (and optionally
+//! the rest of its partition), as a hostile or broken peer would write them. The target must
+//! stay up, count what it drops and resync what it cannot trust.
 
 use std::time::{Duration, Instant};
 use unimem_wire::mailbox::{layout, service, Kmsg, INTERFACES};
