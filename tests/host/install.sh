@@ -26,7 +26,7 @@ quiet() {
 d=$tmp/root
 check "make install DESTDIR" make -s -C "$UNIMEM_ROOT" install DESTDIR="$d"
 krel=$(ls "$d/lib/modules" 2>/dev/null | head -1)
-local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unimem-gsas bin/kram-probe
+local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unimem-gsas
   bin/unimem-memtest bin/unimem-sl bin/unimem-numatest bin/unimem-numabench
   lib/libgsas.so lib/libgsas.a lib/pkgconfig/gsas.pc include/gsas.h
   bin/unimem-dht lib/libdht.so lib/libdht.a lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
@@ -44,6 +44,14 @@ for f in etc/default/kram-daemon etc/default/gsasd etc/logrotate.d/kram-daemon e
   [ -f "$d/$f" ] || absent+=("$f")
 done
 check "tree complete${absent:+ (missing: ${absent[*]})}" test ${#absent[@]} = 0
+# Product crates without test rigs: no binary of tests/rigs is installed, nor a man page of a
+# subcommand that moved there.
+leaked=()
+for f in $(sed -n '/^\[\[bin\]\]/{n;s|^name = "\(.*\)"$|bin/\1|p}' "$UNIMEM_ROOT/tests/rigs/Cargo.toml") \
+         share/man/man1/unimem-mbox-flood.1 share/man/man1/unimem-gas-scribble.1; do
+  [ ! -e "$d/usr/local/$f" ] || leaked+=("usr/local/$f")
+done
+check "no test rig installed${leaked:+ (found: ${leaked[*]})}" test ${#leaked[@]} = 0
 check "nothing outside /usr/local, /etc, /lib/modules" \
   test "$(cd "$d" && echo ./* lib/* usr/*)" = "./etc ./lib ./usr lib/modules usr/local"
 

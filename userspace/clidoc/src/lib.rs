@@ -22,7 +22,7 @@ pub fn generate_if_asked(cmd: impl FnOnce() -> Command, section: &str) {
     let Some(dir) = std::env::var_os(ENV) else {
         return;
     };
-    // Named as the binary, not the package (clap's default): kram-daemon and kram-probe share one.
+    // Named as the binary, not the package (clap's default): gsas has gsasd and unimem-gsas.
     let name = std::env::args_os()
         .next()
         .and_then(|a| {

@@ -4,8 +4,8 @@
 //! [`status`] renders what `kram-daemon --status` prints, [`state`] the file that survives
 //! a daemon restart, [`lease`] the lease record in this node's partition, which survives
 //! a reboot of the node, and [`heartbeat`] which borrowers are frozen (the lease rule). The
-//! binaries are `kram-daemon` (mailbox event loop) and `kram-probe` (plays the `unimem_kram`
-//! driver from user space, for tests).
+//! binary is `kram-daemon` (mailbox event loop); `kram-probe`, which plays the `unimem_kram`
+//! driver from user space for the tests, is a test rig in tests/rigs.
 
 pub mod heartbeat;
 pub mod lease;

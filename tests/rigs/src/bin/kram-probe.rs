@@ -4,10 +4,11 @@
 //! wait for replies, sends REQUESTs like the driver's timer does (v1, or v2 for more than 255
 //! chunks or with a minimum), CONFIRMs (or DECLINEs) the first OFFER and DECLINEs later ones,
 //! waits for the ACK, keeps the lease with RENEWs (`--hold`), and sends FREE, RENEW or any raw
-//! word on request. Every result is one greppable line.
+//! word on request. Every result is one greppable line. A fake borrower is no tool for a real
+//! cluster, so it is a test rig (tests/rigs), which `make install` does not ship.
 
 use anyhow::{bail, Context, Result};
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 use serde_json::Value;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -236,7 +237,6 @@ fn message(
 }
 
 fn main() {
-    unimem_clidoc::generate_if_asked(Cli::command, "1");
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let cli = Cli::parse();
     JSON.store(cli.json, Ordering::Relaxed);
