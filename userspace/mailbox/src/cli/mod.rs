@@ -11,6 +11,21 @@ use crate::{AllocInfo, Packet, HEADER_LEN, PACKET_LEN, PAYLOAD_LEN};
 use anyhow::Result;
 use std::io::Write;
 
+/// What `--help` says below the commands of a program that prints `RESULT` lines.
+pub const RESULT_HELP: &str = "Timed results are printed on one line starting with RESULT \
+    (key=value pairs).\nLatencies are half round trips in microseconds; msgs/s counts packets \
+    delivered in both directions.";
+
+/// A program's `main`: logging at `info`, the command line parsed, then `run`; an error ends
+/// the program with `FAIL: ...` on stderr and exit status 1, which the tests look for.
+pub fn main_with<C: clap::Parser>(run: impl FnOnce(C) -> Result<()>) {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    if let Err(e) = run(C::parse()) {
+        eprintln!("FAIL: {e:#}");
+        std::process::exit(1);
+    }
+}
+
 /// The first line of every command that allocates: tests read the interface id from it while
 /// the command keeps running, so it is flushed at once.
 pub fn print_identity(info: &AllocInfo) {

@@ -23,9 +23,7 @@ use unimem_mailbox::cli::deadline::TimeoutArg;
 #[derive(Parser)]
 #[command(
     version,
-    after_help = "Timed results are printed on one line starting with RESULT (key=value pairs).\n\
-                  Latencies are half round trips in microseconds; msgs/s counts packets \
-                  delivered in both directions."
+    after_help = unimem_mailbox::cli::RESULT_HELP
 )]
 struct Cli {
     #[command(flatten)]
@@ -63,12 +61,7 @@ enum Cmd {
 }
 
 fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let cli = Cli::parse();
-    if let Err(e) = run(cli) {
-        eprintln!("FAIL: {e:#}");
-        std::process::exit(1);
-    }
+    unimem_mailbox::cli::main_with(run);
 }
 
 fn run(cli: Cli) -> Result<()> {
