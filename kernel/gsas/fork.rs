@@ -57,6 +57,14 @@ struct Child {
     state: State,
 }
 
+impl Child {
+    /// Whether the child is starting or running (it holds a process, and a place its issuer's
+    /// quota counts).
+    fn alive(&self) -> bool {
+        matches!(self.state, State::Queued(_) | State::Taken | State::Running)
+    }
+}
+
 /// The children this node started or is about to start: at most `MAX_CHILDREN`. An entry goes
 /// when its exit status is collected by a WAIT, when it failed to start, or, if the table is
 /// full, the oldest entry whose child exited (or was lost) makes room for a FORK. Under the
@@ -100,11 +108,7 @@ impl Children {
         if self.list.len() < MAX_CHILDREN {
             return Ok(None);
         }
-        let i = self
-            .list
-            .iter()
-            .position(|c| matches!(c.state, State::Exited(_) | State::Lost))
-            .ok_or(())?;
+        let i = self.list.iter().position(|c| !c.alive()).ok_or(())?;
         Ok(self.list.remove(i).ok().map(|c| c.tree))
     }
 
@@ -203,8 +207,15 @@ impl Service {
         if !ch.daemon {
             return Err(status::NO_DAEMON);
         }
+        // Only children that are starting or running count: an exited one's entry, waited for
+        // or not, is given up to the next fork when the table is full (`make_room`), so a user
+        // who never waits is not locked out by its own finished children.
         if user.flags & owner::ADMIN == 0
-            && ch.list.iter().filter(|c| c.creds.uid == user.uid).count()
+            && ch
+                .list
+                .iter()
+                .filter(|c| c.creds.uid == user.uid && c.alive())
+                .count()
                 >= self.quota.forks as usize
         {
             return Err(status::QUOTA);

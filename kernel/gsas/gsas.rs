@@ -81,7 +81,7 @@ module! {
         },
         user_forks: u32 {
             default: 32,
-            description: "remoteFork children one user may have on this node, started or not waited for (1-64); users with CAP_SYS_ADMIN on their node are not limited",
+            description: "remoteFork children one user may have starting or running on this node (1-64); users with CAP_SYS_ADMIN on their node are not limited",
         },
     },
 }

@@ -33,6 +33,7 @@ c_examples gsas gsas- "$ROOT/userspace/gsas/examples" fork
 cleanup() {
   # The daemons (started with bg) must outlive unimem_gsas's unload, which returns the pool to
   # them: killed first, they would keep the lease in their record for the next test's daemon.
+  "$CLUSTER" exec 3 --timeout 20 -- "kill \$(${SLEEPERS:-true}) 2>/dev/null; true" >/dev/null 2>&1 || true
   stop_all "$STOP_GSASD; $STOP_DAEMON"
   bg_cleanup
 }
@@ -138,6 +139,33 @@ echo "$out"
 grep -q "deny-user $TEST_USER" <<<"$out" || fail "node 2's gsasd did not log the rule"
 on 2 "$STOP_GSASD"
 gsasd 2
+
+step "fork quota: $TEST_USER's 32 children on node 3 (user_forks); a 33rd refused (EDQUOT), others fork"
+# Children that sleep until this step kills them: they hold the user's share while they run.
+SLEEPER="/bin/sleep 600"
+# Guest shell code: the pids of those children (the guests have no pgrep).
+SLEEPERS="ps -o pid,args | awk '\$2 == \"/bin/sleep\" && \$3 == \"600\" { print \$1 }'"
+over=$(on 3 "cat $SYS/over_quota")
+running=$(on 3 "cat $SYS/running")
+on 0 "$(as_user "for i in \$(seq 32); do unimem-gsas fork --node 3 -- $SLEEPER >/dev/null || exit 1; done")" ||
+  fail "$TEST_USER could not start 32 children on node 3"
+out=$(on_may_fail 0 "$(as_user "unimem-gsas fork --node 3 -- $SLEEPER") 2>&1") &&
+  fail "a 33rd child of $TEST_USER was started on node 3: $out"
+echo "$out"
+grep -q 'over your quota on node 3' <<<"$out" || fail "EDQUOT: unclear error"
+[ "$(on 3 "cat $SYS/over_quota")" -gt "$over" ] || fail "over_quota was not counted"
+child=$(on 0 "$(as_other "unimem-gsas fork --node 3 --wait -- /bin/grep -E '^Uid:' /proc/self/status")") ||
+  fail "another user (uid $OTHER_UID) could not fork to node 3"
+out=$(on 3 "cat $LOGS/child-$(( child & 0xffffffff )).log")
+echo "$out"
+grep -qE "^Uid:\s+$OTHER_UID\s" <<<"$out" || fail "the other user's child does not run as uid $OTHER_UID"
+on 0 "unimem-gsas fork --node 3 --wait -- /bin/true" >/dev/null || fail "root (not limited) could not fork to node 3"
+
+step "fork quota: children that exited count no more, waited for or not"
+on 3 "kill \$($SLEEPERS); for i in \$(seq 100); do [ \"\$(cat $SYS/running)\" = $running ] && exit 0; sleep 0.1; done; exit 1" ||
+  fail "node 3's service did not see its sleeping children end"
+on 0 "$(as_user "unimem-gsas fork --node 3 --wait -- /bin/true")" ||
+  fail "$TEST_USER, whose children all exited (not waited for), was refused a new one"
 
 step "counters and a clean kernel log"
 for n in 1 2 3; do
