@@ -52,7 +52,7 @@ OUT=${DHT_BENCH_OUT:-$UNIMEM_BUILD/bench/dht/$STAMP}
 TREE=0x0d0011
 
 [ -f "$UNIMEM_ROOT/kernel/gsas/unimem_gsas.ko" ] || die "kernel/gsas/unimem_gsas.ko missing: run 'make' first"
-for b in unimem-dht unimem-gsas; do
+for b in unimem-dht unimem-gsas unimem-gsas-test; do
   [ -x "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
 done
 mkdir -p "$OUT"
@@ -100,7 +100,7 @@ for run in $(seq 1 "$RUNS"); do
       for w in read256 "${WORKLOADS[@]}"; do
         log "run $run/$RUNS: $w, $nn node(s) x $t thread(s)"
         case $w in
-          read256) cmd="unimem-gsas --tree $TREE throughput $READ_ARGS" ;;
+          read256) cmd="unimem-gsas-test --tree $TREE throughput $READ_ARGS" ;;
           get) cmd="unimem-dht --tree $TREE bench $GT --workload get --keys $KEYS" ;;
           *) PT=$(create "$CAPACITY"); [ -n "$PT" ] || die "could not create a table"
              cmd="unimem-dht --tree $TREE bench $PT --workload $w" ;;

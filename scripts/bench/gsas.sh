@@ -45,7 +45,9 @@ SEED_LOCAL_US=2.6 SEED_REMOTE_US=4.6
 for f in unimem_mailbox unimem_gsas; do
   [ -f "$UNIMEM_ROOT/kernel/${f#unimem_}/$f.ko" ] || die "kernel/${f#unimem_}/$f.ko missing: run 'make' first"
 done
-[ -x "$UNIMEM_ROOT/target/release/unimem-gsas" ] || die "target/release/unimem-gsas missing: run 'make' first"
+for b in unimem-gsas unimem-gsas-test; do
+  [ -x "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
+done
 mkdir -p "$OUT"
 log "starting a $NODES-node cluster in $RUN; results in $OUT"
 "$CLUSTER" up -n "$NODES"
@@ -106,8 +108,8 @@ for i in $(seq 0 $((NODES - 1))); do
     for rep in $(seq 1 "$REPS"); do
       r=$(mbox_rtt "$h" "$i")
       rtt=$(calc %.3f "2 * $(kv median_us "$r")")
-      j=$(on "$i" "unimem-gsas bench --node $h --op faa --count $OPS --reps 1 --warmup 20 --per-op --json &&
-                   unimem-gsas bench --node $h --op nop --count $OPS --reps 1 --warmup 20 --per-op --json")
+      j=$(on "$i" "unimem-gsas-test bench --node $h --op faa --count $OPS --reps 1 --warmup 20 --per-op --json &&
+                   unimem-gsas-test bench --node $h --op nop --count $OPS --reps 1 --warmup 20 --per-op --json")
       jf=$(grep '"op":"faa"' <<<"$j") jn=$(grep '"op":"nop"' <<<"$j")
       { [ -n "$(jv op_median_us "$jf")" ] && [ -n "$(jv op_median_us "$jn")" ]; } || die "no result from bench $i -> $h: $j"
       fm+=("$(jv op_median_us "$jf")") fp25+=("$(jv op_p25_us "$jf")") fp75+=("$(jv op_p75_us "$jf")")
@@ -160,7 +162,7 @@ for mode in single many; do
       fi
       log "Fetch&Add throughput, $mode variable(s): $nn node(s) x $t thread(s)"
       points=$((points + 1))
-      read -r sum lo hi per _ <<<"$(bench_point "$points" "$nn" "$t" "unimem-gsas --tree $TREE throughput $args")"
+      read -r sum lo hi per _ <<<"$(bench_point "$points" "$nn" "$t" "unimem-gsas-test --tree $TREE throughput $args")"
       if [ $mode = single ]; then T1[$nn,$t]=$sum; else TM[$nn,$t]=$sum; fi
       echo "$mode,$vars,$home,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per" >>"$tput_csv"
     done
@@ -178,7 +180,7 @@ for spec in "read256 32 --op read256 --vars 1" "bulk-read 4096 --op bulk-read --
   for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do
     for t in 1 4; do
       log "$op throughput: node $issuer -> node $HOME_NODE, $t thread(s)"
-      j=$(on "$issuer" "unimem-gsas --tree $TREE throughput $opargs --addr $SINGLE --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --json")
+      j=$(on "$issuer" "unimem-gsas-test --tree $TREE throughput $opargs --addr $SINGLE --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --json")
       ops=$(jv ops_per_s "$j")
       [ -n "$ops" ] || die "no result from throughput $op: $j"
       mb=$(calc %.3f "$ops * $bytes / 1e6")
@@ -196,7 +198,7 @@ for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do
     # About as many bytes per repetition for every length (at least 2 reads).
     count=$(( (4 << 20) / len )); [ "$count" -gt "$OPS" ] && count=$OPS; [ "$count" -lt 2 ] && count=2
     log "bulk read of $len B: node $issuer -> node $HOME_NODE ($REPS x $count)"
-    j=$(on "$issuer" "unimem-gsas bench --node $HOME_NODE --op bulk-read --len $len --count $count --reps $REPS --warmup 2 --json")
+    j=$(on "$issuer" "unimem-gsas-test bench --node $HOME_NODE --op bulk-read --len $len --count $count --reps $REPS --warmup 2 --json")
     mb=$(jv mb_per_s "$j")
     [ -n "$mb" ] || die "no result from bulk-read bench: $j"
     BW[$issuer,$len]=$mb

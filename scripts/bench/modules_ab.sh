@@ -5,7 +5,7 @@
 # same time. Each round loads one side's modules on every node (eusrvmem, mailbox, gsas, kram),
 # runs the workloads, then the other side's; the side that goes first alternates per round.
 #   - GSAS: median round trip of NOP and Fetch&Add on the local service (node 1 to 1), NOP,
-#     Fetch&Add and READ256 to another node's service (0 to 1) (`unimem-gsas bench`; the median
+#     Fetch&Add and READ256 to another node's service (0 to 1) (`unimem-gsas-test bench`; the median
 #     of AB_GSAS_REPEATS (3) processes, since one process's figure depends on whether the home
 #     happened to poll through its run);
 #   - GSAS throughput: Fetch&Add/s of 4 threads (2 on node 0, 2 on node 2) to one word of node 1,
@@ -52,7 +52,7 @@ for v in "$ROUNDS" "$COUNT" "$RUNTIME" "$GSAS_REPEATS"; do
 done
 REF_SHA=$(git -C "$UNIMEM_ROOT" rev-parse --verify -q "$REF^{commit}") || die "--ref $REF: no such commit"
 bench_needs kernel/mailbox/unimem_mailbox.ko kernel/gsas/unimem_gsas.ko kernel/kram/unimem_kram.ko \
-  target/release/unimem-gsas target/release/unimem-mbox target/release/kram-daemon
+  target/release/unimem-gsas target/release/unimem-gsas-test target/release/unimem-mbox target/release/kram-daemon
 # The baseline's modules, built for this tree's kernel.
 REF_MODS=$(ref_modules "$REF_SHA")
 NEW_NAME=''
@@ -109,7 +109,7 @@ load() {
 gsas_us() {
   local j i medians=()
   for i in $(seq "$GSAS_REPEATS"); do
-    j=$(on "$1" "unimem-gsas bench --node $2 --op $3 --count $COUNT --reps 1 --warmup 50 --json") || die "gsas bench $*"
+    j=$(on "$1" "unimem-gsas-test bench --node $2 --op $3 --count $COUNT --reps 1 --warmup 50 --json") || die "gsas bench $*"
     medians+=("$(jv median_us "$j")")
   done
   stats "${medians[@]}" | cut -d' ' -f1
@@ -123,7 +123,7 @@ gsas_ops() {
   local tree=0x0e0009 a n total=0
   a=$(on 0 "unimem-gsas --tree $tree alloc --node 1") || die "gsas throughput: alloc on node 1"
   for n in 0 2; do
-    on "$n" "rm -f /tmp/ab-tput.json; unimem-gsas --tree $tree throughput --addr $a --op faa --threads 2 --seconds 3 \
+    on "$n" "rm -f /tmp/ab-tput.json; unimem-gsas-test --tree $tree throughput --addr $a --op faa --threads 2 --seconds 3 \
              --barrier $((a + 64)) --parties 2 --json >/tmp/ab-tput.json 2>&1 &"
   done
   for n in 0 2; do

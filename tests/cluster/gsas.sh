@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GSAS acceptance through the user-space library (userspace/gsas: the Rust API behind
-# `unimem-gsas`, and the C library behind the examples), 4 nodes, every node running its atomic
+# `unimem-gsas` and its test rig `unimem-gsas-test`, and the C library behind the examples), 4 nodes, every node running its atomic
 # service (unimem_gsas.ko, its pool from its own kram-daemon):
 #  - every service answers every node; each operation's result checked across nodes (one node
 #    writes, another reads, a third applies atomics) and in one process against every node;
@@ -26,8 +26,8 @@ TORN_SECONDS=${GSAS_TORN_SECONDS:-5}
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=gsasu
 
-step "copy unimem-gsas, libgsas.so and the C examples (gcc + pkg-config on the host) to the nodes"
-share_bins unimem-gsas kram-daemon gsasd
+step "copy unimem-gsas, its rig, libgsas.so and the C examples (gcc + pkg-config on the host) to the nodes"
+share_bins unimem-gsas unimem-gsas-test kram-daemon gsasd
 c_examples gsas gsas- "$ROOT/userspace/gsas/examples" hello faa_threads
 
 # Allocations of tree $TREE to free at the end (the service refuses to unload while pages are
@@ -102,7 +102,7 @@ step "can fail: a bulk read compared with another pattern differs"
 step "every operation, each result checked, from each node to another and to itself"
 for pair in 0:1 1:2 2:3 3:0 0:0 2:2; do
   n=${pair%:*} h=${pair#*:}
-  out=$(job "$n" "unimem-gsas check ops --node $h") || { echo "$out"; fail "check ops $n -> $h"; }
+  out=$(job "$n" "unimem-gsas-test check ops --node $h") || { echo "$out"; fail "check ops $n -> $h"; }
   tail -2 <<<"$out"
 done
 
@@ -110,7 +110,7 @@ step "Fetch&Add: 4 nodes x 4 threads x $FAA_COUNT on one word of node 1"
 # The counter, and a barrier word after it: the four processes start together.
 C=$(alloc 0 1 1); ALLOCS+=("$C")
 for n in $(seq 0 3); do
-  bg_job "$n" faa "unimem-gsas $(tree_opt) check faa-sum --addr $C --threads 4 --count $FAA_COUNT --barrier $(hex $((C + 8))) --parties 4 --json"
+  bg_job "$n" faa "unimem-gsas-test $(tree_opt) check faa-sum --addr $C --threads 4 --count $FAA_COUNT --barrier $(hex $((C + 8))) --parties 4 --json"
 done
 total=$((16 * FAA_COUNT)) sum=0
 for n in $(seq 0 3); do
@@ -127,7 +127,7 @@ expect_eq "$sum" $((total * (total - 1) / 2)) "sum of the old values the 16 thre
 
 step "can fail: a service applying every Fetch&Add twice would be caught by both sums"
 D=$(alloc 0 1 1); ALLOCS+=("$D")
-out=$(g 2 check faa-sum --addr "$D" --threads 2 --count 50 --apply-twice --json)
+out=$(job 2 "unimem-gsas-test $(tree_opt) check faa-sum --addr $D --threads 2 --count 50 --apply-twice --json")
 echo "node 2: $out"
 s=$(sed -n 's/.*"old_sum":"\([0-9]*\)".*/\1/p' <<<"$out")
 [ "$(g 3 read "$D")" != "$(hex 100)" ] || fail "the word is right although each request was applied twice"
@@ -135,10 +135,10 @@ s=$(sed -n 's/.*"old_sum":"\([0-9]*\)".*/\1/p' <<<"$out")
 
 step "READ256/READ128 on node 3 and 1 under WRITE128 from nodes 0 and 2 (${TORN_SECONDS} s): never torn"
 T=$(alloc 0 3 1); ALLOCS+=("$T")
-bg_job 0 tw "unimem-gsas $(tree_opt) check torn --addr $T --writers 2 --readers 0 --seconds $TORN_SECONDS --json"
-bg_job 2 tw "unimem-gsas $(tree_opt) check torn --addr $T --writers 1 --readers 1 --seconds $TORN_SECONDS --json"
-bg_job 3 tr "unimem-gsas $(tree_opt) check torn --addr $T --writers 0 --readers 2 --seconds $TORN_SECONDS --json"
-bg_job 1 tr "unimem-gsas $(tree_opt) check torn --addr $T --writers 0 --readers 1 --seconds $TORN_SECONDS --json"
+bg_job 0 tw "unimem-gsas-test $(tree_opt) check torn --addr $T --writers 2 --readers 0 --seconds $TORN_SECONDS --json"
+bg_job 2 tw "unimem-gsas-test $(tree_opt) check torn --addr $T --writers 1 --readers 1 --seconds $TORN_SECONDS --json"
+bg_job 3 tr "unimem-gsas-test $(tree_opt) check torn --addr $T --writers 0 --readers 2 --seconds $TORN_SECONDS --json"
+bg_job 1 tr "unimem-gsas-test $(tree_opt) check torn --addr $T --writers 0 --readers 1 --seconds $TORN_SECONDS --json"
 reads=0 writes=0
 for nb in 0:tw 2:tw 3:tr 1:tr; do
   n=${nb%:*} b=${nb#*:}
@@ -155,7 +155,7 @@ echo "$writes WRITE128 and $reads READ256/READ128, none torn"
 step "another tree (fresh, node 3) is denied every operation, counted; memory unchanged"
 before=$(g 1 read "$A" --width 256)
 d0=$(counter 2 denied)
-out=$(job 3 "unimem-gsas check denied --addr $A") || { echo "$out"; fail "another tree was not denied"; }
+out=$(job 3 "unimem-gsas-test check denied --addr $A") || { echo "$out"; fail "another tree was not denied"; }
 tail -1 <<<"$out"
 n_denied=$(grep -c '^ok: ' <<<"$out")
 expect_eq "$(( $(counter 2 denied) - d0 ))" "$n_denied" "node 2's denied counter"
@@ -166,18 +166,18 @@ expect_eq "$(g 0 faa "$A" --add 0)" 206 "the owner's Fetch&Add"
 
 step "mapping GSAS pages (node 2): the tree's own pages only, the same memory, gone when freed; counted"
 m0=$(counter 2 maps) d0=$(counter 2 map_denied)
-out=$(job 2 "unimem-gsas $(tree_opt) check map") || { echo "$out"; fail "check map"; }
+out=$(job 2 "unimem-gsas-test $(tree_opt) check map") || { echo "$out"; fail "check map"; }
 echo "$out"
 [ "$(( $(counter 2 maps) - m0 ))" -ge 1 ] || fail "node 2 counted no mapping"
 # Two refusals of another tree; the one past the allocation may count as either.
 [ "$(( $(counter 2 map_denied) - d0 ))" -ge 2 ] || fail "node 2 counted fewer than 2 denied mappings"
 step "can fail: the refusal check fails when the other tree is the owner's"
-! job_may_fail 2 "unimem-gsas $(tree_opt) check map --other-tree-is-mine" >/dev/null || fail "the mapping check cannot fail"
+! job_may_fail 2 "unimem-gsas-test $(tree_opt) check map --other-tree-is-mine" >/dev/null || fail "the mapping check cannot fail"
 
 step "bad input: each case a clear error; the service keeps answering"
 # A user without CAP_SYS_ADMIN reaches its share of the pool (user_pages_pct) before the pool's end.
 quota_flag() { if [ "$AS_USER" = 1 ]; then echo --expect-quota; fi; }
-out=$(job 0 "unimem-gsas check bad-input --node 3 --absent-node 9 --exhaust $(quota_flag) --timeout-ms 2000") || { echo "$out"; fail "bad-input matrix"; }
+out=$(job 0 "unimem-gsas-test check bad-input --node 3 --absent-node 9 --exhaust $(quota_flag) --timeout-ms 2000") || { echo "$out"; fail "bad-input matrix"; }
 echo "$out"
 
 step "processes of one tree on a node: unimem-gsas exec (GSAS_TREE_FD); a process outside it is denied"
@@ -197,7 +197,7 @@ jnum() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p" <<<"$2"; }
 subs0=$(counter_mbox 1 submissions)
 for spec in "0 2 faa" "2 2 faa" "3 1 faa" "0 2 nop" "1 3 read256" "3 1 bulk-read" "0 2 faa GSAS_SPINS=2000" "3 1 faa GSAS_SUBMIT=0" "3 1 faa GSAS_SUBMIT=2"; do
   read -r n h o env <<<"$spec"
-  out=$(job "$n" "$env unimem-gsas bench --node $h --op $o --count 200 --reps 5 --warmup 20 --json")
+  out=$(job "$n" "$env unimem-gsas-test bench --node $h --op $o --count 200 --reps 5 --warmup 20 --json")
   echo "node $n -> node $h $o ${env:-}: $out"
   per_op=$(awk -v a="$(jnum sends_per_op "$out")" -v b="$(jnum submits_per_op "$out")" 'BEGIN { printf "%.3f", a + b }')
   expect_eq "$per_op" 1.000 "SENDs + slot requests per $o"
@@ -213,11 +213,11 @@ echo "node 1's mailbox took $((subs1 - subs0)) requests from submission slots"
 
 step "every request to another node in its submission slot (GSAS_SUBMIT=2, kicking a home that sleeps): operations, Fetch&Add sum, another tree denied"
 kicks0=$(counter_mbox 0 kicks)
-out=$(job 0 "GSAS_SUBMIT=2 unimem-gsas check ops --node 2") || { echo "$out"; fail "check ops through the slots"; }
+out=$(job 0 "GSAS_SUBMIT=2 unimem-gsas-test check ops --node 2") || { echo "$out"; fail "check ops through the slots"; }
 tail -2 <<<"$out"
 E=$(alloc 0 1 1); ALLOCS+=("$E")
 for n in 0 3; do
-  bg_job "$n" sfaa "GSAS_SUBMIT=2 unimem-gsas $(tree_opt) check faa-sum --addr $E --threads 2 --count 300 --barrier $(hex $((E + 8))) --parties 2 --json"
+  bg_job "$n" sfaa "GSAS_SUBMIT=2 unimem-gsas-test $(tree_opt) check faa-sum --addr $E --threads 2 --count 300 --barrier $(hex $((E + 8))) --parties 2 --json"
 done
 for n in 0 3; do
   TIMEOUT=600 wait_log "$n" sfaa '^exit=' 600
@@ -226,7 +226,7 @@ for n in 0 3; do
 done
 expect_eq "$(g 2 read "$E")" "$(hex 1200)" "the word after 1200 Fetch&Adds through the slots"
 denied0=$(counter 2 denied)
-out=$(job 3 "GSAS_SUBMIT=2 unimem-gsas check denied --addr $A") || { echo "$out"; fail "another tree was not denied through the slots"; }
+out=$(job 3 "GSAS_SUBMIT=2 unimem-gsas-test check denied --addr $A") || { echo "$out"; fail "another tree was not denied through the slots"; }
 tail -1 <<<"$out"
 [ "$(counter 2 denied)" -gt "$denied0" ] || fail "node 2 counted no denial for the slot requests"
 echo "node 0 kicked $(( $(counter_mbox 0 kicks) - kicks0 )) times"

@@ -4,7 +4,7 @@
 #  - node 0's process allocates a page and remoteForks `unimem-gsas faa` on nodes 1-3, in its
 #    own protection tree: the children Fetch&Add into the page and exit with distinct statuses;
 #    the process waits for each (statuses checked) and reads the exact sum (invariants ii and
-#    iii across nodes and binaries: `unimem-gsas check fork`);
+#    iii across nodes and binaries: `unimem-gsas-test check fork`);
 #  - a process of another tree running the same binary, remoteForked on node 1 and started
 #    locally, is denied on that page, which stays unchanged; a WAIT by another tree is denied;
 #  - bad input: non-existent path, relative path, empty argument, too long or too many
@@ -26,8 +26,8 @@ LOGS=/tmp/gsasd
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=gsasf
 
-step "copy unimem-gsas, gsasd, kram-daemon, libgsas.so and the C example to the nodes"
-share_bins unimem-gsas gsasd kram-daemon unimem-gas-test
+step "copy unimem-gsas, its rig, gsasd, kram-daemon, libgsas.so and the C example to the nodes"
+share_bins unimem-gsas unimem-gsas-test gsasd kram-daemon unimem-gas-test
 c_examples gsas gsas- "$ROOT/userspace/gsas/examples" fork
 
 cleanup() {
@@ -51,7 +51,7 @@ echo "$out"
 grep -q 'another gsasd runs on this node' <<<"$out" || fail "second gsasd: unclear error"
 
 step "remoteFork from node 0 to nodes 1-3: statuses, exact sum, another tree denied, bad input"
-out=$(on 0 "unimem-gsas check fork --nodes 1,2,3 --count 200") || { echo "$out"; fail "check fork"; }
+out=$(on 0 "unimem-gsas-test check fork --nodes 1,2,3 --count 200") || { echo "$out"; fail "check fork"; }
 echo "$out"
 grep -q '^3 children: .* 0 checks failed$' <<<"$out" || fail "check fork summary"
 

@@ -15,7 +15,7 @@ PROGS="rma amo coll"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 
 step "copy the tools and libraries; build the OpenSHMEM programs with oshcc"
-share_bins unimem-gsas unimem-dht oshrun gsasd kram-daemon
+share_bins unimem-gsas unimem-gsas-test unimem-dht oshrun gsasd kram-daemon
 share_lib shmem
 oshcc_progs $PROGS
 
@@ -34,7 +34,7 @@ on 0 "$(as_user "id")"
 step "GSAS as $TEST_USER: every operation, each result checked, node 0 to every home and 2 to 3"
 for pair in 0:0 0:1 0:2 0:3 2:3; do
   n=${pair%:*} h=${pair#*:}
-  out=$(on "$n" "$(as_user "unimem-gsas check ops --node $h")") || { echo "$out"; fail "check ops $n -> $h as $TEST_USER"; }
+  out=$(on "$n" "$(as_user "unimem-gsas-test check ops --node $h")") || { echo "$out"; fail "check ops $n -> $h as $TEST_USER"; }
   tail -1 <<<"$out"
 done
 

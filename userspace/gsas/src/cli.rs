@@ -1,5 +1,6 @@
-//! What the command-line tools over GSAS share (`unimem-gsas`, `unimem-dht`): numbers as they
-//! take them, and the options that say how their handles open (`--tree`, `--timeout-ms`).
+//! What the command-line tools over GSAS share (`unimem-gsas`, `unimem-dht` and their test rigs
+//! `unimem-gsas-test`, `unimem-dht-test`): numbers as they take them, and the options that say
+//! how their handles open (`--tree`, `--timeout-ms`).
 
 use crate::{Gsas, TreeSource};
 use anyhow::Context;
@@ -18,6 +19,20 @@ pub fn parse_u64(s: &str) -> std::result::Result<u64, String> {
 pub fn parse_u32(s: &str) -> std::result::Result<u32, String> {
     let v = parse_u64(s)?;
     u32::try_from(v).map_err(|_| format!("{v} does not fit 32 bits"))
+}
+
+/// What `--help` says below the commands of `unimem-gsas` and its test rig `unimem-gsas-test`.
+pub const ADDRESS_HELP: &str = "Addresses are 64-bit: node in bits 48-63, offset in bits 0-47 \
+    (hex with 0x, or decimal). Every process has its own protection tree unless --tree joins \
+    another one (needs CAP_SYS_ADMIN) or it runs under `unimem-gsas exec`.";
+
+/// The pattern byte `i` of `unimem-gsas bulk-write --seed` (and of what `bulk-read --seed`
+/// verifies); the test rig's `check ops` writes and reads it back too.
+pub fn pattern(seed: u64, i: usize) -> u8 {
+    let x = (i as u64)
+        .wrapping_add(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    (x >> 56) as u8
 }
 
 /// The global options of a tool: which tree its handles join, their timeout.

@@ -1,4 +1,4 @@
-//! Measuring pieces the tools share (`unimem-gsas`, `unimem-dht`): a cheap random generator, medians of measurement windows, and a start barrier on a GSAS word.
+//! Measuring pieces of the test rigs over GSAS (`unimem-gsas-test`, `unimem-dht-test`): a cheap random generator, medians of measurement windows, and a start barrier on a GSAS word.
 
 use crate::cli::parse_u64;
 use crate::{Gsas, Transport};

@@ -1,25 +1,21 @@
 //! `unimem-gsas`: GSAS from the command line: allocate, read, write and apply atomics to
-//! global addresses, run the cluster checks (exact Fetch&Add sums, torn reads, protection,
-//! bad input) and benchmark the round trip to a node's atomic service.
+//! global addresses, share a tree, remoteFork and wait. The cluster checks and the benchmarks
+//! are the test rig `unimem-gsas-test` (tests/rigs), which `make install` does not ship.
 
-mod bench;
-mod check;
 mod fork;
-mod map;
-mod throughput;
 
 use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use gsas::cli::HandleArgs;
-pub use gsas::cli::{parse_u64, Ctx};
+use gsas::cli::{parse_u64, pattern, Ctx};
 use gsas::{json, TreeSource};
 
 #[derive(Parser)]
 #[command(
     name = "unimem-gsas",
     version,
-    about = "GSAS, the global shared address space: allocate pages on any node, read, write and apply atomics to them, check and benchmark the atomic services",
-    after_help = "Addresses are 64-bit: node in bits 48-63, offset in bits 0-47 (hex with 0x, or decimal). Every process has its own protection tree unless --tree joins another one (needs CAP_SYS_ADMIN) or it runs under `unimem-gsas exec`."
+    about = "GSAS, the global shared address space: allocate pages on any node, read, write and apply atomics to them",
+    after_help = gsas::cli::ADDRESS_HELP
 )]
 struct Cli {
     #[command(flatten)]
@@ -198,14 +194,6 @@ enum Cmd {
         #[arg(long)]
         no_hang: bool,
     },
-    /// Checks for the acceptance tests (exit status 1 if a check fails).
-    #[command(subcommand)]
-    Check(check::Check),
-    /// Latency of an operation against a home node: repetitions, median.
-    Bench(bench::Bench),
-    /// Operations per second of threads applying one operation for a fixed time, to one
-    /// variable or to variables picked at random on several nodes.
-    Throughput(throughput::Throughput),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -225,14 +213,6 @@ enum BitOp {
     And,
     Or,
     Xor,
-}
-
-/// The pattern byte `i` of `bulk-write --seed`.
-pub fn pattern(seed: u64, i: usize) -> u8 {
-    let x = (i as u64)
-        .wrapping_add(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-        .wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    (x >> 56) as u8
 }
 
 fn width_err(w: Width, what: &str) -> anyhow::Error {
@@ -475,9 +455,6 @@ fn run(cli: Cli) -> Result<i32> {
             println!("{st}");
             Ok(st.shell())
         }
-        Cmd::Check(c) => check::run(&ctx, c),
-        Cmd::Bench(b) => bench::run(&ctx, b),
-        Cmd::Throughput(t) => throughput::run(&ctx, t),
     }
 }
 

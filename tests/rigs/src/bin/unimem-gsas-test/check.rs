@@ -1,10 +1,11 @@
-//! `unimem-gsas check ...`: the checks the cluster acceptance test runs. Each prints a line
+//! `unimem-gsas-test check ...`: the checks the cluster acceptance test runs. Each prints a line
 //! per finding, a summary (or one JSON object with --json) and exits 1 if a check failed.
 
-use crate::json::Obj;
-use crate::{parse_u64, Ctx};
+use crate::checks::Checks;
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use gsas::cli::{parse_u64, Ctx};
+use gsas::json::Obj;
 use gsas::{addr, node_of, offset_of, op, Error, Gsas, TreeSource, BULK_MAX, MAX_ALLOC_PAGES};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -129,7 +130,7 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
             json,
         } => {
             if let Some(b) = barrier {
-                wait_barrier(ctx, b, parties)?;
+                crate::wait_barrier(ctx, b, parties)?;
             }
             faa_sum(ctx, addr, threads, count, apply_twice, json)
         }
@@ -148,11 +149,6 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
         } => crate::map::check(ctx, other_tree_is_mine, json),
         Check::BadInput(b) => bad_input(ctx, b),
     }
-}
-
-/// Arrives at the barrier word `b` and waits (up to 120 s) until `parties` have.
-pub(crate) fn wait_barrier(ctx: &Ctx, b: u64, parties: u64) -> Result<()> {
-    gsas::measure::barrier(&ctx.open()?, b, parties, Duration::from_secs(120))
 }
 
 fn faa_sum(ctx: &Ctx, a: u64, threads: usize, count: u64, twice: bool, json: bool) -> Result<i32> {
@@ -313,78 +309,6 @@ fn torn(
     Ok(i32::from(torn != 0 || errors != 0))
 }
 
-/// Collects named checks.
-pub(crate) struct Checks {
-    rows: Vec<Obj>,
-    failed: usize,
-    json: bool,
-}
-
-impl Checks {
-    pub(crate) fn new(json: bool) -> Self {
-        Checks {
-            rows: Vec::new(),
-            failed: 0,
-            json,
-        }
-    }
-
-    pub(crate) fn expect(&mut self, name: &str, ok: bool, detail: String) {
-        if !ok {
-            self.failed += 1;
-        }
-        if !self.json {
-            println!("{}: {name}: {detail}", if ok { "ok" } else { "FAIL" });
-        }
-        self.rows.push(
-            Obj::new()
-                .str("case", name)
-                .bool("ok", ok)
-                .str("detail", &detail),
-        );
-    }
-
-    /// `r` must have failed with an error of kind `kind` (one of `kinds`).
-    fn expect_err<T: std::fmt::Debug>(&mut self, name: &str, r: gsas::Result<T>, kinds: &[&str]) {
-        match r {
-            Err(e) => {
-                let ok = kinds.contains(&e.kind());
-                self.expect(
-                    name,
-                    ok,
-                    format!("{} (expected {}): {e}", e.kind(), kinds.join(" or ")),
-                );
-            }
-            Ok(v) => self.expect(
-                name,
-                false,
-                format!("succeeded with {v:?}, expected {}", kinds.join(" or ")),
-            ),
-        }
-    }
-
-    pub(crate) fn finish(self, what: &str) -> i32 {
-        let total = self.rows.len();
-        if self.json {
-            println!(
-                "{}",
-                Obj::new()
-                    .str("check", what)
-                    .num("passed", (total - self.failed) as u64)
-                    .num("failed", self.failed as u64)
-                    .objs("cases", &self.rows)
-            );
-        } else {
-            println!(
-                "{what}: {} passed, {} failed",
-                total - self.failed,
-                self.failed
-            );
-        }
-        i32::from(self.failed != 0)
-    }
-}
-
 fn eq<T: PartialEq + std::fmt::Debug>(c: &mut Checks, name: &str, got: gsas::Result<T>, want: T) {
     match got {
         Ok(v) => {
@@ -494,7 +418,7 @@ fn ops(ctx: &Ctx, node: u16, json: bool) -> Result<i32> {
         0x1111_2222_3333_4444,
     );
     // Bulk: across the page boundary, unaligned.
-    let data: Vec<u8> = (0..6000).map(|i| crate::pattern(7, i)).collect();
+    let data: Vec<u8> = (0..6000).map(|i| gsas::cli::pattern(7, i)).collect();
     let at = a + 1000;
     eq(
         &mut c,

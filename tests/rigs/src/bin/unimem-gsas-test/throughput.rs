@@ -1,13 +1,13 @@
-//! `unimem-gsas throughput`: operations per second of THREADS threads of this process, each
+//! `unimem-gsas-test throughput`: operations per second of THREADS threads of this process, each
 //! with its own handle, applying one operation for a fixed time to one variable (seed Figure
 //! 11), to variables picked at random among many spread over several nodes (Figure 12), or
 //! reading with READ256 / bulk reads (bandwidth). Processes on several nodes start together at
 //! a barrier word, as `check faa-sum` does, and `scripts/bench/gsas.sh` adds up their rates.
 
-use crate::json::Obj;
-use crate::{parse_u64, Ctx};
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
+use gsas::cli::{parse_u64, Ctx};
+use gsas::json::Obj;
 
 pub use gsas::measure::{Rng, Timing};
 
@@ -82,7 +82,7 @@ pub fn run(ctx: &Ctx, t: Throughput) -> Result<i32> {
         variables(&t.addrs, t.vars, stride)?
     };
     if let Some(b) = tm.barrier {
-        crate::check::wait_barrier(ctx, b, tm.parties)?;
+        crate::wait_barrier(ctx, b, tm.parties)?;
     }
     let vars = &vars;
     let t = &t;

@@ -1,12 +1,12 @@
-//! `unimem-gsas bench`: latency of one operation against a home node: REPS repetitions of
+//! `unimem-gsas-test bench`: latency of one operation against a home node: REPS repetitions of
 //! COUNT operations each (after WARMUP), the per-operation latency of each repetition, their
 //! median, minimum and maximum, and the system calls per operation; with --per-op also the
 //! quartiles of the single operations' latencies (the figure a ping-pong median compares to).
 
-use crate::json::Obj;
-use crate::Ctx;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
+use gsas::cli::Ctx;
+use gsas::json::Obj;
 use std::time::Instant;
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -1,9 +1,9 @@
-//! `unimem-gsas check map`: a process maps its tree's GSAS pages of its own node
+//! `unimem-gsas-test check map`: a process maps its tree's GSAS pages of its own node
 //! (`Gsas::map_local`, the mailbox file's `MMAP_GSAS` range), and nothing else.
 
-use crate::check::Checks;
-use crate::Ctx;
+use crate::checks::Checks;
 use anyhow::Result;
+use gsas::cli::Ctx;
 use gsas::{addr, node_of, offset_of, Gsas, TreeSource, PAGE_SIZE};
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
