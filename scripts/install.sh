@@ -20,7 +20,8 @@
 # the C libraries with their headers and pkg-config files (libgsas, libdht, libshmem + oshcc),
 # the udev rule and sysusers.d file of group unimem, the docs and the license. The virtual cluster's own
 # pieces (unimem-fabric, unimem-agent, unimem-exec, unimem_mbox_echo.ko) are not installed, nor
-# the test rigs of tests/rigs (kram-probe, unimem-mbox-test, unimem-gas-test, unimem-gsas-test, ...).
+# the test rigs of tests/rigs (kram-probe, unimem-mbox-test, unimem-gas-test, unimem-gsas-test,
+# unimem-dht-test, ...).
 source "$(dirname "$0")/lib/common.sh"
 uninstall=false
 case ${1:-} in

@@ -52,7 +52,7 @@ OUT=${DHT_BENCH_OUT:-$UNIMEM_BUILD/bench/dht/$STAMP}
 TREE=0x0d0011
 
 [ -f "$UNIMEM_ROOT/kernel/gsas/unimem_gsas.ko" ] || die "kernel/gsas/unimem_gsas.ko missing: run 'make' first"
-for b in unimem-dht unimem-gsas unimem-gsas-test; do
+for b in unimem-dht unimem-dht-test unimem-gsas unimem-gsas-test; do
   [ -x "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
 done
 mkdir -p "$OUT"
@@ -88,7 +88,7 @@ create() { sed -n 's/.*"root":"\(0x[0-9a-f]*\)".*/\1/p' <<<"$(d 0 create --nodes
 log "prefilling a table with $KEYS keys (4 threads on node 0)"
 GT=$(create "$KEYS")
 [ -n "$GT" ] || die "could not create the get table"
-fill=$(d 0 bench "$GT" --workload fill --keys "$KEYS" --threads 4 --json)
+fill=$(on 0 "unimem-dht-test --tree $TREE bench $GT --workload fill --keys $KEYS --threads 4 --json")
 echo "$fill"
 d 0 stats "$GT"
 
@@ -101,9 +101,9 @@ for run in $(seq 1 "$RUNS"); do
         log "run $run/$RUNS: $w, $nn node(s) x $t thread(s)"
         case $w in
           read256) cmd="unimem-gsas-test --tree $TREE throughput $READ_ARGS" ;;
-          get) cmd="unimem-dht --tree $TREE bench $GT --workload get --keys $KEYS" ;;
+          get) cmd="unimem-dht-test --tree $TREE bench $GT --workload get --keys $KEYS" ;;
           *) PT=$(create "$CAPACITY"); [ -n "$PT" ] || die "could not create a table"
-             cmd="unimem-dht --tree $TREE bench $PT --workload $w" ;;
+             cmd="unimem-dht-test --tree $TREE bench $PT --workload $w" ;;
         esac
         points=$((points + 1))
         read -r sum lo hi per req <<<"$(bench_point "$points" "$nn" "$t" "$cmd")"

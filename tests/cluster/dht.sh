@@ -26,8 +26,8 @@ CHECK_OPS=${DHT_CHECK_OPS:-300}
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=dhtt
 
-step "copy unimem-dht, libdht.so and the C examples (gcc + pkg-config dht on the host) to the nodes"
-share_bins unimem-dht unimem-gsas kram-daemon gsasd
+step "copy unimem-dht, its rig, libdht.so and the C examples (gcc + pkg-config dht on the host) to the nodes"
+share_bins unimem-dht unimem-dht-test unimem-gsas kram-daemon gsasd
 c_examples dht "" "$ROOT/userspace/dht/examples" dht_hello dht_threads
 
 # Tables and allocations of tree $TREE to free at the end (the service refuses to unload while
@@ -103,7 +103,7 @@ g 0 free "$P"; drop ALLOCS "$P"
 step "a writer that stops holding a lock: others fail with EBUSY naming it; once it is killed, the next put breaks its lock"
 d 0 put "$T" 77 0x77
 # exec: the pid bg records is the holder's, also under setpriv (as_job).
-bg_job 2 hold "exec unimem-dht $(tree_opt) hold $T 77"
+bg_job 2 hold "exec unimem-dht-test $(tree_opt) hold $T 77"
 wait_log 2 hold '^held key'
 on 2 "kill -STOP \$(cat /tmp/$BG-hold.pid)"
 out=$(job_may_fail 1 "DHT_BUSY_MS=2000 unimem-dht $(tree_opt) put $T 77 0x78 2>&1") && fail "a put went through the lock of a live holder"
@@ -120,7 +120,7 @@ B=$(g 0 alloc --node 0); ALLOCS+=("$B")
 # overwrite: gone first.
 for n in $(seq 0 3); do on "$n" "rm -f /tmp/dht-last-$n"; done
 for n in $(seq 0 3); do
-  bg_job "$n" check "unimem-dht $(tree_opt) check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --last-writes /tmp/dht-last-$n --json"
+  bg_job "$n" check "unimem-dht-test $(tree_opt) check $T --threads 4 --ops $CHECK_OPS --barrier $B --parties 4 --last-writes /tmp/dht-last-$n --json"
 done
 ops=0 foreign=0 found=0
 for n in $(seq 0 3); do
@@ -142,7 +142,7 @@ echo "$ops operations, $found gets found a value ($foreign written on another no
 # Node 1 reads them: its architecture's share.
 SHARE=$(node_share 1)
 for n in $(seq 0 3); do on "$n" "cat /tmp/dht-last-$n" >"$SHARE/dht-last-$n"; done
-out=$(job 1 "unimem-dht $(tree_opt) check-final $T /opt/unimem/dht-last-0 /opt/unimem/dht-last-1 /opt/unimem/dht-last-2 /opt/unimem/dht-last-3 --json") || { echo "$out"; fail "an update to a key all nodes shared was lost"; }
+out=$(job 1 "unimem-dht-test $(tree_opt) check-final $T /opt/unimem/dht-last-0 /opt/unimem/dht-last-1 /opt/unimem/dht-last-2 /opt/unimem/dht-last-3 --json") || { echo "$out"; fail "an update to a key all nodes shared was lost"; }
 echo "node 1: $out"
 [ "$(num keys "$out")" -gt 0 ] || fail "no key shared by all nodes was checked"
 lw=$(cat "$SHARE"/dht-last-*)
@@ -158,11 +158,11 @@ read -r k _ <<<"$(grep -v ' -$' <<<"$lw" | head -1)"
 [ -n "$k" ] || fail "no put among the last writes"
 printf '%s\n' "$lw" >"$SHARE/dht-last-all"
 d 2 put "$T" "$k" 0x5 >/dev/null
-! job_may_fail 1 "unimem-dht $(tree_opt) check-final $T /opt/unimem/dht-last-all" >/dev/null || fail "check-final passed a value no thread wrote last"
+! job_may_fail 1 "unimem-dht-test $(tree_opt) check-final $T /opt/unimem/dht-last-all" >/dev/null || fail "check-final passed a value no thread wrote last"
 rm -f "$SHARE/dht-last-all"
 
 step "can fail: the checker reports values torn on purpose"
-out=$(job_may_fail 2 "unimem-dht $(tree_opt) check $T --threads 2 --ops 50 --inject-torn 5 --seed 9 --json 2>&1") && fail "the checker passed torn values"
+out=$(job_may_fail 2 "unimem-dht-test $(tree_opt) check $T --threads 2 --ops 50 --inject-torn 5 --seed 9 --json 2>&1") && fail "the checker passed torn values"
 echo "$out" | tail -3
 [ "$(num torn "$(tail -1 <<<"$out")")" -gt 0 ] || fail "the checker counted no torn value"
 
@@ -170,12 +170,12 @@ step "another tree (fresh, node 3) is denied every operation; the table is uncha
 layout=$(d 2 stats "$T" | sed -n 's/^layout: //p')
 before=$(d 0 get "$T" 42)
 den0=$(on 0 "cat $SYS/denied")
-out=$(job 3 "unimem-dht denied $T $layout") || { echo "$out"; fail "another tree was not denied"; }
+out=$(job 3 "unimem-dht-test denied $T $layout") || { echo "$out"; fail "another tree was not denied"; }
 tail -1 <<<"$out"
 [ "$(( $(on 0 "cat $SYS/denied") - den0 ))" -gt 0 ] || fail "node 0 counted no denial"
 expect_eq "$(d 1 get "$T" 42)" "$before" "key 42 after the other tree's attempts"
 step "can fail: the table's own tree is not denied"
-! job_may_fail 3 "unimem-dht $(tree_opt) denied $T $layout --keys 1" >/dev/null || fail "the owner's tree was denied"
+! job_may_fail 3 "unimem-dht-test $(tree_opt) denied $T $layout --keys 1" >/dev/null || fail "the owner's tree was denied"
 
 step "the C examples (built with gcc via pkg-config dht) on the nodes"
 expect_out 2 '^dht-hello: ok$' "dht-hello on node 2" "$(as_job "dht-hello 4")"

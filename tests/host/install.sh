@@ -49,7 +49,8 @@ check "tree complete${absent:+ (missing: ${absent[*]})}" test ${#absent[@]} = 0
 leaked=()
 for f in $(sed -n '/^\[\[bin\]\]/{n;s|^name = "\(.*\)"$|bin/\1|p}' "$UNIMEM_ROOT/tests/rigs/Cargo.toml") \
          share/man/man1/unimem-mbox-flood.1 share/man/man1/unimem-gas-scribble.1 \
-         share/man/man1/unimem-gsas-{check,check-fork,bench,throughput}.1; do
+         share/man/man1/unimem-gsas-{check,check-fork,bench,throughput}.1 \
+         share/man/man1/unimem-dht-{check,check-final,denied,hold,bench}.1; do
   [ ! -e "$d/usr/local/$f" ] || leaked+=("usr/local/$f")
 done
 check "no test rig installed${leaked:+ (found: ${leaked[*]})}" test ${#leaked[@]} = 0

@@ -1,4 +1,4 @@
-//! The concurrency checker (`unimem-dht check`, and the unit tests over the fake cluster):
+//! The concurrency checker (`unimem-dht-test check`, and the unit tests over the fake cluster):
 //! threads run puts, gets and deletes on keys they own alone, keys the threads of this process
 //! share and keys every process shares; each records its history. Then [`verify`] checks that
 //! * every value a get returned is whole: its high half is a hash of its low half and the key,

@@ -19,6 +19,7 @@
 
 pub mod capi;
 pub mod check;
+pub mod cli;
 pub mod entry;
 mod error;
 pub mod hash;

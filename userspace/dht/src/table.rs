@@ -511,7 +511,7 @@ impl<T: Transport> Dht<T> {
     }
 
     /// Takes the lock of `key`'s first-level entry and keeps it; the entry's address. For
-    /// showing what a holder that stops or dies does to the others (`unimem-dht hold`).
+    /// showing what a holder that stops or dies does to the others (`unimem-dht-test hold`).
     pub fn hold(&self, key: u64) -> Result<u64> {
         let a = self.slot(key);
         self.lock(a)?;

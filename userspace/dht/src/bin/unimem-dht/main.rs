@@ -1,12 +1,11 @@
 //! `unimem-dht`: the DHT on GSAS from the command line: create a table, put, get and delete
-//! keys, count what a table holds, destroy it, run the concurrency checker and the seed's
-//! benchmark workloads.
+//! keys, count what a table holds, destroy it. The concurrency checker, the denial check,
+//! `hold` and the seed's benchmark workloads are the test rig `unimem-dht-test` (tests/rigs),
+//! which `make install` does not ship.
 
-mod bench;
-mod check;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
+use dht::cli::Ctx;
 use dht::Dht;
 use gsas::cli::{parse_u64, HandleArgs};
 use gsas::json::Obj;
@@ -15,8 +14,8 @@ use gsas::json::Obj;
 #[command(
     name = "unimem-dht",
     version,
-    about = "A distributed hash table on GSAS (seed 000 section 2.5): create tables over nodes, put/get/delete 128-bit values under 64-bit keys, check concurrency, benchmark",
-    after_help = "A table is named by its root address (printed by `create`). Every process has its own protection tree unless --tree joins another (CAP_SYS_ADMIN) or it runs under `unimem-gsas exec`: only processes of the table's tree can use it."
+    about = "A distributed hash table on GSAS (seed 000 section 2.5): create tables over nodes, put/get/delete 128-bit values under 64-bit keys",
+    after_help = dht::cli::TABLE_HELP
 )]
 struct Cli {
     #[command(flatten)]
@@ -81,43 +80,6 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Takes the lock of KEY's entry and keeps it for SECONDS (default: until killed), then
-    /// releases it: shows what a writer that stops (SIGSTOP: others wait, then fail with
-    /// EBUSY) or dies (the next operation breaks its lock) does to the others.
-    Hold {
-        #[arg(value_parser = parse_u64)]
-        root: u64,
-        #[arg(value_parser = parse_u64)]
-        key: u64,
-        #[arg(long)]
-        seconds: Option<u64>,
-    },
-    /// The concurrency checker: threads put, get and delete, then the history is verified
-    /// (exit status 1 on any violation).
-    Check(check::Check),
-    /// After every `check` process is done: the keys they all shared hold the last write of
-    /// one of their threads (from their `--last-writes` files; exit status 1 otherwise).
-    CheckFinal(check::CheckFinal),
-    /// Tries every operation on a table from this process's tree, given the table's layout
-    /// (`stats` prints it): succeeds only if every one is denied.
-    Denied(check::Denied),
-    /// Operations per second of the seed's workloads (gets of a prefilled table, puts from
-    /// empty, 80/20 and 50/50 put/get).
-    Bench(bench::Bench),
-}
-
-/// How every handle of this process opens (`--tree`, `--timeout-ms`), and tables with them.
-#[derive(Clone, Copy)]
-pub struct Ctx(gsas::cli::Ctx);
-
-impl Ctx {
-    pub fn gsas(&self) -> Result<gsas::Gsas> {
-        self.0.open()
-    }
-
-    pub fn open(&self, root: u64) -> Result<Dht> {
-        Dht::open(self.gsas()?, root).with_context(|| format!("opening table {root:#x}"))
-    }
 }
 
 fn main() {
@@ -210,28 +172,6 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(if d.free_errors == 0 { 0 } else { 1 })
         }
-        Cmd::Hold { root, key, seconds } => {
-            let t = ctx.open(root)?;
-            let a = t.hold(key)?;
-            let g = t.gsas();
-            println!(
-                "held key {key:#x}: entry {a:#x} locked by node {} interface {}",
-                g.node(),
-                g.iface()
-            );
-            let wait = seconds.map_or(std::time::Duration::MAX, std::time::Duration::from_secs);
-            let t0 = std::time::Instant::now();
-            while t0.elapsed() < wait {
-                std::thread::sleep(std::time::Duration::from_millis(200).min(wait - t0.elapsed()));
-            }
-            t.release(key)?;
-            println!("released key {key:#x}");
-            Ok(0)
-        }
-        Cmd::Check(c) => check::run(&ctx, c),
-        Cmd::CheckFinal(c) => check::check_final(&ctx, c),
-        Cmd::Denied(d) => check::denied(&ctx, d),
-        Cmd::Bench(b) => bench::run(&ctx, b),
     }
 }
 

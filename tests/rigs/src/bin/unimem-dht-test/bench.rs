@@ -1,11 +1,11 @@
-//! `unimem-dht bench`: operations per second of THREADS threads (each its own handle) running
+//! `unimem-dht-test bench`: operations per second of THREADS threads (each its own handle) running
 //! one of the seed's workloads on a table for a fixed time cut into windows (the median window
 //! is the figure; processes on several nodes start together at a barrier word and
 //! `scripts/bench/dht.sh` adds their rates up), and `fill`, which prefills keys 0..KEYS.
 
-use crate::Ctx;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
+use dht::cli::Ctx;
 use dht::Dht;
 use gsas::cli::parse_u64;
 use gsas::json::Obj;

@@ -1,10 +1,10 @@
-//! `unimem-dht check` (the concurrency checker of `dht::check` on real threads and nodes) and
-//! `unimem-dht denied` (another tree cannot use a table).
+//! `unimem-dht-test check` (the concurrency checker of `dht::check` on real threads and nodes) and
+//! `unimem-dht-test denied` (another tree cannot use a table).
 
-use crate::Ctx;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use dht::check::{self, Op, Plan};
+use dht::cli::Ctx;
 use dht::{Dht, Layout};
 use gsas::cli::parse_u64;
 use gsas::json::Obj;
