@@ -21,7 +21,7 @@
 # the udev rule and sysusers.d file of group unimem, the docs and the license. The virtual cluster's own
 # pieces (unimem-fabric, unimem-agent, unimem-exec, unimem_mbox_echo.ko) are not installed, nor
 # the test rigs of tests/rigs (kram-probe, unimem-mbox-test, unimem-gas-test, unimem-gsas-test,
-# unimem-dht-test, ...).
+# unimem-dht-test, unimem-numatest, unimem-numabench, ...).
 source "$(dirname "$0")/lib/common.sh"
 uninstall=false
 case ${1:-} in
@@ -43,7 +43,7 @@ UDEVRULESDIR=${UDEVRULESDIR:-$PREFIX/lib/udev/rules.d} SYSUSERSDIR=${SYSUSERSDIR
 [ "${PREFIX:0:1}" = / ] || die "PREFIX must be an absolute path, not '$PREFIX'"
 
 DAEMONS=(kram-daemon gsasd)
-TOOLS=(unimem-gas unimem-mbox unimem-gsas unimem-dht oshrun unimem-memtest unimem-sl unimem-numatest unimem-numabench)
+TOOLS=(unimem-gas unimem-mbox unimem-gsas unimem-dht oshrun unimem-memtest unimem-sl)
 MODULES=(eusrvmem/unimem_eusrvmem mailbox/unimem_mailbox kram/unimem_kram numa/unimem_numa gsas/unimem_gsas)
 
 manifest=$DATADIR/unimem/installed-files

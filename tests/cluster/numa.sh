@@ -9,7 +9,7 @@
 # lender whose daemon stops answering: node 0 takes that range offline before its lease lapses.
 # Expects node 0 to have little RAM (scripts/test.sh starts it with --mem-of 0=96M).
 source "$(dirname "$0")/lib.sh"
-share_bins unimem-mbox-test unimem-gas-test
+share_bins unimem-mbox-test unimem-gas-test unimem-numatest unimem-numabench
 MODS=/opt/unimem/modules
 [ "$NODES" -ge 3 ] || fail "needs at least 3 nodes"
 

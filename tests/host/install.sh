@@ -27,7 +27,7 @@ d=$tmp/root
 check "make install DESTDIR" make -s -C "$UNIMEM_ROOT" install DESTDIR="$d"
 krel=$(ls "$d/lib/modules" 2>/dev/null | head -1)
 local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unimem-gsas
-  bin/unimem-memtest bin/unimem-sl bin/unimem-numatest bin/unimem-numabench
+  bin/unimem-memtest bin/unimem-sl
   lib/libgsas.so lib/libgsas.a lib/pkgconfig/gsas.pc include/gsas.h
   bin/unimem-dht lib/libdht.so lib/libdht.a lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
   bin/oshrun bin/oshcc lib/libshmem.so lib/pkgconfig/shmem.pc include/shmem.h share/man/man1/oshrun.1
@@ -45,12 +45,13 @@ for f in etc/default/kram-daemon etc/default/gsasd etc/logrotate.d/kram-daemon e
 done
 check "tree complete${absent:+ (missing: ${absent[*]})}" test ${#absent[@]} = 0
 # Product crates without test rigs: no binary of tests/rigs is installed, nor a man page of a
-# subcommand that moved there.
+# rig or of a subcommand that moved there.
 leaked=()
 for f in $(sed -n '/^\[\[bin\]\]/{n;s|^name = "\(.*\)"$|bin/\1|p}' "$UNIMEM_ROOT/tests/rigs/Cargo.toml") \
          share/man/man1/unimem-mbox-flood.1 share/man/man1/unimem-gas-scribble.1 \
          share/man/man1/unimem-gsas-{check,check-fork,bench,throughput}.1 \
-         share/man/man1/unimem-dht-{check,check-final,denied,hold,bench}.1; do
+         share/man/man1/unimem-dht-{check,check-final,denied,hold,bench}.1 \
+         share/man/man1/unimem-{numatest,numabench}.1; do
   [ ! -e "$d/usr/local/$f" ] || leaked+=("usr/local/$f")
 done
 check "no test rig installed${leaked:+ (found: ${leaked[*]})}" test ${#leaked[@]} = 0

@@ -1,7 +1,8 @@
 //! NUMA tools for unimem's remote memory, which a guest sees as a CPU-less NUMA node:
-//! `unimem-numatest` (the seed's libNUMA acceptance calls), `unimem-sl` (service levels: the
-//! ratio of remote to local pages of a process group) and `unimem-numabench` (STREAM and a
-//! pointer chase, run under `numactl --membind`). The binaries are thin; the logic is here.
+//! `unimem-sl` (service levels: the ratio of remote to local pages of a process group), and
+//! the logic of the test rigs `unimem-numatest` (the seed's libNUMA acceptance calls) and
+//! `unimem-numabench` (STREAM and a pointer chase, run under `numactl --membind`), whose thin
+//! binaries are in tests/rigs so that `make install` ships neither. The logic is here.
 
 pub mod bench;
 pub mod libnuma;

@@ -1,4 +1,6 @@
-//! `unimem-numatest`: the seed's libNUMA acceptance test (Table 2) against a remote node.
+//! `unimem-numatest`: the seed's libNUMA acceptance test (Table 2) against a remote node. A test
+//! rig (tests/rigs, not installed: an acceptance test, not a tool of an operator); the test
+//! itself is `unimem_numa_tools::numatest`.
 
 use anyhow::Result;
 use clap::{CommandFactory, Parser};

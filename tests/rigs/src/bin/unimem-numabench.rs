@@ -1,5 +1,6 @@
 //! `unimem-numabench`: memory benchmark kernels, one metric per output line, meant to run
-//! under `numactl --membind=<node>` to compare local and remote memory.
+//! under `numactl --membind=<node>` to compare local and remote memory. A test rig (tests/rigs,
+//! not installed: a benchmark driver); the kernels are `unimem_numa_tools::bench`.
 
 use anyhow::Result;
 use clap::{CommandFactory, Parser, Subcommand};
