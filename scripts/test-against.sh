@@ -46,7 +46,7 @@ trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
 "$CLUSTER" up -n "$nodes" --mem-of "0=96M"
 share=$(run_share "$UNIMEM_RUN" x86_64)
 cp "$ref_dir"/*.ko "$share/modules/"
-log "the nodes load $REF's modules ($(cd "$ref_dir" && echo ./*.ko | tr -d './'))${bins:+ and run its ${bins//,/, }}"
+log "the nodes load $REF's modules ($(cd "$ref_dir" && ls -- *.ko | sed 's/\.ko$//' | paste -sd' '))${bins:+ and run its ${bins//,/, }}"
 summary=()
 for t in "$@"; do
   log "cluster test against $REF's modules: $t"
