@@ -131,8 +131,39 @@ mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
-    fn dir() -> tempfile::TempDir {
-        tempfile::tempdir().expect("temporary directory")
+    // Temporary files from std and nix alone: the tempfile crate, as a dev-dependency, turned
+    // on a feature of a crate the workspace shares (bitflags "std"), so that every
+    // `cargo build` after a `cargo test` rebuilt gsas and all that depends on it.
+
+    /// A directory of its own under the system's temporary directory, removed when dropped.
+    struct TempDir(std::path::PathBuf);
+
+    impl TempDir {
+        fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir() -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("gsas-test-{}-{n}", std::process::id()));
+        std::fs::create_dir(&path).expect("temporary directory");
+        TempDir(path)
+    }
+
+    /// An unnamed file (a memfd: nothing to clean up).
+    fn tempfile() -> std::fs::File {
+        use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
+        std::fs::File::from(
+            memfd_create(c"gsas-test", MemFdCreateFlag::MFD_CLOEXEC).expect("memfd"),
+        )
     }
 
     /// A server on its own thread handing out a file (any file stands in for the mailbox's).
@@ -148,7 +179,7 @@ mod tests {
     fn a_client_gets_the_same_file() {
         let d = dir();
         let path = d.path().join("tree.sock");
-        let file = tempfile::tempfile().expect("file");
+        let file = tempfile();
         let _server = serving(&path, &file);
         let mode = std::fs::metadata(&path).expect("socket").mode() & 0o777;
         assert_eq!(mode, 0o600, "the socket is the user's alone");
@@ -175,7 +206,7 @@ mod tests {
         assert!(bind(&stale).is_ok(), "a socket nobody serves is replaced");
 
         let live = d.path().join("live.sock");
-        let file = tempfile::tempfile().expect("file");
+        let file = tempfile();
         let _server = serving(&live, &file);
         assert!(bind(&live).is_err(), "a served socket is not taken over");
         assert!(receive(&live).is_ok(), "the first server still serves");
@@ -199,7 +230,7 @@ mod tests {
         let d = dir();
         std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
         let path = d.path().join("tree.sock");
-        let file = tempfile::tempfile().expect("file");
+        let file = tempfile();
         let _server = serving(&path, &file);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).expect("chmod");
         // SAFETY: the child only changes its uid, connects and exits (no locks, no allocation
