@@ -101,21 +101,21 @@ load_base() {
 # environment and the agent's PATH (our binaries), e.g.
 #   on 0 "$(as_user "unimem-gsas fork --node 1 --wait -- /bin/sh -c 'id'")"
 # /dev/unimem_mailbox is the user's only after load_base.
+# squote TEXT: TEXT as one single-quoted word of the guest's shell.
+squote() { local q="'"; printf '%s' "$q${1//$q/$q\\$q$q}$q"; }
 as_user() {
-  local cmd="$*" q="'"
   # shellcheck disable=SC2016 # $PATH is the guest shell's
   printf '/usr/bin/setpriv --reuid=%s --regid=%s --init-groups --reset-env /usr/bin/env PATH="$PATH" /bin/sh -c %s' \
-    "$TEST_UID" "$TEST_UID" "$q${cmd//$q/$q\\$q$q}$q"
+    "$TEST_UID" "$TEST_UID" "$(squote "$*")"
 }
 # as_other CMD...: the same as a second unprivileged user, neither root nor the test user: uid and
 # gid OTHER_UID, in group unimem only, without a passwd entry (so with an empty environment but
 # the agent's PATH).
 OTHER_UID=1001
 as_other() {
-  local cmd="$*" q="'"
   # shellcheck disable=SC2016 # $PATH is the guest shell's
   printf '/usr/bin/setpriv --reuid=%s --regid=%s --groups=%s /usr/bin/env -i PATH="$PATH" /bin/sh -c %s' \
-    "$OTHER_UID" "$OTHER_UID" "$UNIMEM_GID" "$q${cmd//$q/$q\\$q$q}$q"
+    "$OTHER_UID" "$OTHER_UID" "$UNIMEM_GID" "$(squote "$*")"
 }
 # The GSAS, DHT and OpenSHMEM tests run as root and, from their *_as_user.sh twins
 # (UNIMEM_TEST_AS_USER=1), as the test user. Their job commands go through job, job_may_fail
