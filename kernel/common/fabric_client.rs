@@ -226,6 +226,7 @@ impl Access<'_> {
 
     /// The kernel address of `len` bytes at `offset` of the window, if they lie inside it;
     /// for use while `self` lives.
+    #[inline]
     pub(crate) fn ptr(&self, offset: u64, len: u64) -> Option<*mut u8> {
         let info = &self.gas.info;
         let end = offset.checked_add(len)?;
@@ -235,6 +236,7 @@ impl Access<'_> {
 
     /// The 8-byte aligned word at window offset `offset`, if it lies inside the window. Other
     /// nodes access shared words with aligned loads and stores too.
+    #[inline]
     pub(crate) fn word(&self, offset: u64) -> Option<&AtomicU64> {
         if offset % 8 != 0 {
             return None;
@@ -247,6 +249,7 @@ impl Access<'_> {
     }
 
     /// Window offset of byte `offset` of node `node`'s partition, if both are in range.
+    #[inline]
     fn part_offset(&self, node: u32, offset: u64) -> Option<u64> {
         let info = &self.gas.info;
         (node < info.node_count && offset < info.partition_size)
@@ -254,6 +257,7 @@ impl Access<'_> {
     }
 
     /// The word at byte `offset` of node `node`'s partition (see [`Access::word`]).
+    #[inline]
     pub(crate) fn part_word(&self, node: u32, offset: u64) -> Option<&AtomicU64> {
         self.word(self.part_offset(node, offset)?)
     }

@@ -40,6 +40,8 @@ impl Claims {
 /// A claim on (issuer node, interface) under the entry word `entry`: released when dropped.
 pub(crate) struct Claim<'a> {
     service: &'a Service,
+    /// The window access the request is served in: the claim is released in it too.
+    pub(crate) w: &'a Access<'a>,
     /// Whether the claim table holds it (not for a local sender's own call).
     held: bool,
     pub(crate) from: u32,
@@ -57,12 +59,13 @@ impl Drop for Claim<'_> {
         let mut held = s.claims.held.lock();
         held[slot] -= 1;
         if held[slot] == 0 {
-            if let Some(w) = s.gas.access() {
-                // Release: what was written under the claim (answer, live bits) is visible to
-                // a node that reads the claim cleared.
-                if let Some(c) = w.part_word(s.node, trees::claim(self.from, self.iface)) {
-                    c.store(0, Ordering::Release);
-                }
+            // Release: what was written under the claim (answer, live bits) is visible to a
+            // node that reads the claim cleared.
+            if let Some(c) = self
+                .w
+                .part_word(s.node, trees::claim(self.from, self.iface))
+            {
+                c.store(0, Ordering::Release);
             }
         }
     }
@@ -93,18 +96,46 @@ impl Service {
 
     /// Claims interface `iface` of node `from` for a request of tree `tree`, if that interface
     /// is still owned in that tree: `None` (the request is to be dropped) otherwise.
-    pub(crate) fn claim(&self, from: u32, iface: u32, tree: u32) -> Option<Claim<'_>> {
-        self.claim_if(from, iface, |entry| owner::tree(entry) == Some(tree))
+    pub(crate) fn claim<'a>(
+        &'a self,
+        w: &'a Access<'a>,
+        from: u32,
+        iface: u32,
+        tree: u32,
+    ) -> Option<Claim<'a>> {
+        self.claim_if(w, from, iface, |entry| owner::tree(entry) == Some(tree))
+    }
+
+    /// The claim of a request from `from`'s interface `iface` in tree `tree`: made in its
+    /// local sender's `SEND` (`in_sender`) or not.
+    pub(crate) fn claim_request<'a>(
+        &'a self,
+        w: &'a Access<'a>,
+        in_sender: bool,
+        from: u32,
+        iface: u32,
+        tree: u32,
+    ) -> Option<Claim<'a>> {
+        if in_sender {
+            self.sender_claim(w, from, iface, tree)
+        } else {
+            self.claim(w, from, iface, tree)
+        }
     }
 
     /// The claim of a request applied in its local sender's `SEND` (`kmsg_api::FROM_SENDER`):
     /// the sender holds the interface for the whole call, so nothing is stored; only its entry
     /// word is read (for the tree and the answer's `seq`).
-    pub(crate) fn sender_claim(&self, from: u32, iface: u32, tree: u32) -> Option<Claim<'_>> {
+    fn sender_claim<'a>(
+        &'a self,
+        w: &'a Access<'a>,
+        from: u32,
+        iface: u32,
+        tree: u32,
+    ) -> Option<Claim<'a>> {
         if from != self.node || iface >= USER_INTERFACES {
             return None;
         }
-        let w = self.gas.access()?;
         let entry = u64::from_le(
             w.part_word(from, owner::entry(iface))?
                 .load(Ordering::Acquire),
@@ -114,6 +145,7 @@ impl Service {
         }
         Some(Claim {
             service: self,
+            w,
             held: false,
             from,
             iface,
@@ -123,17 +155,28 @@ impl Service {
 
     /// Claims (`from`, `iface`) again under the entry word a previous claim had, to answer
     /// later (remoteFork): `None` if the interface changed owner (or tree) since.
-    pub(crate) fn reclaim(&self, from: u32, iface: u32, entry: u64) -> Option<Claim<'_>> {
-        self.claim_if(from, iface, |e| e == entry)
+    pub(crate) fn reclaim<'a>(
+        &'a self,
+        w: &'a Access<'a>,
+        from: u32,
+        iface: u32,
+        entry: u64,
+    ) -> Option<Claim<'a>> {
+        self.claim_if(w, from, iface, |e| e == entry)
     }
 
-    fn claim_if(&self, from: u32, iface: u32, ok: impl Fn(u64) -> bool) -> Option<Claim<'_>> {
+    fn claim_if<'a>(
+        &'a self,
+        w: &'a Access<'a>,
+        from: u32,
+        iface: u32,
+        ok: impl Fn(u64) -> bool,
+    ) -> Option<Claim<'a>> {
         if from >= MAX_NODES || iface >= USER_INTERFACES {
             return None;
         }
         let slot = slot(from, iface);
         let mut held = self.claims.held.lock();
-        let w = self.gas.access()?;
         let entry_word = w.part_word(from, owner::entry(iface))?;
         let mine = w.part_word(self.node, trees::claim(from, iface))?;
         let entry = u64::from_le(entry_word.load(Ordering::Acquire));
@@ -160,6 +203,7 @@ impl Service {
         held[slot] += 1;
         Some(Claim {
             service: self,
+            w,
             held: true,
             from,
             iface,
@@ -168,7 +212,7 @@ impl Service {
     }
 
     /// A request refused: its interface changed owner (or tree).
-    fn stale(&self) -> Option<Claim<'_>> {
+    fn stale<'a>(&self) -> Option<Claim<'a>> {
         self.stats.bump(Counter::Stale);
         None
     }
@@ -177,9 +221,9 @@ impl Service {
     /// the entry word the claim holds, so they are that owner's.
     pub(crate) fn issuer_creds(&self, claim: &Claim<'_>) -> owner::Creds {
         let mut b = [0u8; owner::CREDS_LEN as usize];
-        if let Some(w) = self.gas.access() {
-            w.read_part(claim.from, owner::creds(claim.iface), &mut b);
-        }
+        claim
+            .w
+            .read_part(claim.from, owner::creds(claim.iface), &mut b);
         owner::Creds::decode(&b)
     }
 

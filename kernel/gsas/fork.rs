@@ -141,24 +141,41 @@ impl Service {
         self.respond(inner, claim, &mut resp);
     }
 
-    /// A FORK or WAIT (checked by `gsas::check`) of tree `tree`, under `claim` on the issuing
+    /// A FORK or WAIT (checked by `gsas::check`) of tree `tree` from interface `iface` of node
+    /// `from` (`in_sender`: in its local sender's `SEND`), served under a claim on that
     /// interface.
-    pub(crate) fn fork_or_wait(&self, tree: u32, req: &Payload, claim: &Claim<'_>) {
-        if req.opcode == op::FORK {
-            // Copy and check the blob before taking the lock (it may be a page; the bytes are
+    pub(crate) fn fork_or_wait(
+        &self,
+        in_sender: bool,
+        from: u32,
+        iface: u32,
+        tree: u32,
+        req: &Payload,
+    ) {
+        // The blob's buffer is allocated before the window access (an RCU read-side section).
+        let buf = (req.opcode == op::FORK).then(|| blob_buffer(req.arg1));
+        let Some(w) = self.gas.access() else {
+            self.stats.bump(Counter::Unanswered);
+            return;
+        };
+        let Some(claim) = self.claim_request(&w, in_sender, from, iface, tree) else {
+            return;
+        };
+        if let Some(buf) = buf {
+            // Copied and checked before taking the lock (it may be a page; the bytes are
             // untrusted and copied once).
-            let blob = self.fork_blob(claim.from, claim.iface, req.arg1);
-            let creds = self.issuer_creds(claim);
+            let blob = buf.and_then(|b| self.fork_blob(&claim, b));
+            let creds = self.issuer_creds(&claim);
             let mut inner = self.inner.lock();
             let st = match blob {
                 Err(st) => st,
                 Ok(_) if tree == 0 => status::DENIED,
-                Ok(blob) => match self.queue(&mut inner, claim, creds, tree, req.address, blob) {
+                Ok(blob) => match self.queue(&mut inner, &claim, creds, tree, req.address, blob) {
                     Ok(()) => return,
                     Err(st) => st,
                 },
             };
-            self.answer(&mut inner, claim, req.opcode, req.address, st, 0);
+            self.answer(&mut inner, &claim, req.opcode, req.address, st, 0);
             return;
         }
         let mut inner = self.inner.lock();
@@ -167,27 +184,23 @@ impl Service {
             // The child's entry went: the tree may have nothing left here.
             self.refresh_live(&inner, tree);
         }
-        self.answer(&mut inner, claim, req.opcode, req.address, st, value);
+        self.answer(&mut inner, &claim, req.opcode, req.address, st, value);
     }
 
-    /// Copies `len` bytes of the issuer's bulk-out page and checks them as a blob.
-    fn fork_blob(&self, from: u32, iface: u32, len: u64) -> Result<KVec<u8>, u8> {
-        if len == 0 || len > BLOB_MAX as u64 {
-            return Err(status::INVALID);
-        }
-        let mut blob =
-            KVec::with_capacity(len as usize, GFP_KERNEL).map_err(|_| status::NO_MEMORY)?;
-        {
-            let w = self.gas.access().ok_or(status::NO_POOL)?;
-            let src = w
-                .ptr(self.area(from, iface, BULK_OUT_PAGE), len)
-                .ok_or(status::FAULT)?;
-            for i in 0..len as usize {
-                // SAFETY: `i < len`: inside the range `ptr` returned for `w`, which lives
-                // across the loop. Other nodes may write it meanwhile: bytes, checked below.
-                let b = unsafe { src.add(i).read_volatile() };
-                blob.push(b, GFP_KERNEL).map_err(|_| status::NO_MEMORY)?;
-            }
+    /// Copies the claimed issuer's bulk-out page, as long as `blob`'s capacity, into `blob`
+    /// and checks it as a blob.
+    fn fork_blob(&self, claim: &Claim<'_>, mut blob: KVec<u8>) -> Result<KVec<u8>, u8> {
+        let len = blob.capacity() as u64;
+        let src = claim
+            .w
+            .ptr(self.area(claim.from, claim.iface, BULK_OUT_PAGE), len)
+            .ok_or(status::FAULT)?;
+        for i in 0..len as usize {
+            // SAFETY: `i < len`: inside the range `ptr` returned for the claim's access, which
+            // lives across the loop. Other nodes may write it meanwhile: bytes, checked below.
+            let b = unsafe { src.add(i).read_volatile() };
+            // Within the capacity: no allocation (this runs in an RCU read-side section).
+            blob.push(b, GFP_ATOMIC).map_err(|_| status::NO_MEMORY)?;
         }
         fk::check(&blob).map_err(|_| status::INVALID)?;
         Ok(blob)
@@ -262,7 +275,10 @@ impl Service {
                         (c.node, c.iface, c.entry, c.echo, c.tree);
                     let _ = inner.children.list.remove(i);
                     self.refresh_live(&inner, tree);
-                    if let Some(claim) = self.reclaim(node, iface, entry) {
+                    let w = self.gas.access();
+                    if let Some(claim) =
+                        w.as_ref().and_then(|w| self.reclaim(w, node, iface, entry))
+                    {
                         self.answer(&mut inner, &claim, op::FORK, echo, status::NO_DAEMON, 0);
                     }
                     continue;
@@ -334,13 +350,15 @@ impl Service {
         let i = inner.children.find(p.serial).ok_or(ENOENT)?;
         let c = &mut inner.children.list[i];
         let (node, iface, entry, echo, tree) = (c.node, c.iface, c.entry, c.echo, c.tree);
+        let w = self.gas.access();
+        let reclaim = || w.as_ref().and_then(|w| self.reclaim(w, node, iface, entry));
         match (p.kind, &c.state) {
             (abi::STARTED, State::Taken) => {
                 c.state = State::Running;
                 let id = fk::child_id(self.node as u16, p.serial);
                 // The issuer's interface changed owner meanwhile: the answer is not for the
                 // next one (its WAIT still works, by child id).
-                if let Some(claim) = self.reclaim(node, iface, entry) {
+                if let Some(claim) = reclaim() {
                     self.answer(&mut inner, &claim, op::FORK, echo, status::OK, id);
                 }
             }
@@ -348,7 +366,7 @@ impl Service {
                 let _ = inner.children.list.remove(i);
                 self.refresh_live(&inner, tree);
                 self.stats.bump(Counter::ForkFailed);
-                if let Some(claim) = self.reclaim(node, iface, entry) {
+                if let Some(claim) = reclaim() {
                     self.answer(
                         &mut inner,
                         &claim,
@@ -367,6 +385,14 @@ impl Service {
         }
         Ok(0)
     }
+}
+
+/// An empty buffer for a FORK's blob of `len` bytes, or the status that refuses it.
+fn blob_buffer(len: u64) -> Result<KVec<u8>, u8> {
+    if len == 0 || len > BLOB_MAX as u64 {
+        return Err(status::INVALID);
+    }
+    KVec::with_capacity(len as usize, GFP_KERNEL).map_err(|_| status::NO_MEMORY)
 }
 
 /// WAIT for `id` by `tree`: (status, value).

@@ -4,6 +4,7 @@
 
 use crate::{
     claims::Claim,
+    fabric_client::Access,
     gsas::{
         self, op, owner, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
         USER_INTERFACES,
@@ -74,20 +75,20 @@ impl Service {
         let req = p.payload;
         self.stats.request(req.opcode);
         let tree = p.header.prot_id;
-        // Only while the interface is still owned in the packet's tree, and until answered.
-        let claim = if in_sender {
-            self.sender_claim(from, iface, tree)
-        } else {
-            self.claim(from, iface, tree)
-        };
-        let Some(claim) = claim else {
-            return false;
-        };
         if matches!(req.opcode, op::FORK | op::WAIT) {
             // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
-            self.fork_or_wait(tree, &req, &claim);
+            self.fork_or_wait(in_sender, from, iface, tree, &req);
             return false;
         }
+        // One access for claim, apply, answer and release.
+        let Some(w) = self.gas.access() else {
+            self.stats.bump(Counter::Unanswered);
+            return false;
+        };
+        // Only while the interface is still owned in the packet's tree, and until answered.
+        let Some(claim) = self.claim_request(&w, in_sender, from, iface, tree) else {
+            return false;
+        };
         let mut resp = Response {
             seq: 0,
             status: status::OK,
@@ -105,6 +106,7 @@ impl Service {
                 Err(e) => Err(e.status()),
                 Ok(()) => self.apply(
                     &mut inner,
+                    &w,
                     Issued {
                         from,
                         iface,
@@ -131,6 +133,7 @@ impl Service {
             self.respond(&mut inner, &claim, &mut resp);
         }
         drop(claim);
+        drop(w);
         match after {
             After::Zero(first, n) => self.zero_freed(first, n),
             After::Queued => {
@@ -146,6 +149,7 @@ impl Service {
     fn apply(
         &self,
         inner: &mut Inner,
+        w: &Access<'_>,
         issued: Issued,
         req: &crate::packet::Payload,
         value: &mut [u8; 32],
@@ -238,12 +242,11 @@ impl Service {
         };
         let last = ((rel + len - 1) / PAGE_SIZE) as usize;
         pool.pages.check(page, last, tree)?;
-        let w = self.gas.access().ok_or(status::NO_POOL)?;
         let at = self.part + off;
         match base {
-            op::BULK_READ => self.copy(&w, self.area(from, iface, BULK_IN_PAGE), at, len),
-            op::BULK_WRITE => self.copy(&w, at, self.area(from, iface, BULK_OUT_PAGE), len),
-            _ => apply_word(&w, at, req, value),
+            op::BULK_READ => self.copy(w, self.area(from, iface, BULK_IN_PAGE), at, len),
+            op::BULK_WRITE => self.copy(w, at, self.area(from, iface, BULK_OUT_PAGE), len),
+            _ => apply_word(w, at, req, value),
         }
     }
 
@@ -290,15 +293,12 @@ impl Service {
         let slot = self.info.ctl_size
             + u64::from(from) * self.info.partition_size
             + gsas::response_slot(iface, self.node);
-        let Some(w) = self.gas.access() else {
-            return self.stats.bump(Counter::Unanswered);
-        };
-        let Some(p) = w.ptr(slot, gsas::RESPONSE_LEN as u64) else {
+        let Some(p) = claim.w.ptr(slot, gsas::RESPONSE_LEN as u64) else {
             return self.stats.bump(Counter::Unanswered);
         };
         let idx = (from * INTERFACES + iface) as usize;
         // SAFETY: `p` is the 64-byte, 64-byte aligned slot inside the window (`ptr`), usable
-        // while `w` lives; `seq` is its first word.
+        // while the claim's access lives; `seq` is its first word.
         let seq_word = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
         let Some(seq) = inner.seqs.get_mut(idx) else {
             return self.stats.bump(Counter::Unanswered);
@@ -313,9 +313,26 @@ impl Service {
         resp.seq = last.wrapping_add(1);
         *seq = (claim.entry, resp.seq);
         let bytes = resp.encode();
-        for (i, b) in bytes.iter().enumerate().skip(4) {
-            // SAFETY: inside the slot (see above).
-            unsafe { p.add(i).write_volatile(*b) };
+        let (words, _) = bytes.as_chunks::<8>();
+        let Some(&[_, _, _, _, status, opcode, pad0, pad1]) = words.first() else {
+            return self.stats.bump(Counter::Unanswered);
+        };
+        // Word by word, not byte by byte (that was a quarter of a local request's
+        // instructions): `seq` stays as it is until every other word is written.
+        // SAFETY: inside the slot (see above); offset 4 is 4-byte aligned, and the rest of
+        // the slot is 8-byte words at 8-byte aligned offsets.
+        unsafe {
+            p.add(4)
+                .cast::<u32>()
+                .write_volatile(u32::from_ne_bytes([status, opcode, pad0, pad1]))
+        };
+        for (i, w) in words.iter().enumerate().skip(1) {
+            // SAFETY: see above.
+            unsafe {
+                p.add(i * 8)
+                    .cast::<u64>()
+                    .write_volatile(u64::from_ne_bytes(*w))
+            };
         }
         seq_word.store(resp.seq.to_le(), Ordering::Release);
     }
