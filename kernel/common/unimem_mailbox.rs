@@ -31,12 +31,27 @@ pub type PacketHandler = unsafe extern "C" fn(ctx: *mut c_void, from_node: u32, 
 /// owner meanwhile (the file is released only after the ioctl returns).
 pub const FROM_SENDER: u32 = 1 << 31;
 
-/// Called (process context, with the mailbox's mapping lock held) when a thread of protection
-/// tree `tree` maps `len` bytes at `offset` of this node's partition through its mailbox file
-/// (`mailbox::MMAP_GSAS`): 0 to allow it, a negative errno to refuse it. Must not call
-/// `unimem_mbox_zap_pages` or `unimem_mbox_map_check`, nor sleep for long.
-pub type MapCheck =
-    unsafe extern "C" fn(ctx: *mut c_void, tree: u32, offset: u64, len: u64) -> c_int;
+/// A thread's mapping of `len` bytes at `offset` of this node's partition through its mailbox
+/// file (`mailbox::MMAP_GSAS`), as its driver sealed it: the file's protection tree and its
+/// owner's credentials (`gsas::owner::Creds`), and whether the mapping may be written.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct MapRequest {
+    pub tree: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// `gsas::owner::ADMIN` or 0.
+    pub flags: u32,
+    /// 1 if the mapping may be written (`VM_MAYWRITE`).
+    pub write: u32,
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Called (process context, with the mailbox's mapping lock held) for each [`MapRequest`]: 0 to
+/// allow it, a negative errno to refuse it. Must not call `unimem_mbox_zap_pages` or
+/// `unimem_mbox_map_check`, nor sleep for long.
+pub type MapCheck = unsafe extern "C" fn(ctx: *mut c_void, req: *const MapRequest) -> c_int;
 
 /// Set in `unimem_mbox_iface_state`'s answer when a thread holds the interface.
 pub const IFACE_HELD: u64 = 1 << 63;

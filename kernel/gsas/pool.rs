@@ -2,7 +2,7 @@
 //! The bookkeeping of the service's page pool: for every page its owner (a protection tree,
 //! 0 = free) and, at the first page of an allocation, its length. No memory is touched here.
 
-use crate::gsas::status;
+use crate::gsas::{grant::Grant, owner::Creds, status};
 use kernel::{alloc::KVVec, prelude::*};
 
 /// Owner of a free page.
@@ -29,6 +29,10 @@ pub(crate) struct Pool {
     tag: KVVec<u64>,
     /// The user who made the allocation that starts at this page (its quota is charged).
     user: KVVec<u32>,
+    /// Who else may use the allocation that starts at this page (`op::GRANT`; mode 0: nobody).
+    grant: KVVec<Grant>,
+    /// The first page of the allocation this page is part of (valid while it is allocated).
+    start: KVVec<u32>,
     /// Pages not free (allocated or being zeroed).
     pub(crate) used: usize,
     /// Allocations not freed yet.
@@ -43,7 +47,11 @@ impl Pool {
         let mut len = KVVec::with_capacity(pages, GFP_KERNEL)?;
         let mut tag = KVVec::with_capacity(pages, GFP_KERNEL)?;
         let mut user = KVVec::with_capacity(pages, GFP_KERNEL)?;
+        let mut grant = KVVec::with_capacity(pages, GFP_KERNEL)?;
+        let mut start = KVVec::with_capacity(pages, GFP_KERNEL)?;
         for _ in 0..pages {
+            grant.push(Grant::default(), GFP_KERNEL)?;
+            start.push(0, GFP_KERNEL)?;
             owner.push(FREE, GFP_KERNEL)?;
             len.push(0, GFP_KERNEL)?;
             tag.push(0, GFP_KERNEL)?;
@@ -54,6 +62,8 @@ impl Pool {
             len,
             tag,
             user,
+            grant,
+            start,
             used: 0,
             allocations: 0,
             unzeroed: 0,
@@ -73,9 +83,11 @@ impl Pool {
             if run == n {
                 let first = i + 1 - n;
                 self.owner[first..=i].fill(tree);
+                self.start[first..=i].fill(first as u32);
                 self.len[first] = n as u32;
                 self.tag[first] = tag;
                 self.user[first] = uid;
+                self.grant[first] = Grant::default();
                 self.used += n;
                 self.allocations += 1;
                 return Some(first);
@@ -95,6 +107,46 @@ impl Pool {
             return Err(status::DENIED);
         }
         Ok(())
+    }
+
+    /// The allocation that page `page` is part of: its first page and length.
+    fn allocation_of(&self, page: usize) -> Option<(usize, usize)> {
+        if nobodys(*self.owner.get(page)?) {
+            return None;
+        }
+        let first = self.start[page] as usize;
+        let n = *self.len.get(first)? as usize;
+        (n != 0 && page < first + n).then_some((first, n))
+    }
+
+    /// Whether pages `first..=last`, which `check` found to be another tree's, lie in one
+    /// allocation whose grant lets `creds` do `need` (`grant::need`).
+    pub(crate) fn granted(&self, first: usize, last: usize, creds: &Creds, need: u32) -> bool {
+        self.allocation_of(first)
+            .is_some_and(|(start, n)| last < start + n && self.grant[start].allows(creds, need))
+    }
+
+    /// Sets the grant of the allocation that starts at `first`, for `tree` (or an `admin`):
+    /// its length and whether the new grant takes anything away (then mappings of it made
+    /// under the old one must go). `FAULT` if no allocation starts there, `DENIED` if it is
+    /// another tree's.
+    pub(crate) fn set_grant(
+        &mut self,
+        first: usize,
+        tree: u32,
+        admin: bool,
+        grant: Grant,
+    ) -> Result<(usize, bool), u8> {
+        let n = *self.len.get(first).ok_or(status::FAULT)? as usize;
+        if n == 0 {
+            return Err(status::FAULT);
+        }
+        if self.owner[first] != tree && !admin {
+            return Err(status::DENIED);
+        }
+        let narrowed = !grant.covers(&self.grant[first]);
+        self.grant[first] = grant;
+        Ok((n, narrowed))
     }
 
     /// Starts freeing the allocation that begins at `first` on behalf of `tree`: its pages
@@ -118,6 +170,7 @@ impl Pool {
         self.owner[first..first + n].fill(if queue { QUEUED } else { ZEROING });
         self.len[first] = 0;
         self.tag[first] = 0;
+        self.grant[first] = Grant::default();
         self.allocations -= 1;
         self.unzeroed += n;
         Ok((n, queue))

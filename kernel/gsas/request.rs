@@ -6,7 +6,9 @@ use crate::{
     claims::Claim,
     fabric_client::Access,
     gsas::{
-        self, op, owner, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
+        self,
+        grant::{self, Grant},
+        op, owner, status, Response, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE, PAGE_SIZE,
         USER_INTERFACES,
     },
     kmsg_api,
@@ -14,19 +16,18 @@ use crate::{
     memory::apply_word,
     packet::{Packet, MAX_24, PACKET_LEN},
     service::{Inner, Service},
+    serving,
     stats::Counter,
     zero::INLINE_ZERO_PAGES,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 
-/// Who a request came from: interface `iface` of node `from`, in tree `tree`; for an ALLOC,
-/// the issuing user.
-struct Issued {
-    from: u32,
-    iface: u32,
+/// Who a request came from: the claim on its issuer's interface (node, interface, and the
+/// issuing user's credentials), in tree `tree`.
+struct Issued<'a> {
+    claim: &'a Claim<'a>,
     tree: u32,
-    user: Option<owner::Creds>,
 }
 
 /// What applying a request left to do after the lock is released.
@@ -36,6 +37,13 @@ enum After {
     Zero(usize, usize),
     /// A large freed allocation waits for the zeroing work.
     Queued,
+    /// The grant of `len` bytes at partition offset `offset` took something away: every
+    /// mapping of them goes (the device's mappings are one per node, not per tree: the owning
+    /// tree's go too, and map again), so none made under the old grant outlives it.
+    Narrowed {
+        offset: u64,
+        len: u64,
+    },
 }
 
 impl After {
@@ -98,8 +106,6 @@ impl Service {
         };
         let mut after = After::Nothing;
         let base = req.opcode & !op::WIDTH32;
-        // Who is charged for an allocation, as the issuer's node sealed it.
-        let user = (base == op::ALLOC).then(|| self.issuer_creds(&claim));
         {
             let mut inner = self.inner.lock();
             let result = match gsas::check(&req) {
@@ -108,10 +114,8 @@ impl Service {
                     &mut inner,
                     &w,
                     Issued {
-                        from,
-                        iface,
+                        claim: &claim,
                         tree,
-                        user,
                     },
                     &req,
                     &mut resp.value,
@@ -140,6 +144,14 @@ impl Service {
                 self.stats.bump(Counter::ZeroedLater);
                 return true;
             }
+            After::Narrowed { offset, len } => {
+                if let Err(e) = serving::zap_pages(offset, len) {
+                    // Cannot happen while the mailbox is loaded; logged, at a limited rate.
+                    if self.noisy.allow(self.epoch.now()) {
+                        pr_warn!("cannot remove mappings of regranted pages: {:?}\n", e);
+                    }
+                }
+            }
             After::Nothing => {}
         }
         false
@@ -150,17 +162,13 @@ impl Service {
         &self,
         inner: &mut Inner,
         w: &Access<'_>,
-        issued: Issued,
+        issued: Issued<'_>,
         req: &crate::packet::Payload,
         value: &mut [u8; 32],
         after: &mut After,
     ) -> Result<(), u8> {
-        let Issued {
-            from,
-            iface,
-            tree,
-            user,
-        } = issued;
+        let Issued { claim, tree } = issued;
+        let (from, iface) = (claim.from, claim.iface);
         let base = req.opcode & !op::WIDTH32;
         if base == op::NOP {
             return Ok(());
@@ -185,8 +193,10 @@ impl Service {
             if tree == 0 {
                 return Err(status::DENIED);
             }
-            let uid = user.map_or(0, |c| c.uid);
-            if user.is_some_and(|c| c.flags & owner::ADMIN == 0) {
+            // Who is charged for it, as the issuer's node sealed it.
+            let user = self.issuer_creds(claim);
+            let uid = user.uid;
+            if user.flags & owner::ADMIN == 0 {
                 let limit = pool.pages.pages() * self.quota.pages_pct as usize / 100;
                 if pool.pages.used_by(uid) + n as usize > limit {
                     return Err(status::QUOTA);
@@ -230,6 +240,21 @@ impl Service {
             *after = After::freed(page, pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?);
             return Ok(());
         }
+        if base == op::GRANT {
+            if rel % PAGE_SIZE != 0 {
+                return Err(status::UNALIGNED);
+            }
+            let g = Grant::from_args(req.arg1, req.arg2).ok_or(status::INVALID)?;
+            let admin = self.issuer_creds(claim).flags & owner::ADMIN != 0;
+            let (n, narrowed) = pool.pages.set_grant(page, tree, admin, g)?;
+            if narrowed {
+                *after = After::Narrowed {
+                    offset: off,
+                    len: n as u64 * PAGE_SIZE,
+                };
+            }
+            return Ok(());
+        }
         let len = match op::size(req.opcode) {
             Some(n) => n,
             None => {
@@ -241,7 +266,19 @@ impl Service {
             }
         };
         let last = ((rel + len - 1) / PAGE_SIZE) as usize;
-        pool.pages.check(page, last, tree)?;
+        match pool.pages.check(page, last, tree) {
+            // Another tree's pages: only by their allocation's grant, for the issuing user.
+            Err(status::DENIED) => {
+                let creds = self.issuer_creds(claim);
+                if !pool
+                    .pages
+                    .granted(page, last, &creds, grant::need(req.opcode))
+                {
+                    return Err(status::DENIED);
+                }
+            }
+            r => r?,
+        }
         let at = self.part + off;
         match base {
             op::BULK_READ => self.copy(w, self.area(from, iface, BULK_IN_PAGE), at, len),

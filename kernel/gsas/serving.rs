@@ -4,8 +4,8 @@
 //! lost.
 
 use crate::{
-    gsas::{self, status, PAGE_SIZE},
-    kmsg_api,
+    gsas::{self, grant, owner, status, PAGE_SIZE},
+    kmsg_api::{self, MapRequest},
     packet::PACKET_LEN,
     service::Service,
     stats::Counter,
@@ -37,11 +37,11 @@ unsafe extern "C" fn on_packet(ctx: *mut c_void, from_node: u32, packet: *const 
 /// # Safety
 ///
 /// Called by unimem_mailbox with the `ctx` given to `unimem_mbox_map_check`: a `Service` kept
-/// alive by `Serving` until the check is removed.
-unsafe extern "C" fn on_map(ctx: *mut c_void, tree: u32, offset: u64, len: u64) -> c_int {
+/// alive by `Serving` until the check is removed; `req` is valid for the call.
+unsafe extern "C" fn on_map(ctx: *mut c_void, req: *const MapRequest) -> c_int {
     // SAFETY: see above.
-    let service = unsafe { &*ctx.cast::<Service>() };
-    match service.may_map(tree, offset, len) {
+    let (service, req) = unsafe { (&*ctx.cast::<Service>(), &*req) };
+    match service.may_map(req) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -106,9 +106,11 @@ impl Drop for Serving {
 }
 
 impl Service {
-    /// Whether threads of `tree` may map `len` bytes at partition offset `offset`: every page
-    /// allocated to `tree` (`EACCES`: another tree's, `ENXIO`: not allocated, no pool).
-    pub(crate) fn may_map(&self, tree: u32, offset: u64, len: u64) -> Result {
+    /// Whether a thread may map what `req` names: pages allocated to its tree, or pages of one
+    /// allocation whose grant lets its user read (and write, for a writable mapping) them
+    /// (`EACCES`: another tree's, `ENXIO`: not allocated, no pool).
+    pub(crate) fn may_map(&self, req: &MapRequest) -> Result {
+        let (tree, offset, len) = (req.tree, req.offset, req.len);
         let checked = (|| {
             let inner = self.inner.lock();
             let pool = inner.pool.as_ref().ok_or(ENXIO)?;
@@ -121,10 +123,27 @@ impl Service {
             }
             let first = (rel / PAGE_SIZE) as usize;
             let last = first + (len / PAGE_SIZE) as usize - 1;
-            pool.pages.check(first, last, tree).map_err(|s| match s {
-                status::DENIED => EACCES,
-                _ => ENXIO,
-            })
+            match pool.pages.check(first, last, tree) {
+                Err(status::DENIED) => {
+                    let creds = owner::Creds {
+                        uid: req.uid,
+                        gid: req.gid,
+                        flags: req.flags & owner::ADMIN,
+                    };
+                    let need = if req.write != 0 {
+                        grant::READ | grant::WRITE
+                    } else {
+                        grant::READ
+                    };
+                    if pool.pages.granted(first, last, &creds, need) {
+                        Ok(())
+                    } else {
+                        Err(EACCES)
+                    }
+                }
+                Err(_) => Err(ENXIO),
+                Ok(()) => Ok(()),
+            }
         })();
         self.stats.bump(match checked {
             Ok(()) => Counter::Maps,

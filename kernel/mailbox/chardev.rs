@@ -7,8 +7,8 @@ use crate::{
         owner::{self, Creds},
         AREA_PAGES, BULK_OUT_PAGE, PAGE_SIZE as GSAS_PAGE,
     },
+    kmsg_api::MapRequest,
     mailbox as abi,
-    maps::Pages,
     owners::Owners,
     receive::Take,
     state::State,
@@ -416,8 +416,22 @@ impl MiscDevice for MboxFile {
                 return Err(EINVAL);
             }
             let tree = s.owners.tree_of(id).ok_or(EINVAL)?;
-            let pages = Pages {
+            let creds = {
+                let w = s.window.gas().access().ok_or(ENODEV)?;
+                Owners::published_creds(&s.window, &w, id)
+            };
+            // A read-only mapping stays so: another tree's pages may be granted for reading
+            // only, checked once, here.
+            let write = vma.writable();
+            if !write {
+                vma.try_clear_maywrite()?;
+            }
+            let pages = MapRequest {
                 tree,
+                uid: creds.uid,
+                gid: creds.gid,
+                flags: creds.flags,
+                write: u32::from(write),
                 offset: part_off,
                 len: len as u64,
             };

@@ -3,15 +3,12 @@
 //! revocation (the fabric device goes) and the GSAS service (pages it frees or loses) can zap
 //! them, and the service's check that a thread maps only its own tree's pages.
 
-use crate::{file_maps::FileMaps, kmsg_api::MapCheck, mailbox::MMAP_GSAS};
+use crate::{
+    file_maps::FileMaps,
+    kmsg_api::{MapCheck, MapRequest},
+    mailbox::MMAP_GSAS,
+};
 use kernel::{bindings, ffi::c_void, new_mutex, prelude::*, sync::Mutex};
-
-/// Pages of this node's partition a thread asks to map (`MMAP_GSAS`).
-pub(crate) struct Pages {
-    pub(crate) tree: u32,
-    pub(crate) offset: u64,
-    pub(crate) len: u64,
-}
 
 struct Maps {
     revoked: bool,
@@ -45,19 +42,19 @@ impl UserMaps {
     pub(crate) fn map_user(
         &self,
         file: *mut bindings::file,
-        pages: Option<Pages>,
+        pages: Option<MapRequest>,
         map: impl FnOnce() -> Result,
     ) -> Result {
         let mut m = self.inner.lock();
         if m.revoked {
             return Err(ENODEV);
         }
-        if let Some(p) = pages {
+        if let Some(p) = &pages {
             // No service, no owner to ask: nothing of the partition is mappable.
             let (check, ctx) = m.check.ok_or(ENXIO)?;
             // SAFETY: the registrant promised `check` is callable with `ctx` until removed,
-            // which takes this lock, held here.
-            let ret = unsafe { check(ctx as *mut c_void, p.tree, p.offset, p.len) };
+            // which takes this lock, held here; `p` lives across the call.
+            let ret = unsafe { check(ctx as *mut c_void, p) };
             kernel::error::to_result(ret)?;
         }
         // SAFETY: `file` is being mmapped, so open; its `release` calls `unmap_file`

@@ -83,6 +83,12 @@ pub mod op {
     /// tree allocated and lost track of (an ALLOC answered after its issuer gave up, a writer
     /// that died between ALLOC and linking the page) is found again by its tag.
     pub const FREE_TAG: u8 = 0x42;
+    /// Lets users other than the owning tree's threads use the allocation that starts at
+    /// `address`: `arg1` = [`grant::Grant::arg1`] (uid, gid), `arg2` = the mode
+    /// ([`grant::Grant`]). Set by the owning tree, or by an issuer with `CAP_SYS_ADMIN` (a
+    /// service that outlived the tree that made the allocation). Mode 0, as at ALLOC: the tree
+    /// only. Mappings of the pages by others are removed when it changes.
+    pub const GRANT: u8 = 0x43;
     /// remoteFork: start a program on the node the request is sent to, in the issuer's
     /// protection tree. The issuer's bulk-out page holds `arg1` bytes (1..=`fork::BLOB_MAX`),
     /// the program's absolute path and its arguments, each ended by a NUL ([`fork::check`]).
@@ -109,7 +115,7 @@ pub mod op {
         match opcode & !WIDTH32 {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => true,
             NOP | READ128 | READ256 | WRITE128 | BULK_READ | BULK_WRITE | ALLOC | FREE | FORK
-            | WAIT | IFACE_STATE | FREE_TAG => opcode & WIDTH32 == 0,
+            | WAIT | IFACE_STATE | FREE_TAG | GRANT => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -556,6 +562,109 @@ impl Response {
     }
 }
 
+/// Who besides its tree may use an allocation ([`op::GRANT`]): like a file's owner, group and
+/// mode, checked against the issuer's credentials as its node's driver sealed them
+/// ([`owner::Creds`]; the group is the effective gid, not supplementary groups).
+pub mod grant {
+    use super::{op, owner::Creds};
+
+    /// Mode bit: reads (READ, READ128, READ256, BULK_READ).
+    pub const READ: u32 = 4;
+    /// Mode bit: writes (WRITE, WRITE128, BULK_WRITE); atomics need READ and WRITE.
+    pub const WRITE: u32 = 2;
+    /// The mode bits that mean something: `rw-` for owner, group and others (`x` is ignored).
+    pub const MODE_MASK: u32 = 0o777;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct Grant {
+        pub uid: u32,
+        pub gid: u32,
+        /// POSIX permission bits (0o640: owner reads and writes, group reads).
+        pub mode: u32,
+    }
+
+    impl Grant {
+        /// From a GRANT request's `arg1` and `arg2`; `None` for mode bits outside
+        /// [`MODE_MASK`].
+        pub const fn from_args(arg1: u64, arg2: u64) -> Option<Self> {
+            if arg2 & !(MODE_MASK as u64) != 0 {
+                return None;
+            }
+            Some(Self {
+                uid: (arg1 >> 32) as u32,
+                gid: arg1 as u32,
+                mode: arg2 as u32,
+            })
+        }
+
+        /// A GRANT request's `arg1`.
+        pub const fn arg1(&self) -> u64 {
+            (self.uid as u64) << 32 | self.gid as u64
+        }
+
+        /// Whether `c` may do what `need` ([`READ`] | [`WRITE`]) says: the owner's bits if its
+        /// uid is `uid`, else the group's if its gid is `gid`, else the others' (as a file's
+        /// mode: an owner denied is not let in by the group bits). Nothing for `need` 0.
+        pub const fn allows(&self, c: &Creds, need: u32) -> bool {
+            let bits = if c.uid == self.uid {
+                self.mode >> 6
+            } else if c.gid == self.gid {
+                self.mode >> 3
+            } else {
+                self.mode
+            } & 7;
+            need != 0 && bits & need == need
+        }
+
+        /// Whether this grant lets everybody do at least what `old` let them: then a change
+        /// from `old` to it need not remove mappings made under `old`. Users fall in nine
+        /// classes by whether their uid and gid are either grant's; one of each decides.
+        pub const fn covers(&self, old: &Grant) -> bool {
+            let uids = [self.uid, old.uid, other_than(self.uid, old.uid)];
+            let gids = [self.gid, old.gid, other_than(self.gid, old.gid)];
+            let mut i = 0;
+            while i < 9 {
+                let c = Creds {
+                    uid: uids[i / 3],
+                    gid: gids[i % 3],
+                    flags: 0,
+                };
+                let mut need = 1;
+                while need < 8 {
+                    if old.allows(&c, need) && !self.allows(&c, need) {
+                        return false;
+                    }
+                    need += 1;
+                }
+                i += 1;
+            }
+            true
+        }
+    }
+
+    /// An id that is neither `a` nor `b`.
+    const fn other_than(a: u32, b: u32) -> u32 {
+        let mut x = 0;
+        while x == a || x == b {
+            x += 1;
+        }
+        x
+    }
+
+    /// What an operation needs of a granted allocation; 0 for operations a grant never allows
+    /// (FREE, FREE_TAG, GRANT, ALLOC and the rest stay the tree's).
+    pub const fn need(opcode: u8) -> u32 {
+        match opcode & !op::WIDTH32 {
+            op::READ | op::READ128 | op::READ256 | op::BULK_READ => READ,
+            op::WRITE | op::WRITE128 | op::BULK_WRITE => WRITE,
+            op::FETCH_ADD | op::CAS | op::SWAP | op::FETCH_AND | op::FETCH_OR | op::FETCH_XOR => {
+                READ | WRITE
+            }
+            _ => 0,
+        }
+    }
+}
+
 /// Protection ids: unique across the cluster (seed 2.2.2 used thread ids, which repeat on
 /// every node). 24 bits: the node that created the tree in bits 16..24, a per-node serial
 /// number (never 0) in bits 0..16.
@@ -575,6 +684,85 @@ pub mod prot {
 mod tests {
     use super::*;
     use crate::packet::{Header, Packet};
+
+    #[test]
+    fn grants_read_like_a_files_mode() {
+        use grant::{Grant, READ, WRITE};
+        let g = Grant::from_args(
+            Grant {
+                uid: 1000,
+                gid: 100,
+                mode: 0,
+            }
+            .arg1(),
+            0o640,
+        )
+        .unwrap();
+        assert_eq!((g.uid, g.gid, g.mode), (1000, 100, 0o640));
+        let user = |uid, gid| owner::Creds { uid, gid, flags: 0 };
+        assert!(g.allows(&user(1000, 5), READ | WRITE));
+        assert!(g.allows(&user(1001, 100), READ));
+        assert!(!g.allows(&user(1001, 100), WRITE));
+        assert!(!g.allows(&user(1001, 101), READ));
+        // The owner's bits decide for the owner, as with files.
+        let g = Grant {
+            uid: 1000,
+            gid: 100,
+            mode: 0o064,
+        };
+        assert!(!g.allows(&user(1000, 100), READ));
+        assert!(g.allows(&user(1002, 7), READ));
+        // Admin is nobody special, and no operation needs nothing.
+        let admin = owner::Creds {
+            uid: 0,
+            gid: 0,
+            flags: owner::ADMIN,
+        };
+        assert!(!g.allows(&admin, WRITE));
+        assert!(!g.allows(&user(1000, 100), 0));
+    }
+
+    #[test]
+    fn a_grant_covers_another_only_when_nobody_loses() {
+        use grant::Grant;
+        let g = |uid, gid, mode| Grant { uid, gid, mode };
+        assert!(g(1, 2, 0o640).covers(&g(1, 2, 0o640)));
+        assert!(g(1, 2, 0o644).covers(&g(1, 2, 0o640)));
+        assert!(g(1, 2, 0o666).covers(&g(1, 2, 0o400)));
+        assert!(g(5, 6, 0o640).covers(&Grant::default()));
+        assert!(!g(1, 2, 0o600).covers(&g(1, 2, 0o640)));
+        assert!(!g(1, 2, 0o440).covers(&g(1, 2, 0o640)));
+        assert!(!Grant::default().covers(&g(1, 2, 0o400)));
+        // Another owner: the old one falls back to the group's or others' bits.
+        assert!(!g(3, 2, 0o640).covers(&g(1, 2, 0o600)));
+        assert!(g(3, 2, 0o666).covers(&g(1, 2, 0o600)));
+        // The owner's own bits can be narrower than the group's: moving to others loses.
+        assert!(!g(1, 2, 0o004).covers(&g(1, 2, 0o040)));
+    }
+
+    #[test]
+    fn grant_requests_are_checked() {
+        assert!(op::valid(op::GRANT));
+        assert!(!op::valid(op::GRANT | op::WIDTH32));
+        assert_eq!(grant::Grant::from_args(0, 0o1000), None);
+        assert_eq!(
+            grant::Grant::from_args(u64::MAX, 0o777).map(|g| g.mode),
+            Some(0o777)
+        );
+        assert_eq!(grant::need(op::READ | op::WIDTH32), grant::READ);
+        assert_eq!(grant::need(op::BULK_WRITE), grant::WRITE);
+        assert_eq!(grant::need(op::CAS), grant::READ | grant::WRITE);
+        for o in [
+            op::FREE,
+            op::FREE_TAG,
+            op::GRANT,
+            op::ALLOC,
+            op::FORK,
+            op::NOP,
+        ] {
+            assert_eq!(grant::need(o), 0, "opcode {o:#x}");
+        }
+    }
 
     #[test]
     fn owner_credentials_round_trip_and_fit_the_table() {

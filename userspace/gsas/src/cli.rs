@@ -21,6 +21,19 @@ pub fn parse_u32(s: &str) -> std::result::Result<u32, String> {
     u32::try_from(v).map_err(|_| format!("{v} does not fit 32 bits"))
 }
 
+/// A grant's mode as chmod takes it: octal digits (`640`, `0640`), at most `0777`.
+pub fn parse_mode(s: &str) -> std::result::Result<u32, String> {
+    let t = s.trim();
+    let digits = t.strip_prefix("0o").unwrap_or(t);
+    match u32::from_str_radix(digits, 8) {
+        Ok(m) if m <= unimem_wire::gsas::grant::MODE_MASK => Ok(m),
+        Ok(m) => Err(format!(
+            "`{s}`: {m:#o} has bits beyond 0777 (rwx for user, group, others)"
+        )),
+        Err(e) => Err(format!("`{s}`: {e} (an octal mode such as 0640)")),
+    }
+}
+
 /// What `--help` says below the commands of `unimem-gsas` and its test rig `unimem-gsas-test`.
 pub const ADDRESS_HELP: &str = "Addresses are 64-bit: node in bits 48-63, offset in bits 0-47 \
     (hex with 0x, or decimal). Every process has its own protection tree unless --tree joins \

@@ -83,8 +83,9 @@ pub enum Error {
         "{0}: not an allocated GSAS page of that node (never allocated, freed, or out of range)"
     )]
     Fault(Request),
-    /// `status::DENIED`: the page belongs to another protection tree; memory unchanged.
-    #[error("{0}: denied, the {what} belongs to another protection tree", what = if .0.opcode == op::WAIT { "child" } else { "page" })]
+    /// `status::DENIED`: the page belongs to another protection tree, and its grant does not
+    /// allow the operation to this user (or it is not the tree's to grant); memory unchanged.
+    #[error("{0}: denied, the {what} belongs to another protection tree{grant}", what = if .0.opcode == op::WAIT { "child" } else { "page" }, grant = if .0.opcode == op::WAIT { "" } else { " (and no grant lets this user do that)" })]
     Denied(Request),
     /// `status::NO_MEMORY`: the home node has no free GSAS pages for this allocation.
     #[error("{0}: the home node has not enough free GSAS pages")]

@@ -221,12 +221,13 @@ impl Gsas<Device> {
 
     /// Maps `len` bytes (whole pages) of GSAS memory at `addr` into this process, shared and
     /// read-write (at `fixed`, replacing what is mapped there, if given): pages of this node
-    /// allocated to this handle's tree only, which the node's service checks (another tree's
-    /// pages fail with `EACCES`, pages not allocated with `ENXIO`). Loads and stores on it are
+    /// allocated to this handle's tree, or another tree's whose grant lets this user read and
+    /// write them ([`grant`](Self::grant)), which the node's service checks (other pages fail
+    /// with `EACCES`, pages not allocated with `ENXIO`). Loads and stores on it are
     /// the memory the service's operations change, with no request; but under TCG the
     /// process's atomic instructions are not atomic against the service: use the operations.
-    /// A free of the pages removes the mapping (later accesses get `SIGBUS`); otherwise the
-    /// caller unmaps it with `munmap`.
+    /// A free of the pages, or a narrower grant of them, removes the mapping (later accesses
+    /// get `SIGBUS`); otherwise the caller unmaps it with `munmap`.
     pub fn map_local(
         &self,
         addr: u64,
@@ -245,6 +246,28 @@ impl Gsas<Device> {
             .interface()
             .mailbox
             .map_partition(gsas::offset_of(addr), len, fixed)?)
+    }
+
+    /// As [`map_local`](Self::map_local), readable only: what a grant that lets this user read
+    /// another tree's pages (not write them) allows.
+    pub fn map_local_read_only(
+        &self,
+        addr: u64,
+        len: usize,
+    ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        if gsas::node_of(addr) != self.node() {
+            return Err(Error::Argument(format!(
+                "{addr:#x} is on node {}, not on this node ({}): only local pages can be mapped",
+                gsas::node_of(addr),
+                self.node()
+            )));
+        }
+        Ok(self.t.interface().mailbox.map_partition_prot(
+            gsas::offset_of(addr),
+            len,
+            None,
+            false,
+        )?)
     }
 }
 
@@ -343,6 +366,17 @@ impl<T: Transport> Gsas<T> {
     /// Frees the allocation that starts at `addr`.
     pub fn free(&self, addr: u64) -> Result<()> {
         self.call_at(op::FREE, addr, 0, 0).map(drop)
+    }
+
+    /// Lets users other than this tree's threads use the allocation that starts at `addr`,
+    /// as `mode` (POSIX bits, `0o640`) says for user `uid`, group `gid` and others: reads
+    /// need `r`, writes `w`, atomics both. Mode 0 takes every grant back. Only the tree that
+    /// made the allocation (or an issuer with `CAP_SYS_ADMIN`) may; other trees' mappings of
+    /// it are removed (they map again under the new grant).
+    pub fn grant(&self, addr: u64, uid: u32, gid: u32, mode: u32) -> Result<()> {
+        let g = unimem_wire::gsas::grant::Grant { uid, gid, mode };
+        self.call_at(op::GRANT, addr, g.arg1(), u64::from(mode))
+            .map(drop)
     }
 
     /// The allocation count of interface `iface` of `node` while a thread of this handle's

@@ -870,3 +870,15 @@ fn a_slot_request_the_home_does_not_take_is_kicked_and_the_next_one_sent() {
     assert!(s.syscalls() > 3);
     assert_eq!(f.kicks.get(), 1, "a SEND needs no kick");
 }
+
+#[test]
+fn grant_modes_parse_as_chmod_takes_them() {
+    use crate::cli::parse_mode;
+    assert_eq!(parse_mode("640"), Ok(0o640));
+    assert_eq!(parse_mode("0640"), Ok(0o640));
+    assert_eq!(parse_mode("0o604"), Ok(0o604));
+    assert_eq!(parse_mode("0"), Ok(0));
+    assert!(parse_mode("1777").unwrap_err().contains("beyond 0777"));
+    assert!(parse_mode("0x640").is_err());
+    assert!(parse_mode("rw").is_err());
+}

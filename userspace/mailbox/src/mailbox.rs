@@ -216,6 +216,19 @@ impl Mailbox {
         len: usize,
         fixed: Option<std::num::NonZeroUsize>,
     ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        self.map_partition_prot(offset, len, fixed, true)
+    }
+
+    /// As [`map_partition`](Self::map_partition), readable only (`write` false): the driver
+    /// then also refuses a later `mprotect` to writable, and another tree's pages need only a
+    /// grant to read.
+    pub fn map_partition_prot(
+        &self,
+        offset: u64,
+        len: usize,
+        fixed: Option<std::num::NonZeroUsize>,
+        write: bool,
+    ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
         use nix::sys::mman::{mmap, MapFlags, ProtFlags};
         let err = |e| Error::sys(Op::Mmap, e);
         let len = std::num::NonZeroUsize::new(len).ok_or_else(|| err(Errno::EINVAL))?;
@@ -233,7 +246,11 @@ impl Mailbox {
             mmap(
                 fixed,
                 len,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                if write {
+                    ProtFlags::PROT_READ | ProtFlags::PROT_WRITE
+                } else {
+                    ProtFlags::PROT_READ
+                },
                 flags,
                 self.fd.as_fd(),
                 off,

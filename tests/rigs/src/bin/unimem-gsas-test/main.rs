@@ -11,6 +11,7 @@ mod check;
 mod checks;
 mod fork;
 mod map;
+mod map_hold;
 mod throughput;
 
 use anyhow::Result;
@@ -41,6 +42,8 @@ enum Cmd {
     /// Operations per second of threads applying one operation for a fixed time, to one
     /// variable or to variables picked at random on several nodes.
     Throughput(throughput::Throughput),
+    /// Map one GSAS page of this node (another tree's, by its grant) and keep reading it.
+    MapHold(map_hold::MapHold),
 }
 
 fn main() {
@@ -51,6 +54,7 @@ fn main() {
             Cmd::Check(c) => check::run(&ctx, c),
             Cmd::Bench(b) => bench::run(&ctx, b),
             Cmd::Throughput(t) => throughput::run(&ctx, t),
+            Cmd::MapHold(m) => map_hold::run(&ctx, m),
         }
     })
 }

@@ -7,7 +7,7 @@ mod fork;
 use anyhow::{bail, Context, Result};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use gsas::cli::HandleArgs;
-use gsas::cli::{parse_u64, pattern, Ctx};
+use gsas::cli::{parse_mode, parse_u64, pattern, Ctx};
 use gsas::{json, TreeSource};
 
 #[derive(Parser)]
@@ -53,6 +53,19 @@ enum Cmd {
     Free {
         #[arg(value_parser = parse_u64)]
         addr: u64,
+    },
+    /// Let other users use the allocation that starts at ADDR: MODE's POSIX bits (0640) for
+    /// user UID, group GID and others (reads need r, writes w, atomics both); 0 takes it back.
+    Grant {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+        #[arg(long)]
+        uid: u32,
+        #[arg(long)]
+        gid: u32,
+        /// Octal, as chmod takes it (0640).
+        #[arg(long, value_parser = parse_mode)]
+        mode: u32,
     },
     /// Free every allocation of this tree on NODE tagged TAG; prints each address freed.
     FreeTag {
@@ -264,6 +277,15 @@ fn run(cli: Cli) -> Result<i32> {
         }
         Cmd::Free { addr } => {
             ctx.open()?.free(addr)?;
+            Ok(0)
+        }
+        Cmd::Grant {
+            addr,
+            uid,
+            gid,
+            mode,
+        } => {
+            ctx.open()?.grant(addr, uid, gid, mode)?;
             Ok(0)
         }
         Cmd::FreeTag { node, tag } => {
