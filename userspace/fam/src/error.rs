@@ -1,0 +1,144 @@
+//! Errors, one variant per OpenFAM `Fam_Error` code this crate raises, so the C API and the
+//! daemon's answers carry the numbers OpenFAM programs test for ([`FamError::code`]).
+
+use thiserror::Error;
+
+/// OpenFAM's `Fam_Error` numbers, as `include/fam/fam_exception.h` of the OpenFAM/OpenFAM
+/// repository numbers them at commit 2dfb164 (2024-09-16, after release 3.1). Releases before
+/// `FAM_ERR_NOT_CREATED` and `FAM_ERR_NO_SPACE` were added numbered the codes after
+/// `FAM_ERR_SHM` differently (`FAM_ERR_NOTFOUND` was 7): these follow the current header.
+/// Only the codes this crate raises are listed.
+pub mod code {
+    /// `FAM_NO_ERROR`
+    pub const NO_ERROR: i32 = 0;
+    /// `FAM_ERR_NOPERM`
+    pub const NOPERM: i32 = 2;
+    /// `FAM_ERR_INVALID`
+    pub const INVALID: i32 = 4;
+    /// `FAM_ERR_NOT_CREATED`
+    pub const NOT_CREATED: i32 = 7;
+    /// `FAM_ERR_NOTFOUND`
+    pub const NOTFOUND: i32 = 8;
+    /// `FAM_ERR_ALREADYEXIST`
+    pub const ALREADYEXIST: i32 = 9;
+    /// `FAM_ERR_ALLOCATOR`
+    pub const ALLOCATOR: i32 = 10;
+    /// `FAM_ERR_OUTOFRANGE`
+    pub const OUTOFRANGE: i32 = 13;
+    /// `FAM_ERR_NO_SPACE`
+    pub const NO_SPACE: i32 = 14;
+    /// `FAM_ERR_UNIMPL`
+    pub const UNIMPL: i32 = 16;
+    /// `FAM_ERR_RESOURCE`
+    pub const RESOURCE: i32 = 17;
+    /// `FAM_ERR_METADATA`
+    pub const METADATA: i32 = 21;
+    /// `FAM_ERR_NAME_TOO_LONG`
+    pub const NAME_TOO_LONG: i32 = 23;
+}
+
+/// What went wrong, with a sentence saying on what. The variant is the OpenFAM error class.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FamError {
+    /// The caller's credentials do not allow the operation (`FAM_ERR_NOPERM`).
+    #[error("permission denied: {0}")]
+    NoPerm(String),
+    /// A malformed argument: size 0, mode bits beyond 0o777, an empty or NUL-holding name
+    /// (`FAM_ERR_INVALID`).
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    /// The region cannot be made with these attributes here, e.g. persistent memory, which
+    /// unimem does not lend (`FAM_ERR_NOT_CREATED`, OpenFAM's answer when the requested
+    /// memory type has no server).
+    #[error("not created: {0}")]
+    NotCreated(String),
+    /// No region or item of that name or id (`FAM_ERR_NOTFOUND`).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// A region, or an item in the same region, already has that name
+    /// (`FAM_ERR_ALREADYEXIST`).
+    #[error("already exists: {0}")]
+    AlreadyExist(String),
+    /// The page allocator failed otherwise than for lack of memory, or answered nonsense
+    /// (`FAM_ERR_ALLOCATOR`).
+    #[error("allocator error: {0}")]
+    Allocator(String),
+    /// A value outside what is allowed, e.g. shrinking a region below the bytes its items hold,
+    /// or a size that overflows when rounded to pages (`FAM_ERR_OUTOFRANGE`).
+    #[error("out of range: {0}")]
+    OutOfRange(String),
+    /// The region's size, or a lender's memory, cannot hold the item (`FAM_ERR_NO_SPACE`).
+    #[error("no space: {0}")]
+    NoSpace(String),
+    /// A requested feature unimem does not implement, e.g. RAID redundancy
+    /// (`FAM_ERR_UNIMPL`).
+    #[error("not implemented: {0}")]
+    Unimpl(String),
+    /// A resource the operation needs is missing, e.g. no lender nodes configured
+    /// (`FAM_ERR_RESOURCE`).
+    #[error("no resource: {0}")]
+    Resource(String),
+    /// The metadata file cannot be read, written or trusted (`FAM_ERR_METADATA`).
+    #[error("metadata error: {0}")]
+    Metadata(String),
+    /// A region or item name longer than [`crate::meta::NAME_MAX`] bytes
+    /// (`FAM_ERR_NAME_TOO_LONG`).
+    #[error("name too long: {0}")]
+    NameTooLong(String),
+}
+
+impl FamError {
+    /// OpenFAM's `Fam_Error` number for this error (see [`code`]).
+    pub fn code(&self) -> i32 {
+        match self {
+            FamError::NoPerm(_) => code::NOPERM,
+            FamError::Invalid(_) => code::INVALID,
+            FamError::NotCreated(_) => code::NOT_CREATED,
+            FamError::NotFound(_) => code::NOTFOUND,
+            FamError::AlreadyExist(_) => code::ALREADYEXIST,
+            FamError::Allocator(_) => code::ALLOCATOR,
+            FamError::OutOfRange(_) => code::OUTOFRANGE,
+            FamError::NoSpace(_) => code::NO_SPACE,
+            FamError::Unimpl(_) => code::UNIMPL,
+            FamError::Resource(_) => code::RESOURCE,
+            FamError::Metadata(_) => code::METADATA,
+            FamError::NameTooLong(_) => code::NAME_TOO_LONG,
+        }
+    }
+}
+
+/// Results of this crate.
+pub type Result<T> = std::result::Result<T, FamError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_openfams() {
+        let s = String::new;
+        let table = [
+            (FamError::NoPerm(s()), 2),
+            (FamError::Invalid(s()), 4),
+            (FamError::NotCreated(s()), 7),
+            (FamError::NotFound(s()), 8),
+            (FamError::AlreadyExist(s()), 9),
+            (FamError::Allocator(s()), 10),
+            (FamError::OutOfRange(s()), 13),
+            (FamError::NoSpace(s()), 14),
+            (FamError::Unimpl(s()), 16),
+            (FamError::Resource(s()), 17),
+            (FamError::Metadata(s()), 21),
+            (FamError::NameTooLong(s()), 23),
+        ];
+        for (e, c) in table {
+            assert_eq!(e.code(), c, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn message_says_class_and_detail() {
+        let e = FamError::NotFound("region \"r\"".into());
+        assert_eq!(e.to_string(), "not found: region \"r\"");
+    }
+}
