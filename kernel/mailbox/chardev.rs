@@ -10,6 +10,7 @@ use crate::{
     kmsg_api::MapRequest,
     mailbox as abi,
     owners::Owners,
+    packet::{Packet, PACKET_LEN},
     receive::Take,
     state::State,
 };
@@ -41,6 +42,7 @@ const INHERIT: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_INHERIT);
 const SET_TREE: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_SET_TREE);
 const KICK: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_KICK);
 const SET_OWNER: u32 = _IOW::<abi::OwnerArgs>(abi::IOCTL_TYPE, abi::NR_SET_OWNER);
+const RECV_CREDS: u32 = _IOR::<abi::RecvCredsArgs>(abi::IOCTL_TYPE, abi::NR_RECV_CREDS);
 
 // The interface area is mapped page by page with the kernel's pages.
 const _: () = assert!(GSAS_PAGE as usize == bindings::PAGE_SIZE);
@@ -90,6 +92,9 @@ unsafe impl FromBytes for abi::OwnerArgs {}
 unsafe impl AsBytes for abi::AllocInfo {}
 // SAFETY: one byte array: every byte is initialized.
 unsafe impl AsBytes for abi::RecvArgs {}
+// SAFETY: a byte array and four `u32`s, no padding (asserted in `unimem-wire`): every byte is
+// initialized.
+unsafe impl AsBytes for abi::RecvCredsArgs {}
 // SAFETY: `u32`, `u32`, `u64` and no padding (asserted in `unimem-wire`): every byte is
 // initialized.
 unsafe impl AsBytes for abi::KmsgArgs {}
@@ -201,6 +206,34 @@ impl MboxFile {
     }
 
     fn recv(&self, file: &File, arg: usize) -> Result<isize> {
+        let packet = self.take(file)?;
+        write_arg(arg, &abi::RecvArgs { packet })?;
+        Ok(0)
+    }
+
+    /// `RECV_CREDS`: as `RECV`, with the sender's sealed credentials (`abi::RecvCredsArgs`).
+    fn recv_creds(&self, file: &File, arg: usize) -> Result<isize> {
+        let packet = self.take(file)?;
+        let creds = Packet::decode(&packet).ok().and_then(|p| {
+            let w = self.state.window.gas().access()?;
+            Owners::sender_creds(&w, &p.header)
+        });
+        let c = creds.unwrap_or_default();
+        write_arg(
+            arg,
+            &abi::RecvCredsArgs {
+                packet,
+                uid: c.uid,
+                gid: c.gid,
+                flags: c.flags,
+                valid: u32::from(creds.is_some()),
+            },
+        )?;
+        Ok(0)
+    }
+
+    /// The next packet for this file's interface (waits unless `O_NONBLOCK`).
+    fn take(&self, file: &File) -> Result<[u8; PACKET_LEN]> {
         let id = self.iface()?;
         let s = &self.state;
         let iface = &s.owners.ifaces[id as usize];
@@ -229,8 +262,7 @@ impl MboxFile {
             }
         };
         crate::iface::Iface::count(&iface.received);
-        write_arg(arg, &abi::RecvArgs { packet })?;
-        Ok(0)
+        Ok(packet)
     }
 
     fn set_prot(&self, arg: usize) -> Result<isize> {
@@ -375,6 +407,7 @@ impl MiscDevice for MboxFile {
             ALLOC => this.alloc(file, arg),
             SEND => this.send(arg),
             RECV => this.recv(file, arg),
+            RECV_CREDS => this.recv_creds(file, arg),
             SET_PROT => this.set_prot(arg),
             KBIND => this.kbind(arg),
             KSEND => this.ksend(arg),

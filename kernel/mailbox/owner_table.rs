@@ -10,6 +10,7 @@ use crate::{
         submit_slot, SUBMIT_SEQ_OFFSET, USER_INTERFACES,
     },
     owners::Owners,
+    packet::Header,
     window::Window,
 };
 use core::sync::atomic::{fence, Ordering};
@@ -65,6 +66,27 @@ impl Owners {
         entry.store(owner::word(publication, tree), Ordering::Release);
         bitmap.fetch_or(1u64 << id, Ordering::AcqRel);
         Some(publication)
+    }
+
+    /// The credentials node `header.node` published for its interface `header.iface`, if that
+    /// interface is a user's and still owned in `header.prot_id`'s tree (read between two
+    /// reads of its entry word that agree: the credentials are written before the word).
+    pub(crate) fn sender_creds(w: &Access<'_>, header: &Header) -> Option<Creds> {
+        let (node, iface) = (u32::from(header.node), u32::from(header.iface));
+        if iface >= USER_INTERFACES {
+            return None;
+        }
+        let entry = w.part_word(node, owner::entry(iface))?;
+        let before = entry.load(Ordering::Acquire);
+        if owner::tree(before) != Some(header.prot_id) {
+            return None;
+        }
+        let mut b = [0u8; owner::CREDS_LEN as usize];
+        if !w.read_part(node, owner::creds(iface), &mut b) {
+            return None;
+        }
+        fence(Ordering::Acquire);
+        (entry.load(Ordering::Acquire) == before).then(|| Creds::decode(&b))
     }
 
     /// The credentials published for local interface `id` (its owner's, while it has one).

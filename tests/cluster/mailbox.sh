@@ -104,6 +104,19 @@ on 1 "unimem-mbox ping --node 1 --iface $i --count 20 --size 8" | grep -E '^(ok|
 on 1 "unimem-mbox ping --node 1 --iface $i --count 40 --window 8 --poll" | grep -E '^(ok|RESULT)'
 expect_ok 1 srv
 
+step "RECV_CREDS: a server sees each sender as its node sealed it (root, $TEST_USER, a second user)"
+for n in 0 1; do on "$n" "chgrp $UNIMEM_GID /dev/unimem_mailbox && chmod 0660 /dev/unimem_mailbox"; done
+i=$(start_named 2 who "unimem-mbox serve --whois --count 3")
+on 0 "unimem-mbox ping --node 2 --iface $i --count 1" | grep '^ok'
+on 0 "$(as_user "unimem-mbox ping --node 2 --iface $i --count 1")" | grep '^ok'
+on 1 "$(as_other "unimem-mbox ping --node 2 --iface $i --count 1")" | grep '^ok'
+expect_ok 2 who
+who=$(on 2 "grep '^from ' /tmp/mbox-who.log")
+echo "$who"
+grep -qE '^from node 0 iface [0-9]+ tree 0x[0-9a-f]+: uid 0 gid 0 admin$' <<<"$who" || fail "root's packet: not uid 0 with ADMIN"
+grep -qE "^from node 0 iface [0-9]+ tree 0x[0-9a-f]+: uid $TEST_UID gid [0-9]+\$" <<<"$who" || fail "$TEST_USER's packet: not uid $TEST_UID"
+grep -qE "^from node 1 iface [0-9]+ tree 0x[0-9a-f]+: uid $OTHER_UID gid $OTHER_UID\$" <<<"$who" || fail "the second user's packet: not uid $OTHER_UID"
+
 step "forged headers: node 2 puts 'node 9 iface 42 prot 4242' in its payload; node 0 sees the truth"
 fi=$(start_named 2 forge "unimem-mbox-test send-forged --reply --count 3 --rounds 3 --timeout 300")
 fp=$(field 2 forge prot)

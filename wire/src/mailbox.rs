@@ -46,6 +46,9 @@ pub const NR_KICK: u32 = 10;
 /// `ADMIN` if the allocating thread has `CAP_SYS_ADMIN`. remoteFork's daemon gives a child's
 /// file the issuer's identity this way, not its own.
 pub const NR_SET_OWNER: u32 = 11;
+/// `_IOR(RECV_CREDS, RecvCredsArgs)`: as `RECV`, with who sent the packet as the sender's node
+/// sealed it (a service that serves users, such as OpenFAM's metadata service, checks it).
+pub const NR_RECV_CREDS: u32 = 12;
 
 /// `mmap` offsets on a mailbox file that has allocated an interface: its GSAS area
 /// (`gsas::AREA_*`) in this node's partition. Responses and bulk-in: 2 pages from offset
@@ -93,6 +96,20 @@ pub struct RecvArgs {
     pub packet: [u8; PACKET_LEN],
 }
 
+/// Argument of `RECV_CREDS`: the packet, and the credentials (`gsas::owner::Creds`) the
+/// sender's node published for the sending interface, read when the packet was received.
+/// `valid` is 1 only if that interface was then still owned in the packet's tree (a tree is one
+/// user's); 0 for a packet of a kernel interface or one whose sender has gone: refuse it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvCredsArgs {
+    pub packet: [u8; PACKET_LEN],
+    pub uid: u32,
+    pub gid: u32,
+    pub flags: u32,
+    pub valid: u32,
+}
+
 /// Argument of `SET_PROT`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -126,6 +143,7 @@ const _: () = {
     assert!(size_of::<AllocInfo>() == 4 * 4);
     assert!(size_of::<SendArgs>() == 4 + 4 + PAYLOAD_LEN + 7);
     assert!(size_of::<RecvArgs>() == PACKET_LEN);
+    assert!(size_of::<RecvCredsArgs>() == PACKET_LEN + 4 * 4);
     assert!(size_of::<SetProtArgs>() == 4 + 4);
     assert!(size_of::<OwnerArgs>() == 3 * 4);
     assert!(size_of::<KmsgArgs>() == 4 + 4 + 8);

@@ -7,9 +7,9 @@
 //! with `ENOTTY` at run time, far from the cause.
 
 use unimem_wire::mailbox::{
-    AllocInfo, KmsgArgs, OwnerArgs, RecvArgs, SendArgs, SetProtArgs, IOCTL_TYPE, NR_ALLOC,
-    NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_SEND, NR_SET_OWNER, NR_SET_PROT,
-    NR_SET_TREE,
+    AllocInfo, KmsgArgs, OwnerArgs, RecvArgs, RecvCredsArgs, SendArgs, SetProtArgs, IOCTL_TYPE,
+    NR_ALLOC, NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_RECV_CREDS, NR_SEND,
+    NR_SET_OWNER, NR_SET_PROT, NR_SET_TREE,
 };
 
 const TY: u8 = IOCTL_TYPE as u8;
@@ -17,6 +17,7 @@ const TY: u8 = IOCTL_TYPE as u8;
 nix::ioctl_read!(alloc, TY, NR_ALLOC as u8, AllocInfo);
 nix::ioctl_write_ptr!(send, TY, NR_SEND as u8, SendArgs);
 nix::ioctl_read!(recv, TY, NR_RECV as u8, RecvArgs);
+nix::ioctl_read!(recv_creds, TY, NR_RECV_CREDS as u8, RecvCredsArgs);
 nix::ioctl_write_ptr!(set_prot, TY, NR_SET_PROT as u8, SetProtArgs);
 nix::ioctl_write_ptr!(kbind, TY, NR_KBIND as u8, u32);
 nix::ioctl_write_ptr!(ksend, TY, NR_KSEND as u8, KmsgArgs);
@@ -44,6 +45,12 @@ pub mod code {
     pub const ALLOC: u32 = ioc(IOC_READ, IOCTL_TYPE, NR_ALLOC, size_of::<AllocInfo>());
     pub const SEND: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SEND, size_of::<SendArgs>());
     pub const RECV: u32 = ioc(IOC_READ, IOCTL_TYPE, NR_RECV, size_of::<RecvArgs>());
+    pub const RECV_CREDS: u32 = ioc(
+        IOC_READ,
+        IOCTL_TYPE,
+        NR_RECV_CREDS,
+        size_of::<RecvCredsArgs>(),
+    );
     pub const SET_PROT: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SET_PROT, size_of::<SetProtArgs>());
     pub const KBIND: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_KBIND, size_of::<u32>());
     pub const KSEND: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_KSEND, size_of::<KmsgArgs>());
@@ -62,7 +69,7 @@ mod tests {
     #[test]
     fn kernel_formula_matches_nix() {
         let ty = IOCTL_TYPE as u8;
-        let pairs: [(u32, u64); 11] = [
+        let pairs: [(u32, u64); 12] = [
             (
                 code::SET_OWNER,
                 nix::request_code_write!(ty, NR_SET_OWNER, size_of::<OwnerArgs>()) as u64,
@@ -90,6 +97,10 @@ mod tests {
             (
                 code::RECV,
                 nix::request_code_read!(ty, NR_RECV, size_of::<RecvArgs>()) as u64,
+            ),
+            (
+                code::RECV_CREDS,
+                nix::request_code_read!(ty, NR_RECV_CREDS, size_of::<RecvCredsArgs>()) as u64,
             ),
             (
                 code::SET_PROT,

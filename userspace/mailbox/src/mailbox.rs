@@ -11,7 +11,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
-use unimem_wire::mailbox::{AllocInfo, Kmsg, KmsgArgs, OwnerArgs, RecvArgs, SendArgs, SetProtArgs};
+use unimem_wire::gsas::owner::Creds;
+use unimem_wire::mailbox::{
+    AllocInfo, Kmsg, KmsgArgs, OwnerArgs, RecvArgs, RecvCredsArgs, SendArgs, SetProtArgs,
+};
 use unimem_wire::packet::{Packet, Payload, PACKET_LEN, PAYLOAD_LEN};
 
 /// Path of the character device.
@@ -141,6 +144,19 @@ impl Mailbox {
     /// Waits for a packet and returns its 32 bytes undecoded.
     pub fn recv_raw(&self) -> Result<[u8; PACKET_LEN]> {
         self.wait_for(Op::Recv, |s| s.recv_once())
+    }
+
+    /// Waits for a packet and returns it with who sent it: the credentials the sender's node
+    /// sealed for the sending interface (`None` when they no longer name the packet's sender:
+    /// a kernel interface, or an interface that changed hands since; refuse such a request).
+    pub fn recv_with_creds(&self) -> Result<(Packet, Option<Creds>)> {
+        let (raw, creds) = self.recv_raw_with_creds()?;
+        Ok((decode(&raw)?, creds))
+    }
+
+    /// As [`recv_with_creds`](Self::recv_with_creds), the packet's 32 bytes undecoded.
+    pub fn recv_raw_with_creds(&self) -> Result<([u8; PACKET_LEN], Option<Creds>)> {
+        self.wait_for(Op::Recv, |s| s.recv_creds_once())
     }
 
     /// Returns a waiting packet, or `None` without waiting.
@@ -315,6 +331,25 @@ impl Mailbox {
         // SAFETY: the driver writes one `RecvArgs` to the pointer, valid for the call.
         unsafe { ioctl::recv(self.raw(), &mut args) }?;
         Ok(args.packet)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn recv_creds_once(&self) -> std::result::Result<([u8; PACKET_LEN], Option<Creds>), Errno> {
+        let mut args = RecvCredsArgs {
+            packet: [0; PACKET_LEN],
+            uid: 0,
+            gid: 0,
+            flags: 0,
+            valid: 0,
+        };
+        // SAFETY: the driver writes one `RecvCredsArgs` to the pointer, valid for the call.
+        unsafe { ioctl::recv_creds(self.raw(), &mut args) }?;
+        let creds = (args.valid == 1).then_some(Creds {
+            uid: args.uid,
+            gid: args.gid,
+            flags: args.flags,
+        });
+        Ok((args.packet, creds))
     }
 
     fn krecv_once(&self) -> std::result::Result<Kmsg, Errno> {

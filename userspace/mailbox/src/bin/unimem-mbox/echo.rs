@@ -6,19 +6,35 @@ use unimem_mailbox::cli::latency::Summary;
 use unimem_mailbox::cli::wait::{retry_full, ModeArgs, WaitMode, Waiter};
 use unimem_mailbox::cli::{decode, hex, payload_of, print_identity, run_tag};
 use unimem_mailbox::PAYLOAD_LEN;
+use unimem_wire::gsas::owner::ADMIN;
 
 /// How long an echo may wait for room in a full destination ring before it is given up.
 const FULL_RING_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Echoes packets back to their senders, `count` times (or forever).
-pub fn serve(count: Option<u64>, mode: WaitMode) -> Result<()> {
+pub fn serve(count: Option<u64>, mode: WaitMode, whois: bool) -> Result<()> {
     let w = Waiter::open(mode)?;
     let me = w.mailbox().alloc().context("ALLOC")?;
     print_identity(&me);
     log::info!("serving on node {} iface {} ({mode})", me.node, me.iface);
     let (mut served, mut lost) = (0u64, 0u64);
     while count.is_none_or(|c| served < c) {
-        let raw = w.recv_raw("for a packet to echo")?;
+        let raw = if whois {
+            let (raw, creds) = w.mailbox().recv_raw_with_creds()?;
+            let p = decode(&raw)?;
+            let who = match creds {
+                Some(c) if c.flags & ADMIN != 0 => format!("uid {} gid {} admin", c.uid, c.gid),
+                Some(c) => format!("uid {} gid {}", c.uid, c.gid),
+                None => "sender unknown (not a user's interface, or it changed hands)".into(),
+            };
+            println!(
+                "from node {} iface {} tree {:#x}: {who}",
+                p.header.node, p.header.iface, p.header.prot_id
+            );
+            raw
+        } else {
+            w.recv_raw("for a packet to echo")?
+        };
         let p = decode(&raw)?;
         let payload = payload_of(&raw);
         let (node, iface) = (u32::from(p.header.node), u32::from(p.header.iface));

@@ -35,6 +35,10 @@ enum Cmd {
         count: Option<u64>,
         #[command(flatten)]
         mode: ModeArgs,
+        /// Print who sent each packet, as the sender's node sealed it (uid, gid; RECV_CREDS).
+        /// Waits in the kernel (the wait mode is ignored).
+        #[arg(long)]
+        whois: bool,
     },
     /// Send packets to a server and check every echo; print latency and rate.
     Ping(echo::PingArgs),
@@ -65,7 +69,7 @@ fn main() {
 fn run(cli: Cli) -> Result<()> {
     cli.timeout.arm(matches!(cli.cmd, Cmd::Ping(_)))?;
     match cli.cmd {
-        Cmd::Serve { count, mode } => echo::serve(count, mode.mode()),
+        Cmd::Serve { count, mode, whois } => echo::serve(count, mode.mode(), whois),
         Cmd::Ping(a) => echo::ping(&a),
         Cmd::SetProt { iface, prot } => {
             unimem_mailbox::Mailbox::open()?.set_prot(iface, prot)?;
