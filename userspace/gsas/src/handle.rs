@@ -234,6 +234,16 @@ impl Gsas<Device> {
         len: usize,
         fixed: Option<std::num::NonZeroUsize>,
     ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        let offset = self.local_offset(addr)?;
+        Ok(self
+            .t
+            .interface()
+            .mailbox
+            .map_partition(offset, len, fixed)?)
+    }
+
+    /// The partition offset of `addr`, a page of this node (only those can be mapped).
+    fn local_offset(&self, addr: u64) -> Result<u64> {
         if gsas::node_of(addr) != self.node() {
             return Err(Error::Argument(format!(
                 "{addr:#x} is on node {}, not on this node ({}): only local pages can be mapped",
@@ -241,11 +251,7 @@ impl Gsas<Device> {
                 self.node()
             )));
         }
-        Ok(self
-            .t
-            .interface()
-            .mailbox
-            .map_partition(gsas::offset_of(addr), len, fixed)?)
+        Ok(gsas::offset_of(addr))
     }
 
     /// As [`map_local`](Self::map_local), readable only: what a grant that lets this user read
@@ -255,19 +261,12 @@ impl Gsas<Device> {
         addr: u64,
         len: usize,
     ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
-        if gsas::node_of(addr) != self.node() {
-            return Err(Error::Argument(format!(
-                "{addr:#x} is on node {}, not on this node ({}): only local pages can be mapped",
-                gsas::node_of(addr),
-                self.node()
-            )));
-        }
-        Ok(self.t.interface().mailbox.map_partition_prot(
-            gsas::offset_of(addr),
-            len,
-            None,
-            false,
-        )?)
+        let offset = self.local_offset(addr)?;
+        Ok(self
+            .t
+            .interface()
+            .mailbox
+            .map_partition_prot(offset, len, None, false)?)
     }
 }
 
