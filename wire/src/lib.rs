@@ -6,6 +6,7 @@
 #![no_std]
 
 pub mod eusrvmem;
+pub mod fam;
 pub mod gas;
 pub mod gsas;
 pub mod kram;

@@ -137,6 +137,17 @@ mod tests {
     }
 
     #[test]
+    fn wire_statuses_are_these_codes() {
+        // famd's protocol (unimem_wire::fam) answers undecodable requests with these.
+        use unimem_wire::fam::status;
+        assert_eq!(status::OK, code::NO_ERROR);
+        assert_eq!(status::INVALID, code::INVALID);
+        assert_eq!(status::UNIMPL, code::UNIMPL);
+        assert_eq!(status::NAME_TOO_LONG, code::NAME_TOO_LONG);
+        assert_eq!(unimem_wire::fam::NAME_MAX, crate::meta::NAME_MAX);
+    }
+
+    #[test]
     fn message_says_class_and_detail() {
         let e = FamError::NotFound("region \"r\"".into());
         assert_eq!(e.to_string(), "not found: region \"r\"");
