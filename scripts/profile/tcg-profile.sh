@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Where a GSAS request's guest instructions go: runs `unimem-gsas-test bench` on a 3-node TCG
-# cluster whose home node (1) counts its executed instructions per translated block (the QEMU
-# plugin scripts/profile/tcg-profile.c), and prints the functions of node 1 by instructions per
-# request, user space as one line. Compare two module builds by running it for each (--ref).
+# cluster whose profiled node (the home, 1, unless --profile 0: the issuer) counts its executed
+# instructions per translated block (the QEMU plugin scripts/profile/tcg-profile.c), and prints
+# that node's functions by instructions per request, user space as one line. Compare two module
+# builds by running it for each (--ref).
 #   scripts/profile/tcg-profile.sh [--ref COMMIT] [--op nop|faa|read256] [--from NODE] [--count N]
-#                                [--top N]
+#                                [--top N] [--profile NODE]
 #     --ref    profile that commit's modules instead of this tree's (built into the cache)
 #     --op     the request (nop)     --from  the issuing node: 1 (local, default) or 0 (remote)
 #     --count  requests (20000)      --top   functions shown (40)
-# Writes build/tcg-profile/<side>-<op>-<from>.txt. Needs `make` first. Instruction counts are
-# exact; the per-request figure includes whatever else node 1 ran meanwhile (timer ticks).
+#     --profile  the node counted: 1 (the home, default) or 0 (a remote issuer, with --from 0)
+# Writes build/tcg-profile/<side>-<op>-<from>-<profiled>.txt. Needs `make` first. Instruction
+# counts are exact; the per-request figure includes whatever else the node ran meanwhile (timer
+# ticks, and an issuer's spinning on its answer, which depends on the other node's timing).
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
 # shellcheck source=scripts/lib/bench.sh
 source "$(dirname "$0")/../lib/bench.sh"
 # shellcheck source=scripts/lib/ref-modules.sh
 source "$(dirname "$0")/../lib/ref-modules.sh"
-REF='' OP=nop FROM=1 COUNT=20000 TOP=40
+REF='' OP=nop FROM=1 COUNT=20000 TOP=40 PROF=1
 while [ $# -gt 0 ]; do
   case "$1" in
     -h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0;;
@@ -25,11 +28,13 @@ while [ $# -gt 0 ]; do
     --from) FROM=${2:?--from needs a node}; shift 2;;
     --count) COUNT=${2:?--count needs a number}; shift 2;;
     --top) TOP=${2:?--top needs a number}; shift 2;;
+    --profile) PROF=${2:?--profile needs a node}; shift 2;;
     *) die "unknown option $1 (--help lists them)";;
   esac
 done
 case "$OP" in nop|faa|read256) ;; *) die "--op: nop, faa or read256, not '$OP'";; esac
 case "$FROM" in 0|1) ;; *) die "--from: 0 or 1, not '$FROM'";; esac
+case "$PROF" in 0|1) ;; *) die "--profile: 0 or 1, not '$PROF'";; esac
 bench_needs kernel/gsas/unimem_gsas.ko target/release/unimem-gsas-test target/release/kram-daemon
 OUTDIR=$UNIMEM_BUILD/tcg-profile
 mkdir -p "$OUTDIR"
@@ -43,7 +48,7 @@ SIDE=tree
 PREFIX=$OUTDIR/dump-$$
 rm -f "$PREFIX".*
 export UNIMEM_RUN=$UNIMEM_BUILD/tcg-profile/run UNIMEM_TCG_ICOUNT=0 UNIMEM_ACCEL=tcg
-export UNIMEM_TCG_PLUGIN="1:$PLUGIN,out=$PREFIX"
+export UNIMEM_TCG_PLUGIN="$PROF:$PLUGIN,out=$PREFIX"
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
 "$CLUSTER" down >/dev/null 2>&1 || true
 "$CLUSTER" up -n 3 --mem-of "0=256M"
@@ -75,11 +80,11 @@ dump() {
 dump
 bench "$COUNT"
 dump
-on 1 "cat /proc/kallsyms" >"$OUTDIR/kallsyms"
-REPORT=$OUTDIR/$SIDE-$OP-$FROM.txt
-python3 - "$PREFIX.0" "$PREFIX.1" "$OUTDIR/kallsyms" "$COUNT" "$TOP" >"$REPORT" <<'PY'
+on "$PROF" "cat /proc/kallsyms" >"$OUTDIR/kallsyms"
+REPORT=$OUTDIR/$SIDE-$OP-$FROM-$PROF.txt
+python3 - "$PREFIX.0" "$PREFIX.1" "$OUTDIR/kallsyms" "$COUNT" "$TOP" "$PROF" >"$REPORT" <<'PY'
 import bisect, collections, sys
-before, after, syms, count, top = sys.argv[1:6]
+before, after, syms, count, top, node = sys.argv[1:7]
 count, top = int(count), int(top)
 def load(path):
     d = collections.Counter()
@@ -107,7 +112,7 @@ for (a, n), e in delta.items():
         name = table[i][1] if i >= 0 else "(kernel, unknown)"
     per[name] += n * e
 total = sum(per.values())
-print(f"{total / count:10.1f}  instructions per request (all of node 1, {count} requests)")
+print(f"{total / count:10.1f}  instructions per request (all of node {node}, {count} requests)")
 for name, v in per.most_common(top):
     print(f"{v / count:10.1f}  {name}")
 PY
