@@ -126,6 +126,19 @@ impl Pool {
             .is_some_and(|(start, n)| last < start + n && self.grant[start].allows(creds, need))
     }
 
+    /// The length of the allocation that starts at `first`, if `tree` (or an `admin`) may act
+    /// on it: `FAULT` if no allocation starts there, `DENIED` if it is another tree's.
+    fn allocation_at(&self, first: usize, tree: u32, admin: bool) -> Result<usize, u8> {
+        let n = *self.len.get(first).ok_or(status::FAULT)? as usize;
+        if n == 0 {
+            return Err(status::FAULT);
+        }
+        if self.owner[first] != tree && !admin {
+            return Err(status::DENIED);
+        }
+        Ok(n)
+    }
+
     /// Sets the grant of the allocation that starts at `first`, for `tree` (or an `admin`):
     /// its length and whether the new grant takes anything away (then mappings of it made
     /// under the old one must go). `FAULT` if no allocation starts there, `DENIED` if it is
@@ -137,13 +150,7 @@ impl Pool {
         admin: bool,
         grant: Grant,
     ) -> Result<(usize, bool), u8> {
-        let n = *self.len.get(first).ok_or(status::FAULT)? as usize;
-        if n == 0 {
-            return Err(status::FAULT);
-        }
-        if self.owner[first] != tree && !admin {
-            return Err(status::DENIED);
-        }
+        let n = self.allocation_at(first, tree, admin)?;
         let narrowed = !grant.covers(&self.grant[first]);
         self.grant[first] = grant;
         Ok((n, narrowed))
@@ -159,13 +166,7 @@ impl Pool {
         tree: u32,
         inline_max: usize,
     ) -> Result<(usize, bool), u8> {
-        let n = *self.len.get(first).ok_or(status::FAULT)? as usize;
-        if n == 0 {
-            return Err(status::FAULT);
-        }
-        if self.owner[first] != tree {
-            return Err(status::DENIED);
-        }
+        let n = self.allocation_at(first, tree, false)?;
         let queue = n > inline_max;
         self.owner[first..first + n].fill(if queue { QUEUED } else { ZEROING });
         self.len[first] = 0;

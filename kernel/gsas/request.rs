@@ -4,7 +4,6 @@
 
 use crate::{
     claims::Claim,
-    fabric_client::Access,
     gsas::{
         self,
         grant::{self, Grant},
@@ -23,8 +22,8 @@ use crate::{
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::prelude::*;
 
-/// Who a request came from: the claim on its issuer's interface (node, interface, and the
-/// issuing user's credentials), in tree `tree`.
+/// Who a request came from: the claim on its issuer's interface (node, interface, the issuing
+/// user's credentials, and the window access the request is served in), in tree `tree`.
 struct Issued<'a> {
     claim: &'a Claim<'a>,
     tree: u32,
@@ -112,7 +111,6 @@ impl Service {
                 Err(e) => Err(e.status()),
                 Ok(()) => self.apply(
                     &mut inner,
-                    &w,
                     Issued {
                         claim: &claim,
                         tree,
@@ -161,7 +159,6 @@ impl Service {
     fn apply(
         &self,
         inner: &mut Inner,
-        w: &Access<'_>,
         issued: Issued<'_>,
         req: &crate::packet::Payload,
         value: &mut [u8; 32],
@@ -280,6 +277,7 @@ impl Service {
             r => r?,
         }
         let at = self.part + off;
+        let w = claim.w;
         match base {
             op::BULK_READ => self.copy(w, self.area(from, iface, BULK_IN_PAGE), at, len),
             op::BULK_WRITE => self.copy(w, at, self.area(from, iface, BULK_OUT_PAGE), len),
