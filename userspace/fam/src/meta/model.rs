@@ -30,74 +30,64 @@ impl fmt::Display for ItemId {
     }
 }
 
-/// OpenFAM's `Fam_Redundancy_Level`, with its C numbers. unimem keeps one copy: `Default`
-/// resolves to `None`, the RAID levels are refused (`FAM_ERR_UNIMPL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[repr(u32)]
-pub enum Redundancy {
-    /// `REDUNDANCY_LEVEL_DEFAULT`
-    #[default]
-    Default = 0,
-    /// `NONE`
-    None = 1,
-    /// `RAID1`
-    Raid1 = 2,
-    /// `RAID5`
-    Raid5 = 3,
-}
-
-/// OpenFAM's `Fam_Memory_Type`, with its C numbers. unimem lends RAM: `Default` resolves to
-/// `Volatile`, `Persistent` is refused (`FAM_ERR_NOT_CREATED`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[repr(u32)]
-pub enum MemoryType {
-    /// `MEMORY_TYPE_DEFAULT`
-    #[default]
-    Default = 0,
-    /// `VOLATILE`
-    Volatile = 1,
-    /// `PERSISTENT`
-    Persistent = 2,
-}
-
-/// OpenFAM's `Fam_Interleave_Enable`, with its C numbers. `Default` resolves to the store's
+/// OpenFAM's attribute enums, with its C numbers, defined once in the wire crate (the famd
+/// protocol carries them). unimem keeps one copy and lends RAM: `Redundancy::Default` resolves
+/// to `None` and the RAID levels are refused (`FAM_ERR_UNIMPL`); `MemoryType::Default`
+/// resolves to `Volatile` and `Persistent` is refused (`FAM_ERR_NOT_CREATED`);
+/// `InterleaveEnable::Default` resolves to the store's
 /// [`StoreConfig::interleave_by_default`](super::StoreConfig::interleave_by_default).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[repr(u32)]
-pub enum InterleaveEnable {
-    /// `INTERLEAVE_DEFAULT`
-    #[default]
-    Default = 0,
-    /// `ENABLE`
-    Enable = 1,
-    /// `DISABLE`
-    Disable = 2,
-}
+pub use unimem_wire::fam::{Interleave as InterleaveEnable, MemoryType, Redundancy};
 
-impl Redundancy {
-    /// The value of C number `raw`, if it names one.
-    pub fn from_raw(raw: u32) -> Option<Redundancy> {
-        [Self::Default, Self::None, Self::Raid1, Self::Raid5]
-            .into_iter()
-            .find(|v| *v as u32 == raw)
+/// The attributes in the store's file: their C numbers (`attr_code` on each field).
+mod attr_code {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    use super::{InterleaveEnable, MemoryType, Redundancy};
+
+    /// An attribute enum and its C number.
+    pub trait Code: Copy + Sized {
+        const WHAT: &'static str;
+        fn code(self) -> u8;
+        fn from_code(code: u8) -> Option<Self>;
     }
-}
 
-impl MemoryType {
-    /// The value of C number `raw`, if it names one.
-    pub fn from_raw(raw: u32) -> Option<MemoryType> {
-        [Self::Default, Self::Volatile, Self::Persistent]
-            .into_iter()
-            .find(|v| *v as u32 == raw)
+    impl Code for Redundancy {
+        const WHAT: &'static str = "redundancy level";
+        fn code(self) -> u8 {
+            self as u8
+        }
+        fn from_code(code: u8) -> Option<Self> {
+            Self::from_u8(code)
+        }
     }
-}
 
-impl InterleaveEnable {
-    /// The value of C number `raw`, if it names one.
-    pub fn from_raw(raw: u32) -> Option<InterleaveEnable> {
-        [Self::Default, Self::Enable, Self::Disable]
-            .into_iter()
-            .find(|v| *v as u32 == raw)
+    impl Code for MemoryType {
+        const WHAT: &'static str = "memory type";
+        fn code(self) -> u8 {
+            self as u8
+        }
+        fn from_code(code: u8) -> Option<Self> {
+            Self::from_u8(code)
+        }
+    }
+
+    impl Code for InterleaveEnable {
+        const WHAT: &'static str = "interleave setting";
+        fn code(self) -> u8 {
+            self as u8
+        }
+        fn from_code(code: u8) -> Option<Self> {
+            Self::from_u8(code)
+        }
+    }
+
+    pub fn serialize<T: Code, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u8(v.code())
+    }
+
+    pub fn deserialize<'de, T: Code, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+        let code = u8::deserialize(d)?;
+        T::from_code(code).ok_or_else(|| D::Error::custom(format!("no {} {code}", T::WHAT)))
     }
 }
 
@@ -105,8 +95,11 @@ impl InterleaveEnable {
 /// have: items always carry their own mode). `Default::default()` is all defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct RegionAttrs {
+    #[serde(with = "attr_code")]
     pub redundancy: Redundancy,
+    #[serde(with = "attr_code")]
     pub memory_type: MemoryType,
+    #[serde(with = "attr_code")]
     pub interleave: InterleaveEnable,
 }
 
@@ -122,8 +115,10 @@ pub struct Region {
     pub gid: u32,
     pub mode: u32,
     /// Resolved: never `Default`.
+    #[serde(with = "attr_code")]
     pub redundancy: Redundancy,
     /// Resolved: never `Default`.
+    #[serde(with = "attr_code")]
     pub memory_type: MemoryType,
     /// The stripe in bytes when items larger than one stripe are interleaved over the
     /// lenders; `None`: each item on one lender.

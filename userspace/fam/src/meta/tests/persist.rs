@@ -244,6 +244,23 @@ fn inconsistent_files_are_refused() {
     }
 }
 
+#[test]
+fn attributes_are_saved_as_openfams_numbers() {
+    assert_eq!(
+        code(reopen_edited("attrnum", |v| {
+            let r = &v["regions"][0];
+            assert_eq!(
+                (r["redundancy"].clone(), r["memory_type"].clone()),
+                (1.into(), 1.into())
+            );
+        })),
+        0
+    );
+    let e = reopen_edited("attrbad", |v| v["regions"][0]["memory_type"] = 9.into()).unwrap_err();
+    assert_eq!(e.code(), 21, "{e}");
+    assert!(e.to_string().contains("no memory type 9"), "{e}");
+}
+
 fn dup_region(v: &mut serde_json::Value) {
     let mut r = v["regions"][0].clone();
     r["id"] = 2.into();

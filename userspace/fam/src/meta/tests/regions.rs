@@ -111,13 +111,10 @@ fn attributes_unimem_lacks_are_refused() {
 
 #[test]
 fn attribute_numbers_are_openfams() {
-    assert_eq!(Redundancy::from_raw(2), Some(Redundancy::Raid1));
-    assert_eq!(Redundancy::from_raw(4), None);
-    assert_eq!(MemoryType::from_raw(2), Some(MemoryType::Persistent));
-    assert_eq!(
-        InterleaveEnable::from_raw(1),
-        Some(InterleaveEnable::Enable)
-    );
+    assert_eq!(Redundancy::from_u8(2), Some(Redundancy::Raid1));
+    assert_eq!(Redundancy::from_u8(4), None);
+    assert_eq!(MemoryType::from_u8(2), Some(MemoryType::Persistent));
+    assert_eq!(InterleaveEnable::from_u8(1), Some(InterleaveEnable::Enable));
     assert_eq!(InterleaveEnable::Disable as u32, 2);
 }
 
