@@ -49,6 +49,25 @@ pub const NR_SET_OWNER: u32 = 11;
 /// `_IOR(RECV_CREDS, RecvCredsArgs)`: as `RECV`, with who sent the packet as the sender's node
 /// sealed it (a service that serves users, such as OpenFAM's metadata service, checks it).
 pub const NR_RECV_CREDS: u32 = 12;
+/// `_IOWR(ALLOC_AT, AllocInfo)`: as `ALLOC`, of the interface named in the argument's `iface`,
+/// one of the [`well_known`] interfaces (`CAP_SYS_ADMIN`; `EBUSY` if it is held, `EINVAL` for
+/// any other interface). A system service takes its well-known interface this way, so that
+/// clients on every node know where to send without asking anyone.
+pub const NR_ALLOC_AT: u32 = 13;
+
+/// Interfaces that plain `ALLOC` never hands out: each belongs to one system service, which
+/// takes it with `ALLOC_AT`. A user cannot squat on them, so a client that sends to one reaches
+/// the service or nobody (its identity in the packet's sealed header says which).
+pub mod well_known {
+    /// OpenFAM's metadata service, `famd` (docs/FAM.md).
+    pub const FAMD: u32 = 62;
+    /// The first well-known interface: `ALLOC` takes `0..FIRST`.
+    pub const FIRST: u32 = 62;
+    /// Whether `iface` is a well-known interface.
+    pub const fn contains(iface: u32) -> bool {
+        iface >= FIRST && iface < crate::gsas::USER_INTERFACES
+    }
+}
 
 /// `mmap` offsets on a mailbox file that has allocated an interface: its GSAS area
 /// (`gsas::AREA_*`) in this node's partition. Responses and bulk-in: 2 pages from offset

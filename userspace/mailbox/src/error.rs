@@ -11,6 +11,7 @@ use unimem_wire::packet::PacketError;
 pub enum Op {
     Open,
     Alloc,
+    AllocAt,
     Send,
     Recv,
     SetProt,
@@ -34,6 +35,7 @@ impl fmt::Display for Op {
         f.write_str(match self {
             Op::Open => "open",
             Op::Alloc => "ALLOC",
+            Op::AllocAt => "ALLOC_AT",
             Op::Send => "SEND",
             Op::Recv => "RECV",
             Op::SetProt => "SET_PROT",
@@ -100,8 +102,13 @@ pub fn hint(op: Op, errno: Errno) -> Option<&'static str> {
         (_, ENODEV) => "the device went away",
         (_, EINTR) => "interrupted by a signal",
         (Op::Alloc, EBUSY) => {
-            "all 63 interfaces threads may have on this node are allocated (64th: the GSAS service's)"
+            "all 62 interfaces threads may have on this node are allocated (62: well-known services', 63: the GSAS service's)"
         }
+        (Op::AllocAt, EBUSY) => "the well-known interface is held: does the service already run?",
+        (Op::AllocAt, EINVAL) => {
+            "not a well-known interface (unimem_wire::mailbox::well_known), or this file has one"
+        }
+        (Op::AllocAt, EPERM) => "needs CAP_SYS_ADMIN",
         (Op::Alloc, EINVAL) => "this file already has an interface",
         (Op::Alloc, EAGAIN) => {
             "every free interface still has a previous owner's request being applied by a home (or no fresh tree id): try again"
@@ -168,7 +175,7 @@ mod tests {
     fn message_names_op_errno_and_meaning() {
         let s = Error::sys(Op::Alloc, Errno::EBUSY).to_string();
         assert!(s.starts_with("ALLOC: EBUSY"), "{s}");
-        assert!(s.contains("all 63 interfaces"), "{s}");
+        assert!(s.contains("all 62 interfaces"), "{s}");
         let s = Error::sys(Op::KBind, Errno::EPERM).to_string();
         assert!(
             s.contains("KBIND: EPERM") && s.contains("CAP_SYS_ADMIN"),

@@ -8,13 +8,14 @@
 
 use unimem_wire::mailbox::{
     AllocInfo, KmsgArgs, OwnerArgs, RecvArgs, RecvCredsArgs, SendArgs, SetProtArgs, IOCTL_TYPE,
-    NR_ALLOC, NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_RECV_CREDS, NR_SEND,
+    NR_ALLOC, NR_ALLOC_AT, NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_RECV_CREDS, NR_SEND,
     NR_SET_OWNER, NR_SET_PROT, NR_SET_TREE,
 };
 
 const TY: u8 = IOCTL_TYPE as u8;
 
 nix::ioctl_read!(alloc, TY, NR_ALLOC as u8, AllocInfo);
+nix::ioctl_readwrite!(alloc_at, TY, NR_ALLOC_AT as u8, AllocInfo);
 nix::ioctl_write_ptr!(send, TY, NR_SEND as u8, SendArgs);
 nix::ioctl_read!(recv, TY, NR_RECV as u8, RecvArgs);
 nix::ioctl_read!(recv_creds, TY, NR_RECV_CREDS as u8, RecvCredsArgs);
@@ -43,6 +44,12 @@ pub mod code {
     use core::mem::size_of;
 
     pub const ALLOC: u32 = ioc(IOC_READ, IOCTL_TYPE, NR_ALLOC, size_of::<AllocInfo>());
+    pub const ALLOC_AT: u32 = ioc(
+        IOC_READ | IOC_WRITE,
+        IOCTL_TYPE,
+        NR_ALLOC_AT,
+        size_of::<AllocInfo>(),
+    );
     pub const SEND: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SEND, size_of::<SendArgs>());
     pub const RECV: u32 = ioc(IOC_READ, IOCTL_TYPE, NR_RECV, size_of::<RecvArgs>());
     pub const RECV_CREDS: u32 = ioc(
@@ -69,7 +76,7 @@ mod tests {
     #[test]
     fn kernel_formula_matches_nix() {
         let ty = IOCTL_TYPE as u8;
-        let pairs: [(u32, u64); 12] = [
+        let pairs: [(u32, u64); 13] = [
             (
                 code::SET_OWNER,
                 nix::request_code_write!(ty, NR_SET_OWNER, size_of::<OwnerArgs>()) as u64,
@@ -89,6 +96,10 @@ mod tests {
             (
                 code::ALLOC,
                 nix::request_code_read!(ty, NR_ALLOC, size_of::<AllocInfo>()) as u64,
+            ),
+            (
+                code::ALLOC_AT,
+                nix::request_code_readwrite!(ty, NR_ALLOC_AT, size_of::<AllocInfo>()) as u64,
             ),
             (
                 code::SEND,

@@ -98,6 +98,22 @@ impl Mailbox {
         Ok(info)
     }
 
+    /// Allocates well-known interface `iface` (`unimem_wire::mailbox::well_known`), as
+    /// [`alloc`](Self::alloc) does any other: how a system service such as `famd` takes the
+    /// interface its clients send to (`CAP_SYS_ADMIN`). Errors: `EBUSY` (held: the service
+    /// already runs), `EINVAL` (not a well-known interface, or this file has one), `EPERM`.
+    pub fn alloc_at(&self, iface: u32) -> Result<AllocInfo> {
+        let mut info = AllocInfo {
+            iface,
+            ..AllocInfo::default()
+        };
+        // SAFETY: the driver reads and writes one `AllocInfo` at the pointer, valid for the
+        // call.
+        unsafe { ioctl::alloc_at(self.raw(), &mut info) }
+            .map_err(|e| Error::sys(Op::AllocAt, e))?;
+        Ok(info)
+    }
+
     /// Sends `payload` to interface `iface` of `node` (same node allowed). The driver adds the
     /// header. Errors: `EAGAIN` (destination ring full), `EINVAL` (bad node/iface, no alloc).
     pub fn send(&self, node: u32, iface: u32, payload: &Payload) -> Result<()> {
