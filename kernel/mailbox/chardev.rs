@@ -18,7 +18,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{
     bindings,
     fs::{file, File, LocalFile},
-    ioctl::{_IOR, _IOW},
+    ioctl::{_IOR, _IOW, _IOWR},
     miscdevice::{MiscDevice, MiscDeviceRegistration},
     mm::virt::{flags as vm, VmaNew},
     new_mutex, new_poll_condvar,
@@ -32,6 +32,7 @@ use kernel::{
 };
 
 const ALLOC: u32 = _IOR::<abi::AllocInfo>(abi::IOCTL_TYPE, abi::NR_ALLOC);
+const ALLOC_AT: u32 = _IOWR::<abi::AllocInfo>(abi::IOCTL_TYPE, abi::NR_ALLOC_AT);
 const SEND: u32 = _IOW::<abi::SendArgs>(abi::IOCTL_TYPE, abi::NR_SEND);
 const RECV: u32 = _IOR::<abi::RecvArgs>(abi::IOCTL_TYPE, abi::NR_RECV);
 const SET_PROT: u32 = _IOW::<abi::SetProtArgs>(abi::IOCTL_TYPE, abi::NR_SET_PROT);
@@ -88,6 +89,8 @@ unsafe impl FromBytes for abi::SetProtArgs {}
 unsafe impl FromBytes for abi::KmsgArgs {}
 // SAFETY: three `u32`s: every bit pattern is a valid value.
 unsafe impl FromBytes for abi::OwnerArgs {}
+// SAFETY: four `u32`s: every bit pattern is a valid value.
+unsafe impl FromBytes for abi::AllocInfo {}
 // SAFETY: four `u32`s and no padding (asserted in `unimem-wire`): every byte is initialized.
 unsafe impl AsBytes for abi::AllocInfo {}
 // SAFETY: one byte array: every byte is initialized.
@@ -142,7 +145,19 @@ impl MboxFile {
         }
     }
 
-    fn alloc(&self, file: &File, arg: usize) -> Result<isize> {
+    /// `ALLOC` (`want` `None`: the lowest free interface that is not well-known) or
+    /// `ALLOC_AT` (`CAP_SYS_ADMIN`: the well-known interface the argument names).
+    fn alloc(&self, file: &File, arg: usize, at: bool) -> Result<isize> {
+        let want = if at {
+            require_admin()?;
+            let asked: abi::AllocInfo = read_arg(arg)?;
+            if !abi::well_known::contains(asked.iface) {
+                return Err(EINVAL);
+            }
+            Some(asked.iface)
+        } else {
+            None
+        };
         let join = self.join.lock();
         if self.iface.load(Ordering::Acquire) != NONE {
             return Err(EINVAL);
@@ -150,9 +165,9 @@ impl MboxFile {
         let creds = join.creds.unwrap_or_else(|| opener(file));
         let thread_id = kernel::current!().pid();
         let s = &self.state;
-        let (id, prot_id) = s
-            .owners
-            .alloc(&s.window, &s.counters, thread_id, join.tree, creds)?;
+        let (id, prot_id) =
+            s.owners
+                .alloc(&s.window, &s.counters, thread_id, join.tree, creds, want)?;
         self.iface.store(id, Ordering::Release);
         drop(join);
         let info = abi::AllocInfo {
@@ -404,7 +419,8 @@ impl MiscDevice for MboxFile {
 
     fn ioctl(this: Pin<&Self>, file: &File, cmd: u32, arg: usize) -> Result<isize> {
         match cmd {
-            ALLOC => this.alloc(file, arg),
+            ALLOC => this.alloc(file, arg, false),
+            ALLOC_AT => this.alloc(file, arg, true),
             SEND => this.send(arg),
             RECV => this.recv(file, arg),
             RECV_CREDS => this.recv_creds(file, arg),

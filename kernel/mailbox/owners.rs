@@ -18,7 +18,7 @@ use crate::{
         prot, AREA_PAGES, PAGE_SIZE, USER_INTERFACES,
     },
     iface::{Iface, Owner},
-    mailbox::INTERFACES,
+    mailbox::{well_known, INTERFACES},
     packet::MAX_24,
     trees,
     window::Window,
@@ -71,10 +71,11 @@ impl Owners {
         }? Error)
     }
 
-    /// Gives the lowest free interface a thread may have to `thread_id`, in protection tree
-    /// `tree` or, if `None`, a fresh one, with identity `creds`; returns the interface and the
-    /// tree. `EAGAIN` when every free interface still has a previous owner's request being
-    /// applied somewhere (or no fresh tree id was found), `EBUSY` when none is free.
+    /// Gives interface `want` (a well-known one, checked by the caller) or, if `None`, the
+    /// lowest free interface that is not well-known, to `thread_id`, in protection tree `tree`
+    /// or, if `None`, a fresh one, with identity `creds`; returns the interface and the tree.
+    /// `EAGAIN` when every candidate still has a previous owner's request being applied
+    /// somewhere (or no fresh tree id was found), `EBUSY` when none is free.
     pub(crate) fn alloc(
         &self,
         win: &Window,
@@ -82,20 +83,22 @@ impl Owners {
         thread_id: i32,
         tree: Option<u32>,
         creds: Creds,
+        want: Option<u32>,
     ) -> Result<(u32, u32)> {
+        let candidates = match want {
+            Some(id) => id..id + 1,
+            None => 0..well_known::FIRST,
+        };
         let mut next_serial = self.trees.lock();
         let prot_id = match tree {
             Some(t) => t,
             None => self.fresh_tree(win, counters, &mut next_serial)?,
         };
         let mut quarantined = false;
-        for (id, iface) in self
-            .ifaces
-            .iter()
-            .enumerate()
-            .take(USER_INTERFACES as usize)
-        {
-            let id = id as u32;
+        for id in candidates {
+            let Some(iface) = self.ifaces.get(id as usize) else {
+                return Err(EINVAL);
+            };
             let mut owner = iface.owner.lock();
             if owner.is_some() {
                 continue;

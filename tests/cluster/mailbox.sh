@@ -130,10 +130,10 @@ on 2 "unimem-mbox set-prot --iface $fi --prot 777"
 on 0 "unimem-mbox-test expect-sender --go --count 3 --node 2 --iface $fi --prot 777" | tail -1
 expect_ok 2 forge
 
-step "63 interfaces per node for threads (63 is the GSAS service's): the 64th ALLOC is EBUSY; fresh trees, INHERIT (node 1)"
+step "62 interfaces per node for ALLOC (62 well-known: ALLOC_AT only; 63 the GSAS service): the 63rd is EBUSY; fresh trees, INHERIT (node 1)"
 out=$(on 1 "unimem-mbox-test alloc-max")
 echo "$out"
-grep -q '^64th alloc: EBUSY' <<<"$out" || fail "64th alloc did not report EBUSY"
+grep -q "^63rd alloc: EBUSY" <<<"$out" || fail "63rd alloc did not report EBUSY"
 
 step "invalid arguments: EINVAL / ENOENT / EBUSY / EBADF / EACCES (trees, mmap), and EPERM without CAP_SYS_ADMIN (node 1)"
 on 1 "unimem-mbox-test bad-args"

@@ -63,9 +63,10 @@ pub mod well_known {
     pub const FAMD: u32 = 62;
     /// The first well-known interface: `ALLOC` takes `0..FIRST`.
     pub const FIRST: u32 = 62;
-    /// Whether `iface` is a well-known interface.
+    /// Whether `iface` is a well-known interface (the last interface, `gsas::SERVICE_IFACE`,
+    /// is the GSAS service's, in the kernel; this file is included alone, hence no path to it).
     pub const fn contains(iface: u32) -> bool {
-        iface >= FIRST && iface < crate::gsas::USER_INTERFACES
+        iface >= FIRST && iface < super::INTERFACES - 1
     }
 }
 

@@ -175,6 +175,13 @@ impl Mailbox {
         self.wait_for(Op::Recv, |s| s.recv_creds_once())
     }
 
+    /// [`recv_raw_with_creds`](Self::recv_raw_with_creds) without waiting: `None` when no
+    /// packet is there (a service's event loop drains its file this way).
+    #[allow(clippy::type_complexity)]
+    pub fn try_recv_raw_with_creds(&self) -> Result<Option<([u8; PACKET_LEN], Option<Creds>)>> {
+        self.without_waiting(Op::Recv, |s| s.recv_creds_once())
+    }
+
     /// Returns a waiting packet, or `None` without waiting.
     pub fn try_recv(&self) -> Result<Option<Packet>> {
         self.try_recv_raw()?.as_ref().map(decode).transpose()

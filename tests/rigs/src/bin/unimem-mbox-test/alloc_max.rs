@@ -1,11 +1,12 @@
-//! `alloc-max`: the 63-interface limit (interface 63 is the GSAS service's), lowest-free
-//! allocation, freeing on close, fresh protection trees, and the identity ALLOC reports. Needs
-//! a node where no other interface is allocated.
+//! `alloc-max`: the 62-interface limit of `ALLOC` (62 is well-known, taken with `ALLOC_AT`;
+//! 63 is the GSAS service's), lowest-free allocation, freeing on close, fresh protection
+//! trees, and the identity ALLOC reports. Needs a node where no other interface is allocated.
 
 use crate::verdict::Checks;
 use anyhow::{bail, Result};
 use unimem_mailbox::{fabric, Errno, Mailbox};
-use unimem_wire::gsas::{prot, USER_INTERFACES as INTERFACES};
+use unimem_wire::gsas::prot;
+use unimem_wire::mailbox::well_known::{self, FIRST as INTERFACES};
 
 pub fn run() -> Result<()> {
     let mut c = Checks::new("alloc-max");
@@ -24,7 +25,7 @@ pub fn run() -> Result<()> {
     }
     let ifaces: Vec<u32> = held.iter().map(|(_, i)| i.iface).collect();
     c.expect(
-        "63 allocations get interfaces 0..62, lowest free first",
+        "62 allocations get interfaces 0..61, lowest free first",
         ifaces == (0..INTERFACES).collect::<Vec<_>>(),
         format!("{ifaces:?}"),
     );
@@ -52,13 +53,37 @@ pub fn run() -> Result<()> {
     let extra = Mailbox::open()?;
     let r = extra.alloc();
     if let Some(errno) = r.as_ref().err().and_then(|e| e.errno()) {
-        println!("64th alloc: {errno:?} (errno {})", errno as i32);
+        println!("63rd alloc: {errno:?} (errno {})", errno as i32);
     }
     c.expect_errno(
-        "64th alloc fails with EBUSY (interface 63 is the GSAS service's)",
+        "63rd alloc fails with EBUSY (62 is well-known, 63 the GSAS service's)",
         r,
         Errno::EBUSY,
     );
+
+    // The well-known interface: only ALLOC_AT gives it, once; no other interface that way.
+    let famd = Mailbox::open()?;
+    match famd.alloc_at(well_known::FAMD) {
+        Ok(info) => c.expect(
+            "ALLOC_AT gives the well-known interface while ALLOC has none left",
+            info.iface == well_known::FAMD,
+            format!("iface {}", info.iface),
+        ),
+        Err(e) => c.expect("ALLOC_AT of the well-known interface", false, e),
+    };
+    c.expect_errno(
+        "a second ALLOC_AT of a held well-known interface: EBUSY",
+        Mailbox::open()?.alloc_at(well_known::FAMD),
+        Errno::EBUSY,
+    );
+    for not_known in [17, 63, 64] {
+        c.expect_errno(
+            &format!("ALLOC_AT of interface {not_known}, not well-known: EINVAL"),
+            Mailbox::open()?.alloc_at(not_known),
+            Errno::EINVAL,
+        );
+    }
+    drop(famd);
 
     // Closing interface 17 frees it; the file whose ALLOC failed can allocate again and gets
     // the lowest free interface, i.e. 17.

@@ -399,6 +399,11 @@ fn unprivileged(
         bound.try_krecv(),
         Errno::EPERM,
     );
+    c.expect_errno(
+        "ALLOC_AT of the well-known interface without CAP_SYS_ADMIN",
+        fresh.alloc_at(unimem_wire::mailbox::well_known::FAMD),
+        Errno::EPERM,
+    );
     // The mailbox itself is for unprivileged threads.
     match fresh.alloc() {
         Ok(info) => {
