@@ -39,7 +39,7 @@ pub fn handle(
             Response::ok(opcode, Reply::Region(region_desc(r))).encode(id, out)
         }
         Ok(Answer::Item(i)) => Response::ok(opcode, Reply::Item(item_desc(i))).encode(id, out),
-        Ok(Answer::Extents(p)) => Response::ok(opcode, Reply::Extents(*p)).encode(id, out),
+        Ok(Answer::Extents(p)) => Response::ok(opcode, Reply::Extents(**p)).encode(id, out),
         Err(e) => {
             let msg = e.to_string();
             Response::err(opcode, e.code(), &msg).encode(id, out)
@@ -60,7 +60,7 @@ enum Answer {
     Hello,
     Region(Region),
     Item(Item),
-    Extents(ExtentPage),
+    Extents(Box<ExtentPage>),
 }
 
 fn apply(
@@ -162,11 +162,11 @@ fn apply(
                     "item {item} has {total} extents, none from {first}"
                 )));
             }
-            Answer::Extents(ExtentPage {
+            Answer::Extents(Box::new(ExtentPage {
                 total: total as u32,
                 first,
                 extents: wire_extents(&i.extents[first_ix..]),
-            })
+            }))
         }
     })
 }
