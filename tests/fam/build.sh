@@ -40,7 +40,7 @@ for src in "$here"/*.c "$here"/*.cpp; do
   if [ "$syntax" = 1 ]; then
     cmd+=(-fsyntax-only)
   else
-    cmd+=(-O2 -o "$out/$prog" -L"$LIBDIR" -lunimem_fam -pthread -Wl,-rpath,/opt/unimem/lib)
+    cmd+=(-O2 -o "$out/$prog" -L"$LIBDIR" -lunimem_fam -pthread "-Wl,-rpath,/opt/unimem/lib")
     [[ $src == *.cpp ]] && cmd+=(-static-libstdc++ -static-libgcc)
   fi
   if "${cmd[@]}"; then
