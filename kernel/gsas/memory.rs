@@ -40,6 +40,51 @@ unsafe fn write64(p: *mut u8, v: u64) {
     unsafe { p.cast::<u64>().write_volatile(v.to_le()) }
 }
 
+/// The new word of a FETCH_(U)MIN/MAX: `old` or `a` (both already masked to the width).
+fn min_max(base: u8, narrow: bool, old: u64, a: u64) -> u64 {
+    // Signed comparisons on the operation's width: a 32-bit word is an `i32`.
+    let signed = |v: u64| if narrow { i64::from(v as u32 as i32) } else { v as i64 };
+    let a_wins = match base {
+        op::FETCH_MIN => signed(a) < signed(old),
+        op::FETCH_MAX => signed(a) > signed(old),
+        op::FETCH_UMIN => a < old,
+        _ => a > old,
+    };
+    if a_wins {
+        a
+    } else {
+        old
+    }
+}
+
+/// CAS128 on the aligned 16 bytes at window offset `at` (checked as for [`apply_word`]), with
+/// the expected and new values read from the issuer's bulk-out page at window offset
+/// `operands`; the old 16 bytes go to `value`.
+pub(crate) fn cas128(
+    w: &Access<'_>,
+    at: u64,
+    operands: u64,
+    value: &mut [u8; 32],
+) -> Result<(), u8> {
+    let p = w.ptr(at, 16).ok_or(status::FAULT)?;
+    let ops = w.ptr(operands, 32).ok_or(status::FAULT)?;
+    // SAFETY: `p` and `ops` are 8-byte aligned ranges of 16 and 32 bytes inside the window
+    // (`ptr`), usable while `w` lives across the call. The operands are the issuer's bytes,
+    // read once each; the service lock makes the read-compare-write one operation against
+    // every other request.
+    unsafe {
+        let old = [read64(p), read64(p.add(8))];
+        let expected = [read64(ops), read64(ops.add(8))];
+        if old == expected {
+            write64(p, read64(ops.add(16)));
+            write64(p.add(8), read64(ops.add(24)));
+        }
+        value[..8].copy_from_slice(&old[0].to_le_bytes());
+        value[8..16].copy_from_slice(&old[1].to_le_bytes());
+    }
+    Ok(())
+}
+
 /// READ, WRITE, the 128/256-bit operations and the atomics, on the aligned word(s) at window
 /// offset `at` (checked: allocated to the issuer's tree, aligned by `gsas::check`).
 pub(crate) fn apply_word(
@@ -92,6 +137,9 @@ pub(crate) fn apply_word(
         op::FETCH_AND => Some(old & a),
         op::FETCH_OR => Some(old | a),
         op::FETCH_XOR => Some(old ^ a),
+        op::FETCH_MIN | op::FETCH_MAX | op::FETCH_UMIN | op::FETCH_UMAX => {
+            Some(min_max(base, narrow, old, a))
+        }
         _ => return Err(status::INVALID),
     };
     if let Some(new) = new {

@@ -12,7 +12,7 @@ use crate::{
     },
     kmsg_api,
     mailbox::INTERFACES,
-    memory::apply_word,
+    memory::{apply_word, cas128},
     packet::{Packet, MAX_24, PACKET_LEN},
     service::{Inner, Service},
     serving,
@@ -281,6 +281,7 @@ impl Service {
         match base {
             op::BULK_READ => self.copy(w, self.area(from, iface, BULK_IN_PAGE), at, len),
             op::BULK_WRITE => self.copy(w, at, self.area(from, iface, BULK_OUT_PAGE), len),
+            op::CAS128 => cas128(w, at, self.area(from, iface, BULK_OUT_PAGE), value),
             _ => apply_word(w, at, req, value),
         }
     }

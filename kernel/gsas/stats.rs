@@ -17,7 +17,7 @@ use core::{
 use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 20] = [
+const OPS: [(u8, &str); 25] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -30,6 +30,11 @@ const OPS: [(u8, &str); 20] = [
     (op::FETCH_AND, "fetch_and"),
     (op::FETCH_OR, "fetch_or"),
     (op::FETCH_XOR, "fetch_xor"),
+    (op::FETCH_MIN, "fetch_min"),
+    (op::FETCH_MAX, "fetch_max"),
+    (op::FETCH_UMIN, "fetch_umin"),
+    (op::FETCH_UMAX, "fetch_umax"),
+    (op::CAS128, "cas128"),
     (op::BULK_READ, "bulk_read"),
     (op::BULK_WRITE, "bulk_write"),
     (op::ALLOC, "alloc"),

@@ -64,12 +64,27 @@ pub mod op {
     pub const FETCH_OR: u8 = 0x0a;
     /// Fetch-xor of `arg1`; value = the old word. `WIDTH32` allowed.
     pub const FETCH_XOR: u8 = 0x0b;
+    /// Fetch-min, signed: the word becomes the smaller of it and `arg1` as two's-complement
+    /// integers; value = the old word. `WIDTH32` allowed (compared as `i32`).
+    pub const FETCH_MIN: u8 = 0x0c;
+    /// Fetch-max, signed, as [`FETCH_MIN`].
+    pub const FETCH_MAX: u8 = 0x0d;
+    /// Fetch-min, unsigned, as [`FETCH_MIN`].
+    pub const FETCH_UMIN: u8 = 0x0e;
+    /// Fetch-max, unsigned, as [`FETCH_MIN`].
+    pub const FETCH_UMAX: u8 = 0x0f;
     /// Operand width flag.
     pub const WIDTH32: u8 = 0x10;
     /// Read `arg1` bytes (1..=`BULK_MAX`) at `address` into the issuer's bulk-in page.
     pub const BULK_READ: u8 = 0x20;
     /// Write `arg1` bytes (1..=`BULK_MAX`) from the issuer's bulk-out page to `address`.
     pub const BULK_WRITE: u8 = 0x21;
+    /// 128-bit compare-and-swap (16-byte aligned): the operands do not fit a packet, so they
+    /// are in the issuer's bulk-out page, the expected value in bytes 0..16 and the new one in
+    /// 16..32 (little-endian); if the 16 bytes equal the expected value they become the new
+    /// one. Value bytes 0..16 = the old 16 bytes either way (OpenFAM's
+    /// `fam_compare_swap(int128)`).
+    pub const CAS128: u8 = 0x22;
     /// AllocSharedPage: `arg1` zeroed pages (1..=`MAX_ALLOC_PAGES`) on the node the request is
     /// sent to, owned by the issuer's protection tree; value = address of the first. `arg2` is
     /// a tag the allocation keeps (0: none), for [`FREE_TAG`].
@@ -113,9 +128,10 @@ pub mod op {
     /// Whether `opcode` names an operation (with an allowed width flag).
     pub const fn valid(opcode: u8) -> bool {
         match opcode & !WIDTH32 {
-            READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => true,
-            NOP | READ128 | READ256 | WRITE128 | BULK_READ | BULK_WRITE | ALLOC | FREE | FORK
-            | WAIT | IFACE_STATE | FREE_TAG | GRANT => opcode & WIDTH32 == 0,
+            READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR
+            | FETCH_MIN | FETCH_MAX | FETCH_UMIN | FETCH_UMAX => true,
+            NOP | READ128 | READ256 | WRITE128 | CAS128 | BULK_READ | BULK_WRITE | ALLOC | FREE
+            | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -123,10 +139,11 @@ pub mod op {
     /// Bytes an operation touches at its address (and must be aligned to), if fixed.
     pub const fn size(opcode: u8) -> Option<u64> {
         match opcode & !WIDTH32 {
-            READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR => {
+            READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR
+            | FETCH_MIN | FETCH_MAX | FETCH_UMIN | FETCH_UMAX => {
                 Some(if opcode & WIDTH32 != 0 { 4 } else { 8 })
             }
-            READ128 | WRITE128 => Some(16),
+            READ128 | WRITE128 | CAS128 => Some(16),
             READ256 => Some(32),
             _ => None,
         }
@@ -657,9 +674,17 @@ pub mod grant {
         match opcode & !op::WIDTH32 {
             op::READ | op::READ128 | op::READ256 | op::BULK_READ => READ,
             op::WRITE | op::WRITE128 | op::BULK_WRITE => WRITE,
-            op::FETCH_ADD | op::CAS | op::SWAP | op::FETCH_AND | op::FETCH_OR | op::FETCH_XOR => {
-                READ | WRITE
-            }
+            op::FETCH_ADD
+            | op::CAS
+            | op::SWAP
+            | op::FETCH_AND
+            | op::FETCH_OR
+            | op::FETCH_XOR
+            | op::FETCH_MIN
+            | op::FETCH_MAX
+            | op::FETCH_UMIN
+            | op::FETCH_UMAX
+            | op::CAS128 => READ | WRITE,
             _ => 0,
         }
     }
@@ -851,8 +876,13 @@ mod tests {
             op::FETCH_AND,
             op::FETCH_OR,
             op::FETCH_XOR,
+            op::FETCH_MIN,
+            op::FETCH_MAX,
+            op::FETCH_UMIN,
+            op::FETCH_UMAX,
             op::BULK_READ,
             op::BULK_WRITE,
+            op::CAS128,
             op::ALLOC,
             op::FREE,
             op::FORK,

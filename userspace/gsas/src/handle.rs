@@ -516,6 +516,65 @@ impl<T: Transport> Gsas<T> {
             .map(|v| v as u32)
     }
 
+    /// Fetch-min, signed: the word becomes `min(word, v)`; returns the old word.
+    pub fn fetch_min(&self, addr: u64, v: i64) -> Result<i64> {
+        self.word(op::FETCH_MIN, Width::W64, addr, v as u64, 0)
+            .map(|o| o as i64)
+    }
+
+    /// Fetch-max, signed.
+    pub fn fetch_max(&self, addr: u64, v: i64) -> Result<i64> {
+        self.word(op::FETCH_MAX, Width::W64, addr, v as u64, 0)
+            .map(|o| o as i64)
+    }
+
+    /// Fetch-min, unsigned.
+    pub fn fetch_umin(&self, addr: u64, v: u64) -> Result<u64> {
+        self.word(op::FETCH_UMIN, Width::W64, addr, v, 0)
+    }
+
+    /// Fetch-max, unsigned.
+    pub fn fetch_umax(&self, addr: u64, v: u64) -> Result<u64> {
+        self.word(op::FETCH_UMAX, Width::W64, addr, v, 0)
+    }
+
+    /// 32-bit fetch-min, signed.
+    pub fn fetch_min32(&self, addr: u64, v: i32) -> Result<i32> {
+        self.word(op::FETCH_MIN, Width::W32, addr, u64::from(v as u32), 0)
+            .map(|o| o as u32 as i32)
+    }
+
+    /// 32-bit fetch-max, signed.
+    pub fn fetch_max32(&self, addr: u64, v: i32) -> Result<i32> {
+        self.word(op::FETCH_MAX, Width::W32, addr, u64::from(v as u32), 0)
+            .map(|o| o as u32 as i32)
+    }
+
+    /// 32-bit fetch-min, unsigned.
+    pub fn fetch_umin32(&self, addr: u64, v: u32) -> Result<u32> {
+        self.word(op::FETCH_UMIN, Width::W32, addr, u64::from(v), 0)
+            .map(|o| o as u32)
+    }
+
+    /// 32-bit fetch-max, unsigned.
+    pub fn fetch_umax32(&self, addr: u64, v: u32) -> Result<u32> {
+        self.word(op::FETCH_UMAX, Width::W32, addr, u64::from(v), 0)
+            .map(|o| o as u32)
+    }
+
+    /// 128-bit compare-and-swap (16-byte aligned): writes `new` if the 16 bytes are
+    /// `expected`; returns the old value either way. The operands travel in the bulk-out page.
+    pub fn cas128(&self, addr: u64, expected: u128, new: u128) -> Result<u128> {
+        let mut operands = [0u8; 32];
+        operands[..16].copy_from_slice(&expected.to_le_bytes());
+        operands[16..].copy_from_slice(&new.to_le_bytes());
+        self.t.write_bulk_out(&operands);
+        let r = self.call_at(op::CAS128, addr, 0, 0)?;
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&r.value[..16]);
+        Ok(u128::from_le_bytes(b))
+    }
+
     /// Reads `buf.len()` bytes at `addr`: one BULK_READ per piece of at most [`BULK_MAX`]
     /// bytes that does not cross a page. Each piece is atomic; the whole is not.
     pub fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {

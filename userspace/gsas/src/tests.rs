@@ -259,6 +259,24 @@ impl Fake {
             op::FETCH_AND => Some(old & p.arg1),
             op::FETCH_OR => Some(old | p.arg1),
             op::FETCH_XOR => Some(old ^ p.arg1),
+            op::FETCH_MIN | op::FETCH_MAX | op::FETCH_UMIN | op::FETCH_UMAX => {
+                let a = if w32 { p.arg1 & u64::from(u32::MAX) } else { p.arg1 };
+                let signed = |v: u64| if w32 { i64::from(v as u32 as i32) } else { v as i64 };
+                Some(match base {
+                    op::FETCH_MIN => if signed(a) < signed(old) { a } else { old },
+                    op::FETCH_MAX => if signed(a) > signed(old) { a } else { old },
+                    op::FETCH_UMIN => a.min(old),
+                    _ => a.max(old),
+                })
+            }
+            op::CAS128 => {
+                let ops = self.bulk_out.borrow()[..32].to_vec();
+                value[..16].copy_from_slice(&m[o..o + 16]);
+                if m[o..o + 16] == ops[..16] {
+                    m[o..o + 16].copy_from_slice(&ops[16..32]);
+                }
+                return Ok(());
+            }
             op::READ128 | op::READ256 => {
                 let n = len as usize;
                 value[..n].copy_from_slice(&m[o..o + n]);
