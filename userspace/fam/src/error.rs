@@ -35,6 +35,10 @@ pub mod code {
     pub const METADATA: i32 = 21;
     /// `FAM_ERR_NAME_TOO_LONG`
     pub const NAME_TOO_LONG: i32 = 23;
+    /// `FAM_BACKUP_NOT_CREATED`
+    pub const BACKUP_NOT_CREATED: i32 = 28;
+    /// `FAM_BACKUP_NOTFOUND`
+    pub const BACKUP_NOTFOUND: i32 = 29;
 }
 
 /// What went wrong, with a sentence saying on what. The variant is the OpenFAM error class.
@@ -85,6 +89,12 @@ pub enum FamError {
     /// (`FAM_ERR_NAME_TOO_LONG`).
     #[error("name too long: {0}")]
     NameTooLong(String),
+    /// A backup could not be written (`FAM_BACKUP_NOT_CREATED`).
+    #[error("backup not created: {0}")]
+    BackupNotCreated(String),
+    /// No backup of that name (`FAM_BACKUP_NOTFOUND`).
+    #[error("backup not found: {0}")]
+    BackupNotFound(String),
 }
 
 impl FamError {
@@ -103,6 +113,8 @@ impl FamError {
             FamError::Resource(_) => code::RESOURCE,
             FamError::Metadata(_) => code::METADATA,
             FamError::NameTooLong(_) => code::NAME_TOO_LONG,
+            FamError::BackupNotCreated(_) => code::BACKUP_NOT_CREATED,
+            FamError::BackupNotFound(_) => code::BACKUP_NOTFOUND,
         }
     }
 }
@@ -130,6 +142,8 @@ mod tests {
             (FamError::Resource(s()), 17),
             (FamError::Metadata(s()), 21),
             (FamError::NameTooLong(s()), 23),
+            (FamError::BackupNotCreated(s()), 28),
+            (FamError::BackupNotFound(s()), 29),
         ];
         for (e, c) in table {
             assert_eq!(e.code(), c, "{e:?}");

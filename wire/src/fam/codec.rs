@@ -18,6 +18,8 @@ pub enum EncodeError {
     Reply { op: u8 },
     /// Extents that disagree with the count or page position they come with.
     ExtentCount,
+    /// A text longer than [`MAX_TEXT`](super::MAX_TEXT) bytes.
+    TextTooLong,
 }
 
 /// Why bytes are not a message.
@@ -42,6 +44,8 @@ pub enum DecodeError {
     TooManyLenders(usize),
     /// More extents than [`MAX_EXTENTS`].
     TooManyExtents(usize),
+    /// A text longer than [`MAX_TEXT`](super::MAX_TEXT) bytes.
+    TextTooLong(usize),
     /// Extents that disagree with their count or page position.
     ExtentCount,
 }

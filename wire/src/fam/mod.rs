@@ -67,7 +67,7 @@ pub use response::{truncate, Extent, ExtentPage, Failure, ItemDesc, RegionDesc, 
 
 /// Protocol version, exchanged by [`Request::Hello`]. Changes with any format change (the
 /// limits below included: both sides size their buffers from them).
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// Longest message. It holds the largest request ([`MAX_REQUEST_LEN`], a lookup by two
 /// 255-byte names) and the largest response ([`MAX_RESPONSE_LEN`], an item description with
@@ -124,12 +124,18 @@ const fn max(a: usize, b: usize) -> usize {
     }
 }
 
-/// Longest encoded request: [`Request::Lookup`] with two names of [`NAME_MAX`] bytes.
-pub const MAX_REQUEST_LEN: usize = HEAD_LEN + 2 * name_len(NAME_MAX);
+/// Longest encoded request: [`Request::RestoreNew`] with two names of [`NAME_MAX`] bytes.
+pub const MAX_REQUEST_LEN: usize = HEAD_LEN + 2 * name_len(NAME_MAX) + 8 + 4;
+/// Longest text a reply carries ([`Reply::Text`]); a longer listing is cut by the daemon.
+pub const MAX_TEXT: usize = 640;
+const TEXT_MAX: usize = 2 + MAX_TEXT;
 /// Longest encoded response: an item description with [`MAX_EXTENTS`] extents and a name of
 /// [`NAME_MAX`] bytes.
-pub const MAX_RESPONSE_LEN: usize =
-    RESPONSE_HEAD_LEN + max(max(REGION_MAX, ITEM_MAX), max(PAGE_MAX, FAILURE_MAX));
+pub const MAX_RESPONSE_LEN: usize = RESPONSE_HEAD_LEN
+    + max(
+        max(REGION_MAX, ITEM_MAX),
+        max(max(PAGE_MAX, FAILURE_MAX), TEXT_MAX),
+    );
 const _: () = assert!(MAX_REQUEST_LEN <= MAX_MESSAGE && MAX_RESPONSE_LEN <= MAX_MESSAGE);
 // MAX_EXTENTS is the largest power of two that fits: 40 would not.
 const _: () = assert!(RESPONSE_HEAD_LEN + ITEM_MAX + 8 * EXTENT_LEN > MAX_MESSAGE);
@@ -185,6 +191,18 @@ pub mod op {
     /// `u64 item, u32 first` -> extent page: the item's extents from index `first`
     /// (`FAM_ERR_OUTOFRANGE` when `first` is not below their count).
     pub const ITEM_EXTENTS: u8 = 0x0d;
+    /// `u64 item, backup name` -> nothing: famd copies the item's bytes, size, owner and mode
+    /// to backup `name` in its backup directory (`FAM_ERR_ALREADYEXIST` if it exists).
+    pub const BACKUP: u8 = 0x0e;
+    /// `backup name, u64 item` -> nothing: the backup's bytes into an item at least as large.
+    pub const RESTORE: u8 = 0x0f;
+    /// `backup name, u64 region, item name, u32 mode` -> item: a new item of the backup's
+    /// size in `region`, holding the backup's bytes.
+    pub const RESTORE_NEW: u8 = 0x10;
+    /// `backup name` -> nothing.
+    pub const DELETE_BACKUP: u8 = 0x11;
+    /// `backup name (empty: every backup)` -> text: one line per backup the caller may read.
+    pub const LIST_BACKUP: u8 = 0x12;
 }
 
 /// The `Fam_Error` numbers the wire itself gives reasons for (the same as `fam::error::code`,

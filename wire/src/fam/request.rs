@@ -64,6 +64,27 @@ pub enum Request<'a> {
         item: u64,
         first: u32,
     },
+    Backup {
+        item: u64,
+        name: &'a str,
+    },
+    Restore {
+        name: &'a str,
+        item: u64,
+    },
+    RestoreNew {
+        name: &'a str,
+        region: u64,
+        item: &'a str,
+        mode: u32,
+    },
+    DeleteBackup {
+        name: &'a str,
+    },
+    /// `name` empty: every backup.
+    ListBackup {
+        name: &'a str,
+    },
 }
 
 impl<'a> Request<'a> {
@@ -83,6 +104,11 @@ impl<'a> Request<'a> {
             Request::ChangeItemPermissions { .. } => op::CHANGE_ITEM_PERMISSIONS,
             Request::StatItem { .. } => op::STAT_ITEM,
             Request::ItemExtents { .. } => op::ITEM_EXTENTS,
+            Request::Backup { .. } => op::BACKUP,
+            Request::Restore { .. } => op::RESTORE,
+            Request::RestoreNew { .. } => op::RESTORE_NEW,
+            Request::DeleteBackup { .. } => op::DELETE_BACKUP,
+            Request::ListBackup { .. } => op::LIST_BACKUP,
         }
     }
 
@@ -117,7 +143,9 @@ impl<'a> Request<'a> {
                 w.u64(region)?;
                 w.u64(size)?;
             }
-            Request::LookupRegion { name } => w.name(name)?,
+            Request::LookupRegion { name }
+            | Request::DeleteBackup { name }
+            | Request::ListBackup { name } => w.name(name)?,
             Request::ChangeRegionPermissions { region, mode }
             | Request::ChangeItemPermissions { item: region, mode } => {
                 w.u64(region)?;
@@ -141,6 +169,25 @@ impl<'a> Request<'a> {
             Request::ItemExtents { item, first } => {
                 w.u64(item)?;
                 w.u32(first)?;
+            }
+            Request::Backup { item, name } => {
+                w.u64(item)?;
+                w.name(name)?;
+            }
+            Request::Restore { name, item } => {
+                w.name(name)?;
+                w.u64(item)?;
+            }
+            Request::RestoreNew {
+                name,
+                region,
+                item,
+                mode,
+            } => {
+                w.name(name)?;
+                w.u64(region)?;
+                w.name(item)?;
+                w.u32(mode)?;
             }
         }
         Ok(w.pos)
@@ -203,6 +250,22 @@ impl<'a> Request<'a> {
                 item: r.u64()?,
                 first: r.u32()?,
             },
+            op::BACKUP => Request::Backup {
+                item: r.u64()?,
+                name: r.name()?,
+            },
+            op::RESTORE => Request::Restore {
+                name: r.name()?,
+                item: r.u64()?,
+            },
+            op::RESTORE_NEW => Request::RestoreNew {
+                name: r.name()?,
+                region: r.u64()?,
+                item: r.name()?,
+                mode: r.u32()?,
+            },
+            op::DELETE_BACKUP => Request::DeleteBackup { name: r.name()? },
+            op::LIST_BACKUP => Request::ListBackup { name: r.name()? },
             other => return Err(DecodeError::Opcode(other)),
         };
         r.end()?;

@@ -5,7 +5,7 @@
 use super::codec::{DecodeError, EncodeError, Reader, Writer};
 use super::{
     op, status, Extents, Lenders, MemoryType, Redundancy, MAX_ERROR_MESSAGE, MAX_EXTENTS,
-    MAX_LENDERS,
+    MAX_LENDERS, MAX_TEXT,
 };
 
 /// Lent pages of an item: `len` bytes from GSAS address `addr` on `node`.
@@ -74,6 +74,8 @@ pub enum Reply<'a> {
     Region(RegionDesc<'a>),
     Item(ItemDesc<'a>),
     Extents(ExtentPage),
+    /// Lines of text (a backup listing), at most [`MAX_TEXT`] bytes.
+    Text(&'a str),
 }
 
 /// A failed request: OpenFAM's error number (not 0) and a sentence.
@@ -113,19 +115,24 @@ enum Kind {
     Region,
     Item,
     Extents,
+    Text,
 }
 
 const fn kind_of(opcode: u8) -> Option<Kind> {
     Some(match opcode {
         op::HELLO => Kind::Hello,
         op::CREATE_REGION | op::LOOKUP_REGION | op::STAT_REGION => Kind::Region,
-        op::ALLOCATE | op::LOOKUP | op::STAT_ITEM => Kind::Item,
+        op::ALLOCATE | op::LOOKUP | op::STAT_ITEM | op::RESTORE_NEW => Kind::Item,
+        op::LIST_BACKUP => Kind::Text,
         op::ITEM_EXTENTS => Kind::Extents,
         op::DESTROY_REGION
         | op::RESIZE_REGION
         | op::CHANGE_REGION_PERMISSIONS
         | op::DEALLOCATE
-        | op::CHANGE_ITEM_PERMISSIONS => Kind::Done,
+        | op::CHANGE_ITEM_PERMISSIONS
+        | op::BACKUP
+        | op::RESTORE
+        | op::DELETE_BACKUP => Kind::Done,
         _ => return None,
     })
 }
@@ -138,6 +145,7 @@ impl Reply<'_> {
             Reply::Region(_) => Kind::Region,
             Reply::Item(_) => Kind::Item,
             Reply::Extents(_) => Kind::Extents,
+            Reply::Text(_) => Kind::Text,
         }
     }
 }
@@ -253,6 +261,13 @@ impl<'a> Response<'a> {
                 w.u32(p.first)?;
                 w.extents(&p.extents)?;
             }
+            Reply::Text(t) => {
+                if t.len() > MAX_TEXT {
+                    return Err(EncodeError::TextTooLong);
+                }
+                w.u16(t.len() as u16)?;
+                w.bytes(t.as_bytes())?;
+            }
         }
         Ok(w.pos)
     }
@@ -291,6 +306,13 @@ impl<'a> Response<'a> {
                         first,
                         extents,
                     })
+                }
+                Kind::Text => {
+                    let n = usize::from(r.u16()?);
+                    if n > MAX_TEXT {
+                        return Err(DecodeError::TextTooLong(n));
+                    }
+                    Reply::Text(r.str(n)?)
                 }
             })
         };

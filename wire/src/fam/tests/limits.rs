@@ -57,7 +57,10 @@ fn names_of_256_bytes() {
             }
         }
     }
-    assert_eq!(checked, 4, "create, lookup region, lookup's two names");
+    assert_eq!(
+        checked, 7,
+        "create, lookup region, lookup's two names, restore, restore-new's two names"
+    );
     let mut checked = 0;
     for resp in responses() {
         let enc = encode_response(&resp, 1);
@@ -222,5 +225,29 @@ fn error_messages_are_bounded() {
     assert_eq!(
         Response::decode(&x),
         Err(DecodeError::MessageTooLong(MAX_ERROR_MESSAGE + 1))
+    );
+}
+
+#[test]
+fn texts_longer_than_max_text() {
+    let long = std::string::String::from_utf8(std::vec![b'x'; MAX_TEXT + 1]).unwrap();
+    let r = Response::ok(op::LIST_BACKUP, Reply::Text(&long));
+    assert_eq!(
+        r.encode(0, &mut [0; MAX_MESSAGE]),
+        Err(EncodeError::TextTooLong)
+    );
+    // Hand-made: opcode, id, status 0, length MAX_TEXT + 1, the bytes.
+    let mut b = std::vec![op::LIST_BACKUP, 0, 0, 0, 0, 0, 0, 0, 0];
+    b.extend_from_slice(&((MAX_TEXT + 1) as u16).to_le_bytes());
+    b.extend_from_slice(long.as_bytes());
+    assert_eq!(
+        Response::decode(&b),
+        Err(DecodeError::TextTooLong(MAX_TEXT + 1))
+    );
+    // A text reply to an opcode that calls for another shape is refused both ways.
+    let wrong = Response::ok(op::BACKUP, Reply::Text("x"));
+    assert_eq!(
+        wrong.encode(0, &mut [0; MAX_MESSAGE]),
+        Err(EncodeError::Reply { op: op::BACKUP })
     );
 }

@@ -9,7 +9,7 @@ fn every_request_round_trips() {
     let mut ops: Vec<u8> = all.iter().map(|r| r.op()).collect();
     ops.sort_unstable();
     ops.dedup();
-    assert_eq!(ops.len(), 13, "every opcode has a sample");
+    assert_eq!(ops.len(), 18, "every opcode has a sample");
     for (i, req) in all.iter().enumerate() {
         let id = 0xdead_0000 + i as u32;
         let bytes = encode_request(req, id);
@@ -64,9 +64,11 @@ fn exact_bytes() {
 
 #[test]
 fn largest_messages_are_the_limits() {
-    let req = Request::Lookup {
-        item: long(b'a'),
-        region: long(b'b'),
+    let req = Request::RestoreNew {
+        name: long(b'a'),
+        region: u64::MAX,
+        item: long(b'b'),
+        mode: 0o777,
     };
     assert_eq!(encode_request(&req, 0).len(), MAX_REQUEST_LEN);
     let resp = Response::ok(op::STAT_ITEM, Reply::Item(item(long(b'a'), 1000)));

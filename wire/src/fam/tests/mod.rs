@@ -13,6 +13,11 @@ mod malformed;
 mod messages;
 
 const LONG_A: [u8; NAME_MAX] = [b'a'; NAME_MAX];
+/// A text of exactly MAX_TEXT bytes.
+const LONG_TEXT: &str = match core::str::from_utf8(&[b't'; MAX_TEXT]) {
+    Ok(s) => s,
+    Err(_) => "",
+};
 const LONG_B: [u8; NAME_MAX] = [b'b'; NAME_MAX];
 
 /// A name of NAME_MAX bytes, `a`s or `b`s (distinct, to find them in encodings).
@@ -113,6 +118,28 @@ fn requests() -> Vec<Request<'static>> {
         },
         Request::StatItem { item: 5 },
         Request::ItemExtents { item: 5, first: 32 },
+        Request::Backup {
+            item: 5,
+            name: "b1",
+        },
+        Request::Restore {
+            name: long(b'a'),
+            item: 6,
+        },
+        Request::RestoreNew {
+            name: long(b'a'),
+            region: 2,
+            item: long(b'b'),
+            mode: 0o640,
+        },
+        Request::RestoreNew {
+            name: "b",
+            region: 2,
+            item: "",
+            mode: 0,
+        },
+        Request::DeleteBackup { name: "b1" },
+        Request::ListBackup { name: "" },
     ]
 }
 
@@ -161,6 +188,9 @@ fn responses() -> Vec<Response<'static>> {
         Response::ok(op::STAT_ITEM, Reply::Item(item(long(b'a'), 32))),
         Response::ok(op::STAT_ITEM, Reply::Item(item(long(b'a'), 100))),
         Response::ok(op::STAT_ITEM, Reply::Item(item("none", 0))),
+        Response::ok(op::RESTORE_NEW, Reply::Item(item("restored", 2))),
+        Response::ok(op::LIST_BACKUP, Reply::Text("")),
+        Response::ok(op::LIST_BACKUP, Reply::Text(LONG_TEXT)),
         Response::ok(
             op::ITEM_EXTENTS,
             Reply::Extents(ExtentPage {
@@ -189,6 +219,9 @@ fn responses() -> Vec<Response<'static>> {
         op::CHANGE_REGION_PERMISSIONS,
         op::DEALLOCATE,
         op::CHANGE_ITEM_PERMISSIONS,
+        op::BACKUP,
+        op::RESTORE,
+        op::DELETE_BACKUP,
     ] {
         v.push(Response::ok(opcode, Reply::Done));
     }

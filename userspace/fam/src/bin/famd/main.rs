@@ -5,6 +5,7 @@
 //! (`libunimem_fam`), which reach it at the well-known mailbox interface 62 of its node. The
 //! data path does not pass through it.
 
+mod backup;
 mod listen;
 mod serve;
 mod space;
@@ -46,6 +47,9 @@ struct Args {
     /// Nodes lending memory to new regions, e.g. 1,2,3 (default: every node but this one).
     #[arg(long, value_delimiter = ',')]
     lenders: Vec<u16>,
+    /// Where backups (fam_backup) are written, on this node.
+    #[arg(long, default_value = "/var/lib/unimem/fam-backups")]
+    backup_dir: PathBuf,
     /// Interleave stripe of new items, bytes (a power of two, at least a page).
     #[arg(long, default_value_t = DEFAULT_STRIPE)]
     stripe: u64,
@@ -104,7 +108,16 @@ fn run(args: Args) -> Result<()> {
         args.state.display(),
         gsas.prot_id()
     );
-    serve_until_signal(listener, &mut poll, &mut signals, &mut store, &gsas)
+    let backups = backup::Backups::new(args.backup_dir.clone());
+    log::info!("famd: backups in {}", backups.dir().display());
+    serve_until_signal(
+        listener,
+        &mut poll,
+        &mut signals,
+        &mut store,
+        &gsas,
+        &backups,
+    )
 }
 
 fn serve_until_signal(
@@ -113,6 +126,7 @@ fn serve_until_signal(
     signals: &mut Signals,
     store: &mut Store,
     gsas: &Gsas,
+    backups: &backup::Backups,
 ) -> Result<()> {
     let mut events = Events::with_capacity(8);
     let mut pages = GsasPages { gsas };
@@ -137,7 +151,7 @@ fn serve_until_signal(
                 }
                 _ => listener.drain(|sender, message, answer| {
                     served += 1;
-                    one_request(store, &mut pages, sender, message, answer)
+                    one_request(store, &mut pages, backups, sender, message, answer)
                 })?,
             }
         }
@@ -149,6 +163,7 @@ fn serve_until_signal(
 fn one_request(
     store: &mut Store,
     pages: &mut GsasPages<'_>,
+    backups: &backup::Backups,
     sender: &Sender,
     message: &[u8],
     answer: &mut [u8; MAX_MESSAGE],
@@ -189,7 +204,7 @@ fn one_request(
         c.uid,
         c.gid
     );
-    serve::handle(store, pages, &creds, id, &req, answer)
+    serve::handle(store, pages, backups, &creds, id, &req, answer)
 }
 
 /// The answer to a message that is not a valid request (`DecodeError::status`), if at least
@@ -227,5 +242,17 @@ impl Space for GsasPages<'_> {
 impl Pages for GsasPages<'_> {
     fn grant(&mut self, item: &Item) -> fam::Result<()> {
         space::grant_item(self.gsas, item)
+    }
+
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> fam::Result<()> {
+        self.gsas
+            .bulk_read(addr, buf)
+            .map_err(|e| fam::FamError::Allocator(format!("reading {addr:#x}: {e}")))
+    }
+
+    fn write(&mut self, addr: u64, data: &[u8]) -> fam::Result<()> {
+        self.gsas
+            .bulk_write(addr, data)
+            .map_err(|e| fam::FamError::Allocator(format!("writing {addr:#x}: {e}")))
     }
 }

@@ -2,20 +2,26 @@
 //! and answered. Pure over the store and the page allocator, so the unit tests drive it with a
 //! fake allocator; `listen.rs` does the mailbox side.
 
-use fam::meta::{Creds, Item, ItemId, Region, RegionAttrs, RegionId, Space, Store};
+use crate::backup::Backups;
+use fam::meta::{Access, Creds, Item, ItemId, Region, RegionAttrs, RegionId, Space, Store};
 use fam::FamError;
 use unimem_wire::fam::{
     Extent as WireExtent, ExtentPage, Extents, ItemDesc, Lenders, RegionDesc, Reply, Request,
-    Response, MAX_EXTENTS, VERSION,
+    Response, MAX_EXTENTS, MAX_TEXT, VERSION,
 };
 
 /// OpenFAM's `FAM_ERR_UNKNOWN`: for a failure of famd itself.
 const FAM_ERR_UNKNOWN: i32 = 1;
 
-/// What the handler needs besides the store: pages, and grants on them.
+/// What the handler needs besides the store: pages, grants on them, and their bytes (for
+/// backups).
 pub trait Pages: Space {
     /// Sets the grant of every extent of `item` to its owner, group and mode.
     fn grant(&mut self, item: &Item) -> fam::Result<()>;
+    /// Reads `buf.len()` bytes at GSAS address `addr`.
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> fam::Result<()>;
+    /// Writes `data` at GSAS address `addr`.
+    fn write(&mut self, addr: u64, data: &[u8]) -> fam::Result<()>;
 }
 
 /// Handles `req` from `creds` and writes the response, answering request `id`, to `out`;
@@ -23,13 +29,14 @@ pub trait Pages: Space {
 pub fn handle(
     store: &mut Store,
     pages: &mut dyn Pages,
+    backups: &Backups,
     creds: &Creds,
     id: u32,
     req: &Request<'_>,
     out: &mut [u8],
 ) -> usize {
     let opcode = req.op();
-    let result = apply(store, pages, creds, req);
+    let result = apply(store, pages, backups, creds, req);
     let encoded = match &result {
         Ok(Answer::Done) => Response::ok(opcode, Reply::Done).encode(id, out),
         Ok(Answer::Hello) => {
@@ -40,6 +47,7 @@ pub fn handle(
         }
         Ok(Answer::Item(i)) => Response::ok(opcode, Reply::Item(item_desc(i))).encode(id, out),
         Ok(Answer::Extents(p)) => Response::ok(opcode, Reply::Extents(**p)).encode(id, out),
+        Ok(Answer::Text(t)) => Response::ok(opcode, Reply::Text(t)).encode(id, out),
         Err(e) => {
             let msg = e.to_string();
             Response::err(opcode, e.code(), &msg).encode(id, out)
@@ -61,11 +69,13 @@ enum Answer {
     Region(Region),
     Item(Item),
     Extents(Box<ExtentPage>),
+    Text(String),
 }
 
 fn apply(
     store: &mut Store,
     pages: &mut dyn Pages,
+    backups: &Backups,
     creds: &Creds,
     req: &Request<'_>,
 ) -> fam::Result<Answer> {
@@ -153,6 +163,47 @@ fn apply(
             Answer::Done
         }
         Request::StatItem { item } => Answer::Item(store.stat_item(creds, ItemId(item))?),
+        Request::Backup { item, name } => {
+            let i = store.stat_item(creds, ItemId(item))?;
+            let region = store
+                .region(i.region)
+                .map(|r| r.name.clone())
+                .unwrap_or_default();
+            backups.create(pages, creds, &i, &region, name)?;
+            Answer::Done
+        }
+        Request::Restore { name, item } => {
+            let i = store
+                .check_item(creds, ItemId(item), Access::Write)?
+                .clone();
+            backups.restore(pages, creds, name, &i)?;
+            Answer::Done
+        }
+        Request::RestoreNew {
+            name,
+            region,
+            item,
+            mode,
+        } => {
+            let size = backups.meta(creds, name)?.size;
+            let item_name = (!item.is_empty()).then_some(item);
+            let new = store.allocate(pages, creds, RegionId(region), item_name, size, mode)?;
+            let filled = pages
+                .grant(&new)
+                .and_then(|_| backups.restore(pages, creds, name, &new));
+            if let Err(e) = filled {
+                if let Err(undo) = store.deallocate(pages, creds, new.id) {
+                    log::error!("famd: restored item {} could not be undone: {undo}", new.id);
+                }
+                return Err(e);
+            }
+            Answer::Item(new)
+        }
+        Request::DeleteBackup { name } => {
+            backups.delete(creds, name)?;
+            Answer::Done
+        }
+        Request::ListBackup { name } => Answer::Text(backups.list(creds, name, MAX_TEXT)?),
         Request::ItemExtents { item, first } => {
             let i = store.stat_item(creds, ItemId(item))?;
             let total = i.extents.len();

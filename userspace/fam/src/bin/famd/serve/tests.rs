@@ -3,12 +3,14 @@
 
 use super::*;
 use fam::meta::StoreConfig;
+use unimem_wire::fam::ItemDesc;
 use unimem_wire::fam::{Interleave, MemoryType, Redundancy, MAX_MESSAGE};
 use unimem_wire::gsas;
 
 /// Pages from a counter; grants recorded; `fail_grant` makes the next grant fail.
 #[derive(Default)]
 struct Fake {
+    mem: std::collections::HashMap<u64, u8>,
     next: u64,
     freed: Vec<u64>,
     grants: Vec<(u64, u32)>,
@@ -37,11 +39,31 @@ impl Pages for Fake {
         }
         Ok(())
     }
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> fam::Result<()> {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = self.mem.get(&(addr + i as u64)).copied().unwrap_or(0);
+        }
+        Ok(())
+    }
+    fn write(&mut self, addr: u64, data: &[u8]) -> fam::Result<()> {
+        for (i, &b) in data.iter().enumerate() {
+            self.mem.insert(addr + i as u64, b);
+        }
+        Ok(())
+    }
+}
+
+/// A backup directory of its own under the system's temporary directory.
+fn backups(tag: &str) -> Backups {
+    let dir = std::env::temp_dir().join(format!("famd-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    Backups::new(dir)
 }
 
 fn call(store: &mut Store, fake: &mut Fake, who: &Creds, req: Request<'_>) -> Vec<u8> {
     let mut out = [0u8; MAX_MESSAGE];
-    let n = handle(store, fake, who, 7, &req, &mut out);
+    let b = Backups::new(std::env::temp_dir().join("famd-none"));
+    let n = handle(store, fake, &b, who, 7, &req, &mut out);
     out[..n].to_vec()
 }
 
@@ -252,4 +274,178 @@ fn extents_page_past_the_first_thirty_two() {
         status(&call(&mut store, &mut fake, &alice, past)),
         fam::code::OUTOFRANGE
     );
+}
+
+fn call_b(
+    store: &mut Store,
+    fake: &mut Fake,
+    b: &Backups,
+    who: &Creds,
+    req: Request<'_>,
+) -> Vec<u8> {
+    let mut out = [0u8; MAX_MESSAGE];
+    let n = handle(store, fake, b, who, 7, &req, &mut out);
+    out[..n].to_vec()
+}
+
+fn item_of(bytes: &[u8]) -> ItemDesc<'_> {
+    match Response::decode(bytes).unwrap().1.result {
+        Ok(Reply::Item(i)) => i,
+        other => panic!("not an item: {other:?}"),
+    }
+}
+
+/// The item's bytes through its layout (as the client reads them).
+fn contents(store: &Store, fake: &mut Fake, id: u64) -> Vec<u8> {
+    let item = store.item(fam::meta::ItemId(id)).unwrap().clone();
+    let mut out = vec![0u8; item.size as usize];
+    let mut off = 0u64;
+    while off < item.size {
+        let (addr, run) = item.locate(off).unwrap();
+        let n = run.min(item.size - off) as usize;
+        fake.read(addr, &mut out[off as usize..off as usize + n])
+            .unwrap();
+        off += n as u64;
+    }
+    out
+}
+
+#[test]
+fn backups_round_trip_and_check_rights() {
+    let mut config = StoreConfig::new(vec![1, 2, 3]);
+    config.stripe = gsas::PAGE_SIZE;
+    let mut store = Store::new(config).unwrap();
+    let mut fake = Fake::default();
+    let b = backups("roundtrip");
+    let alice = Creds::user(1000, 1000);
+    let bob = Creds::user(1001, 1001);
+    let r = region(&mut store, &mut fake, &alice, "r");
+    let alloc = |name, size, mode| Request::Allocate {
+        region: r,
+        name,
+        size,
+        mode,
+    };
+    let src = item_of(&call(
+        &mut store,
+        &mut fake,
+        &alice,
+        alloc("src", 5 * 4096 + 17, 0o640),
+    ))
+    .id;
+    // A pattern across the stripes of three lenders.
+    let item = store.item(fam::meta::ItemId(src)).unwrap().clone();
+    let pattern: Vec<u8> = (0..item.size).map(|i| (i * 7 % 251) as u8).collect();
+    let mut off = 0;
+    while off < item.size {
+        let (addr, run) = item.locate(off).unwrap();
+        let n = run.min(item.size - off) as usize;
+        fake.write(addr, &pattern[off as usize..off as usize + n])
+            .unwrap();
+        off += n as u64;
+    }
+    let backup = Request::Backup {
+        item: src,
+        name: "b1",
+    };
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &bob, backup)),
+        fam::code::NOPERM
+    );
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &alice, backup)),
+        0
+    );
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &alice, backup)),
+        fam::code::BACKUP_NOT_CREATED,
+        "a second backup of the same name"
+    );
+    // Into an existing item of the same size, then a new one.
+    let dst = item_of(&call(
+        &mut store,
+        &mut fake,
+        &alice,
+        alloc("dst", item.size, 0o600),
+    ))
+    .id;
+    let restore = Request::Restore {
+        name: "b1",
+        item: dst,
+    };
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &bob, restore)),
+        fam::code::NOPERM
+    );
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &alice, restore)),
+        0
+    );
+    assert_eq!(contents(&store, &mut fake, dst), pattern);
+    let small = item_of(&call(
+        &mut store,
+        &mut fake,
+        &alice,
+        alloc("small", 4096, 0o600),
+    ))
+    .id;
+    let too_small = Request::Restore {
+        name: "b1",
+        item: small,
+    };
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &alice, too_small)),
+        fam::code::OUTOFRANGE
+    );
+    let new = Request::RestoreNew {
+        name: "b1",
+        region: r,
+        item: "copy",
+        mode: 0o600,
+    };
+    let copy = item_of(&call_b(&mut store, &mut fake, &b, &alice, new)).id;
+    assert_eq!(contents(&store, &mut fake, copy), pattern);
+    // Listing: alice sees it, bob (mode 0640, another group) does not.
+    let list = |who: &Creds, store: &mut Store, fake: &mut Fake| {
+        let a = call_b(store, fake, &b, who, Request::ListBackup { name: "" });
+        match Response::decode(&a).unwrap().1.result {
+            Ok(Reply::Text(t)) => t.to_string(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(list(&alice, &mut store, &mut fake).starts_with("b1 size=20497 item=src region=r"));
+    assert_eq!(list(&bob, &mut store, &mut fake), "");
+    let missing = Request::Restore {
+        name: "nope",
+        item: dst,
+    };
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &alice, missing)),
+        fam::code::BACKUP_NOTFOUND
+    );
+    for bad in ["", "../x", ".hidden", "a/b"] {
+        let req = Request::Backup {
+            item: src,
+            name: bad,
+        };
+        assert_eq!(
+            status(&call_b(&mut store, &mut fake, &b, &alice, req)),
+            fam::code::INVALID,
+            "{bad:?}"
+        );
+    }
+    let delete = Request::DeleteBackup { name: "b1" };
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &bob, delete)),
+        fam::code::NOPERM
+    );
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &alice, delete)),
+        0
+    );
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &alice, delete)),
+        fam::code::BACKUP_NOTFOUND
+    );
+    let _ = std::fs::remove_dir_all(b.dir());
 }
