@@ -3,10 +3,11 @@
 # build first: it builds nothing). Settings, from the environment (make passes its variables):
 #   DESTDIR     staging root (empty: this host, as root); depmod then is left to the target
 #   PREFIX      /usr/local; BINDIR, SBINDIR, LIBDIR, INCLUDEDIR, MANDIR, DATADIR, DOCDIR under it
-#   SYSCONFDIR  /etc: default/{kram-daemon,gsasd} (flags of the units), logrotate.d/kram-daemon,
-#               unimem/fork.policy.example (gsasd's policy, all commented out); a file already
+#   SYSCONFDIR  /etc: default/{kram-daemon,gsasd,famd} (flags of the units),
+#               logrotate.d/kram-daemon, unimem/fork.policy.example (gsasd's policy, all
+#               commented out), unimem/fam.conf.example (where OpenFAM finds famd); a file already
 #               there and edited is kept (the shipped one goes beside it as NAME.dist)
-#   UNITDIR     PREFIX/lib/systemd/system: kram-daemon.service, gsasd.service
+#   UNITDIR     PREFIX/lib/systemd/system: kram-daemon.service, gsasd.service, famd.service
 #   TMPFILESDIR PREFIX/lib/tmpfiles.d: gsasd.conf (old remoteFork child logs are removed)
 #   UDEVRULESDIR PREFIX/lib/udev/rules.d: 60-unimem.rules (/dev/unimem_mailbox 0660, group unimem)
 #   SYSUSERSDIR PREFIX/lib/sysusers.d: unimem.conf (creates group unimem; on this host at once)
@@ -42,7 +43,7 @@ TMPFILESDIR=${TMPFILESDIR:-$PREFIX/lib/tmpfiles.d}
 UDEVRULESDIR=${UDEVRULESDIR:-$PREFIX/lib/udev/rules.d} SYSUSERSDIR=${SYSUSERSDIR:-$PREFIX/lib/sysusers.d}
 [ "${PREFIX:0:1}" = / ] || die "PREFIX must be an absolute path, not '$PREFIX'"
 
-DAEMONS=(kram-daemon gsasd)
+DAEMONS=(kram-daemon gsasd famd)
 TOOLS=(unimem-gas unimem-mbox unimem-gsas unimem-dht oshrun unimem-memtest unimem-sl)
 MODULES=(eusrvmem/unimem_eusrvmem mailbox/unimem_mailbox kram/unimem_kram numa/unimem_numa gsas/unimem_gsas)
 
@@ -53,8 +54,8 @@ if [ -z "$DESTDIR" ] && [ "$(id -u)" != 0 ]; then
 fi
 
 if "$uninstall"; then
-  if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && systemctl is-active --quiet kram-daemon.service gsasd.service; then
-    die "kram-daemon or gsasd is running: systemctl disable --now kram-daemon.service gsasd.service first"
+  if [ -z "$DESTDIR" ] && [ -d /run/systemd/system ] && systemctl is-active --quiet kram-daemon.service gsasd.service famd.service; then
+    die "kram-daemon, gsasd or famd is running: systemctl disable --now kram-daemon.service gsasd.service famd.service first"
   fi
   [ -f "$DESTDIR$manifest" ] || die "nothing to uninstall: no $DESTDIR$manifest (installed with another PREFIX or DATADIR?)"
   krel=$(sed -n 's|^/lib/modules/\([^/]*\)/extra/.*|\1|p' "$DESTDIR$manifest" | head -1)
@@ -132,6 +133,7 @@ conffile() { # SOURCE PATH: an operator's edited copy at PATH is kept
 for d in "$UNIMEM_ROOT"/dist/default/*; do conffile "$d" "$SYSCONFDIR/default/$(basename "$d")"; done
 conffile "$UNIMEM_ROOT/dist/logrotate/kram-daemon" "$SYSCONFDIR/logrotate.d/kram-daemon"
 conffile "$UNIMEM_ROOT/dist/unimem/fork.policy.example" "$SYSCONFDIR/unimem/fork.policy.example"
+conffile "$UNIMEM_ROOT/dist/unimem/fam.conf.example" "$SYSCONFDIR/unimem/fam.conf.example"
 
 install -D -m 0644 -t "$root$DOCDIR" "$UNIMEM_ROOT"/README.md "$UNIMEM_ROOT"/docs/*.md \
   "$UNIMEM_ROOT"/LICENSE "$UNIMEM_ROOT"/COPYING

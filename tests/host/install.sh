@@ -26,7 +26,7 @@ quiet() {
 d=$tmp/root
 check "make install DESTDIR" make -s -C "$UNIMEM_ROOT" install DESTDIR="$d"
 krel=$(ls "$d/lib/modules" 2>/dev/null | head -1)
-local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unimem-gsas
+local_files=(sbin/kram-daemon sbin/gsasd sbin/famd share/man/man8/famd.8 lib/systemd/system/famd.service bin/unimem-gas bin/unimem-mbox bin/unimem-gsas
   bin/unimem-memtest bin/unimem-sl
   lib/libgsas.so lib/libgsas.a lib/pkgconfig/gsas.pc include/gsas.h
   bin/unimem-dht lib/libdht.so lib/libdht.a lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
@@ -39,7 +39,7 @@ local_files=(sbin/kram-daemon sbin/gsasd bin/unimem-gas bin/unimem-mbox bin/unim
   share/doc/unimem/README.md share/doc/unimem/KRAM-DAEMON.md share/doc/unimem/COPYING)
 absent=()
 for f in "${local_files[@]}"; do [ -f "$d/usr/local/$f" ] || absent+=("usr/local/$f"); done
-for f in etc/default/kram-daemon etc/default/gsasd etc/logrotate.d/kram-daemon etc/unimem/fork.policy.example \
+for f in etc/default/kram-daemon etc/default/gsasd etc/default/famd etc/unimem/fam.conf.example etc/logrotate.d/kram-daemon etc/unimem/fork.policy.example \
          lib/modules/"$krel"/extra/unimem_{eusrvmem,mailbox,kram,numa,gsas}.ko; do
   [ -f "$d/$f" ] || absent+=("$f")
 done

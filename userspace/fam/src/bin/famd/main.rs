@@ -12,7 +12,7 @@ mod space;
 mod tree;
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use fam::meta::{Creds, Item, Space, Store, StoreConfig, DEFAULT_STRIPE};
 use gsas::Gsas;
 use listen::{Listener, Sender};
@@ -62,6 +62,7 @@ fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .format_timestamp_millis()
         .init();
+    unimem_clidoc::generate_if_asked(Args::command, "8");
     if let Err(e) = run(Args::parse()) {
         eprintln!("famd: {e:#}");
         std::process::exit(1);
