@@ -22,6 +22,7 @@ use kernel::{
 };
 
 mod claims;
+mod copy;
 mod daemon;
 mod fork;
 mod lease;

@@ -43,7 +43,13 @@ unsafe fn write64(p: *mut u8, v: u64) {
 /// The new word of a FETCH_(U)MIN/MAX: `old` or `a` (both already masked to the width).
 fn min_max(base: u8, narrow: bool, old: u64, a: u64) -> u64 {
     // Signed comparisons on the operation's width: a 32-bit word is an `i32`.
-    let signed = |v: u64| if narrow { i64::from(v as u32 as i32) } else { v as i64 };
+    let signed = |v: u64| {
+        if narrow {
+            i64::from(v as u32 as i32)
+        } else {
+            v as i64
+        }
+    };
     let a_wins = match base {
         op::FETCH_MIN => signed(a) < signed(old),
         op::FETCH_MAX => signed(a) > signed(old),

@@ -252,6 +252,9 @@ impl Service {
             }
             return Ok(());
         }
+        if base == op::COPY {
+            return self.copy_in_pool(pool, claim, tree, off, req.arg1, req.arg2);
+        }
         let len = match op::size(req.opcode) {
             Some(n) => n,
             None => {
@@ -262,20 +265,8 @@ impl Service {
                 req.arg1
             }
         };
-        let last = ((rel + len - 1) / PAGE_SIZE) as usize;
-        match pool.pages.check(page, last, tree) {
-            // Another tree's pages: only by their allocation's grant, for the issuing user.
-            Err(status::DENIED) => {
-                let creds = self.issuer_creds(claim);
-                if !pool
-                    .pages
-                    .granted(page, last, &creds, grant::need(req.opcode))
-                {
-                    return Err(status::DENIED);
-                }
-            }
-            r => r?,
-        }
+        // Another tree's pages: only by their allocation's grant, for the issuing user.
+        self.check_range(pool, claim, tree, off, len, grant::need(req.opcode))?;
         let at = self.part + off;
         let w = claim.w;
         match base {

@@ -17,7 +17,7 @@ use core::{
 use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 25] = [
+const OPS: [(u8, &str); 26] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -35,6 +35,7 @@ const OPS: [(u8, &str); 25] = [
     (op::FETCH_UMIN, "fetch_umin"),
     (op::FETCH_UMAX, "fetch_umax"),
     (op::CAS128, "cas128"),
+    (op::COPY, "copy"),
     (op::BULK_READ, "bulk_read"),
     (op::BULK_WRITE, "bulk_write"),
     (op::ALLOC, "alloc"),

@@ -85,6 +85,12 @@ pub mod op {
     /// one. Value bytes 0..16 = the old 16 bytes either way (OpenFAM's
     /// `fam_compare_swap(int128)`).
     pub const CAS128: u8 = 0x22;
+    /// Copy `arg2` bytes (1..=[`COPY_MAX`](super::COPY_MAX), any alignment, may overlap) from
+    /// GSAS address `arg1` to `address`, both on the node the request is sent to: done by that
+    /// node's service, the bytes never travel to the issuer (OpenFAM's memory-side
+    /// `fam_copy`). The issuer needs write on every destination page and read on every source
+    /// page, as for a BULK_WRITE and a BULK_READ. A source on another node is `FAULT`.
+    pub const COPY: u8 = 0x23;
     /// AllocSharedPage: `arg1` zeroed pages (1..=`MAX_ALLOC_PAGES`) on the node the request is
     /// sent to, owned by the issuer's protection tree; value = address of the first. `arg2` is
     /// a tag the allocation keeps (0: none), for [`FREE_TAG`].
@@ -130,8 +136,8 @@ pub mod op {
         match opcode & !WIDTH32 {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR
             | FETCH_MIN | FETCH_MAX | FETCH_UMIN | FETCH_UMAX => true,
-            NOP | READ128 | READ256 | WRITE128 | CAS128 | BULK_READ | BULK_WRITE | ALLOC | FREE
-            | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT => opcode & WIDTH32 == 0,
+            NOP | READ128 | READ256 | WRITE128 | CAS128 | BULK_READ | BULK_WRITE | COPY | ALLOC
+            | FREE | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -152,6 +158,9 @@ pub mod op {
 
 /// Largest bulk transfer per request (one page of the interface area).
 pub const BULK_MAX: u64 = PAGE_SIZE;
+/// Largest COPY per request: 16 pages, so that one copy holds the home's service for a
+/// bounded time.
+pub const COPY_MAX: u64 = 16 * PAGE_SIZE;
 /// Largest allocation per request, in pages.
 pub const MAX_ALLOC_PAGES: u64 = 1 << 16;
 
@@ -673,7 +682,8 @@ pub mod grant {
     pub const fn need(opcode: u8) -> u32 {
         match opcode & !op::WIDTH32 {
             op::READ | op::READ128 | op::READ256 | op::BULK_READ => READ,
-            op::WRITE | op::WRITE128 | op::BULK_WRITE => WRITE,
+            // COPY: what its destination needs; the source is checked for READ apart.
+            op::WRITE | op::WRITE128 | op::BULK_WRITE | op::COPY => WRITE,
             op::FETCH_ADD
             | op::CAS
             | op::SWAP
@@ -883,6 +893,7 @@ mod tests {
             op::BULK_READ,
             op::BULK_WRITE,
             op::CAS128,
+            op::COPY,
             op::ALLOC,
             op::FREE,
             op::FORK,

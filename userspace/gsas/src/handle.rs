@@ -575,6 +575,19 @@ impl<T: Transport> Gsas<T> {
         Ok(u128::from_le_bytes(b))
     }
 
+    /// Copies `len` bytes from `src` to `dst`, both on one node, by that node's service (the
+    /// bytes do not come here): one COPY per [`COPY_MAX`](crate::COPY_MAX) bytes.
+    /// The ranges may overlap only if `dst <= src` or `len <= COPY_MAX` (pieces go in order).
+    pub fn copy(&self, dst: u64, src: u64, len: u64) -> Result<()> {
+        let mut done = 0;
+        while done < len {
+            let n = (len - done).min(crate::COPY_MAX);
+            self.call_at(op::COPY, dst + done, src + done, n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
     /// Reads `buf.len()` bytes at `addr`: one BULK_READ per piece of at most [`BULK_MAX`]
     /// bytes that does not cross a page. Each piece is atomic; the whole is not.
     pub fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {

@@ -260,14 +260,43 @@ impl Fake {
             op::FETCH_OR => Some(old | p.arg1),
             op::FETCH_XOR => Some(old ^ p.arg1),
             op::FETCH_MIN | op::FETCH_MAX | op::FETCH_UMIN | op::FETCH_UMAX => {
-                let a = if w32 { p.arg1 & u64::from(u32::MAX) } else { p.arg1 };
-                let signed = |v: u64| if w32 { i64::from(v as u32 as i32) } else { v as i64 };
+                let a = if w32 {
+                    p.arg1 & u64::from(u32::MAX)
+                } else {
+                    p.arg1
+                };
+                let signed = |v: u64| {
+                    if w32 {
+                        i64::from(v as u32 as i32)
+                    } else {
+                        v as i64
+                    }
+                };
                 Some(match base {
-                    op::FETCH_MIN => if signed(a) < signed(old) { a } else { old },
-                    op::FETCH_MAX => if signed(a) > signed(old) { a } else { old },
+                    op::FETCH_MIN => {
+                        if signed(a) < signed(old) {
+                            a
+                        } else {
+                            old
+                        }
+                    }
+                    op::FETCH_MAX => {
+                        if signed(a) > signed(old) {
+                            a
+                        } else {
+                            old
+                        }
+                    }
                     op::FETCH_UMIN => a.min(old),
                     _ => a.max(old),
                 })
+            }
+            op::COPY => {
+                // Source on the same fake node's memory, as the service requires.
+                let (n, from) = (p.arg2 as usize, offset_of(p.arg1) as usize);
+                let bytes = m[from..from + n].to_vec();
+                m[o..o + n].copy_from_slice(&bytes);
+                return Ok(());
             }
             op::CAS128 => {
                 let ops = self.bulk_out.borrow()[..32].to_vec();

@@ -398,15 +398,50 @@ fn ops(ctx: &Ctx, node: u16, json: bool) -> Result<i32> {
     // Min and max, signed and unsigned, on both widths: -1 is the largest unsigned value.
     eq(&mut c, "WRITE -5", g.write(a, -5i64 as u64), ());
     eq(&mut c, "FETCH_MIN returns old", g.fetch_min(a, 3), -5);
-    eq(&mut c, "FETCH_MIN keeps the smaller (signed)", g.read(a), -5i64 as u64);
+    eq(
+        &mut c,
+        "FETCH_MIN keeps the smaller (signed)",
+        g.read(a),
+        -5i64 as u64,
+    );
     eq(&mut c, "FETCH_MAX returns old", g.fetch_max(a, 3), -5);
     eq(&mut c, "FETCH_MAX takes the larger (signed)", g.read(a), 3);
-    eq(&mut c, "FETCH_UMAX returns old", g.fetch_umax(a, u64::MAX), 3);
-    eq(&mut c, "FETCH_UMAX: all ones is the largest", g.read(a), u64::MAX);
-    eq(&mut c, "FETCH_UMIN returns old", g.fetch_umin(a, 7), u64::MAX);
-    eq(&mut c, "FETCH_UMIN takes the smaller (unsigned)", g.read(a), 7);
-    eq(&mut c, "WRITE ones above a 32-bit word", g.write(b, 0xffff_ffff_0000_0002), ());
-    eq(&mut c, "FETCH_MIN32 of -1 returns old", g.fetch_min32(b, -1), 2);
+    eq(
+        &mut c,
+        "FETCH_UMAX returns old",
+        g.fetch_umax(a, u64::MAX),
+        3,
+    );
+    eq(
+        &mut c,
+        "FETCH_UMAX: all ones is the largest",
+        g.read(a),
+        u64::MAX,
+    );
+    eq(
+        &mut c,
+        "FETCH_UMIN returns old",
+        g.fetch_umin(a, 7),
+        u64::MAX,
+    );
+    eq(
+        &mut c,
+        "FETCH_UMIN takes the smaller (unsigned)",
+        g.read(a),
+        7,
+    );
+    eq(
+        &mut c,
+        "WRITE ones above a 32-bit word",
+        g.write(b, 0xffff_ffff_0000_0002),
+        (),
+    );
+    eq(
+        &mut c,
+        "FETCH_MIN32 of -1 returns old",
+        g.fetch_min32(b, -1),
+        2,
+    );
     eq(
         &mut c,
         "FETCH_MIN32 compares as i32, leaves the high half",
@@ -415,16 +450,76 @@ fn ops(ctx: &Ctx, node: u16, json: bool) -> Result<i32> {
     );
     eq(&mut c, "FETCH_MAX32 returns old", g.fetch_max32(b, 9), -1);
     eq(&mut c, "FETCH_UMIN32 returns old", g.fetch_umin32(b, 4), 9);
-    eq(&mut c, "FETCH_UMAX32 returns old", g.fetch_umax32(b, 0x8000_0000), 4);
-    eq(&mut c, "READ32 after 32-bit min/max", g.read32(b), 0x8000_0000);
+    eq(
+        &mut c,
+        "FETCH_UMAX32 returns old",
+        g.fetch_umax32(b, 0x8000_0000),
+        4,
+    );
+    eq(
+        &mut c,
+        "READ32 after 32-bit min/max",
+        g.read32(b),
+        0x8000_0000,
+    );
     let x = a + 64;
     let old: u128 = 0x0123_4567_89ab_cdef_0011_2233_4455_6677;
     eq(&mut c, "WRITE128 for CAS128", g.write128(x, old), ());
-    eq(&mut c, "failed CAS128 returns old", g.cas128(x, old + 1, 5), old);
+    eq(
+        &mut c,
+        "failed CAS128 returns old",
+        g.cas128(x, old + 1, 5),
+        old,
+    );
     eq(&mut c, "failed CAS128 changed nothing", g.read128(x), old);
-    eq(&mut c, "CAS128 returns old", g.cas128(x, old, u128::MAX - 1), old);
-    eq(&mut c, "CAS128 wrote both halves", g.read128(x), u128::MAX - 1);
+    eq(
+        &mut c,
+        "CAS128 returns old",
+        g.cas128(x, old, u128::MAX - 1),
+        old,
+    );
+    eq(
+        &mut c,
+        "CAS128 wrote both halves",
+        g.read128(x),
+        u128::MAX - 1,
+    );
     eq(&mut c, "CAS128 of the upper word", g.read(x + 8), u64::MAX);
+    // COPY by the home: across the page boundary, unaligned, then overlapping (memmove).
+    let pattern: Vec<u8> = (0..300u32).map(|i| (i * 13 % 251) as u8).collect();
+    let from = a + 100;
+    let to = a + gsas::PAGE_SIZE - 50;
+    eq(
+        &mut c,
+        "BULK_WRITE the COPY source",
+        g.bulk_write(from, &pattern),
+        (),
+    );
+    eq(&mut c, "COPY across pages", g.copy(to, from, 300), ());
+    eq(
+        &mut c,
+        "COPY: the destination holds the source's bytes",
+        {
+            let mut b = vec![0u8; 300];
+            g.bulk_read(to, &mut b).map(|_| b == pattern)
+        },
+        true,
+    );
+    eq(
+        &mut c,
+        "COPY overlapping, 7 bytes up",
+        g.copy(from + 7, from, 300),
+        (),
+    );
+    eq(
+        &mut c,
+        "COPY overlapping moves as memmove",
+        {
+            let mut b = vec![0u8; 300];
+            g.bulk_read(from + 7, &mut b).map(|_| b == pattern)
+        },
+        true,
+    );
     let v: u128 = 0x1111_2222_3333_4444_5555_6666_7777_8888;
     let w = a + 32;
     eq(&mut c, "WRITE128", g.write128(w, v), ());
@@ -514,6 +609,7 @@ fn denied(ctx: &Ctx, a: u64, json: bool) -> Result<i32> {
     c.expect_err("FETCH_MIN", g.fetch_min(a, i64::MIN), d);
     c.expect_err("FETCH_UMAX32", g.fetch_umax32(a, u32::MAX), d);
     c.expect_err("CAS128", g.cas128(a32, 0, 0xbad), d);
+    c.expect_err("COPY into the page", g.copy(a, a + 64, 8), d);
     let mut buf = [0u8; 64];
     c.expect_err("BULK_READ", g.bulk_read(a, &mut buf), d);
     c.expect_err("BULK_WRITE", g.bulk_write(a, &[0xba; 64]), d);
@@ -580,6 +676,22 @@ fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
     c.expect_err(
         "READ of another node's address sent to this node",
         g.raw_to(n, op::READ, addr(other, offset_of(a)), 0, 0),
+        fault,
+    );
+    c.expect_err("COPY of 0 bytes", g.raw(op::COPY, a, a + 64, 0), inv);
+    c.expect_err(
+        "COPY of COPY_MAX + 1 bytes",
+        g.raw(op::COPY, a, a + 64, gsas::COPY_MAX + 1),
+        inv,
+    );
+    c.expect_err(
+        "COPY from another node's address",
+        g.raw(op::COPY, a, addr(other, offset_of(a)), 8),
+        fault,
+    );
+    c.expect_err(
+        "COPY running past the allocation",
+        g.copy(a, a + gsas::PAGE_SIZE, gsas::PAGE_SIZE + 8),
         fault,
     );
     c.expect_err("FREE of an unaligned address", g.free(a + 8), una);
