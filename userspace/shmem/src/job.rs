@@ -28,6 +28,11 @@ pub mod hdr {
     /// Agents done (their PE exited and its leftovers are freed): the last one frees the
     /// descriptor if oshrun is gone.
     pub const DONE: u64 = 40;
+    /// The barrier of libraries that join a job without `shmem_init` (libunimem_fam's
+    /// `fam_barrier_all`, [`Layout::aux_barrier`]): PEs arrived, and barriers completed.
+    /// Zero in a fresh descriptor, and only that barrier uses them.
+    pub const AUX_ARRIVE: u64 = 48;
+    pub const AUX_GENERATION: u64 = 56;
 }
 
 /// Bytes of the header; slots follow.
@@ -163,6 +168,40 @@ impl Layout {
 
     pub fn abort(&self, g: &impl Remote) {
         let _ = g.write(self.word(hdr::ABORT), 1);
+    }
+
+    /// A barrier of every PE of the job on the header's `AUX_*` words, for a library that
+    /// joins the job without `shmem_init` (no symmetric regions, so no sync page to wait on):
+    /// each PE notes the generation, counts itself in; the last one resets the count and
+    /// moves the generation on, which releases the others. A PE reads the generation before
+    /// it arrives, and the generation cannot move before every PE arrived, so no PE misses a
+    /// release; the count is reset before the release, so no PE of the next barrier counts
+    /// into this one. Waiting reads the word on the descriptor's node, backing off to one read
+    /// per `max_pause`; it gives up when the job is aborted.
+    pub fn aux_barrier(
+        &self,
+        g: &impl Remote,
+        max_pause: std::time::Duration,
+    ) -> Result<(), String> {
+        let e = |e: gsas::Error| format!("barrier on the job descriptor at {:#x}: {e}", self.base);
+        let generation = g.read(self.word(hdr::AUX_GENERATION)).map_err(e)?;
+        let arrived = g.fetch_add(self.word(hdr::AUX_ARRIVE), 1).map_err(e)? + 1;
+        if arrived >= self.npes as u64 {
+            g.write(self.word(hdr::AUX_ARRIVE), 0).map_err(e)?;
+            g.fetch_add(self.word(hdr::AUX_GENERATION), 1).map_err(e)?;
+            return Ok(());
+        }
+        let mut pause = std::time::Duration::from_micros(20);
+        loop {
+            if g.read(self.word(hdr::AUX_GENERATION)).map_err(e)? != generation {
+                return Ok(());
+            }
+            if self.aborted(g) {
+                return Err("the job was aborted while waiting at a barrier".into());
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(max_pause);
+        }
     }
 
     /// Reads and checks PE `pe`'s published slot; `None` while it is not published.
@@ -316,6 +355,33 @@ mod tests {
         assert!(l.aborted(&g));
         assert!(l.ring(2) + RING_BYTES <= base + pages(3) * PAGE_SIZE);
         assert!(l.slot(2, SLOT_BYTES) <= l.ring(0));
+    }
+
+    #[test]
+    fn aux_barrier_releases_on_the_last_arrival() {
+        let g = Fake::default();
+        let l = Layout {
+            base: gsas::addr(0, 0x20000),
+            npes: 3,
+        };
+        l.init(&g).unwrap();
+        let pause = std::time::Duration::from_millis(1);
+        // Two PEs already there: this one is the last, resets the count, releases them.
+        g.write(l.word(hdr::AUX_ARRIVE), 2).unwrap();
+        l.aux_barrier(&g, pause).unwrap();
+        assert_eq!(g.read(l.word(hdr::AUX_ARRIVE)).unwrap(), 0);
+        assert_eq!(g.read(l.word(hdr::AUX_GENERATION)).unwrap(), 1);
+        // A PE that waits leaves when the job is aborted, after counting itself in.
+        l.abort(&g);
+        assert!(l.aux_barrier(&g, pause).unwrap_err().contains("aborted"));
+        assert_eq!(g.read(l.word(hdr::AUX_ARRIVE)).unwrap(), 1);
+        // A one-PE job never waits.
+        let one = Layout {
+            base: gsas::addr(0, 0x40000),
+            npes: 1,
+        };
+        one.aux_barrier(&g, pause).unwrap();
+        assert_eq!(g.read(one.word(hdr::AUX_GENERATION)).unwrap(), 1);
     }
 
     #[test]
