@@ -7,14 +7,20 @@ use thiserror::Error;
 /// repository numbers them at commit 2dfb164 (2024-09-16, after release 3.1). Releases before
 /// `FAM_ERR_NOT_CREATED` and `FAM_ERR_NO_SPACE` were added numbered the codes after
 /// `FAM_ERR_SHM` differently (`FAM_ERR_NOTFOUND` was 7): these follow the current header.
-/// Only the codes this crate raises are listed.
+/// Only the codes this crate raises are listed (the store's and the client library's).
 pub mod code {
     /// `FAM_NO_ERROR`
     pub const NO_ERROR: i32 = 0;
+    /// `FAM_ERR_UNKNOWN`
+    pub const UNKNOWN: i32 = 1;
     /// `FAM_ERR_NOPERM`
     pub const NOPERM: i32 = 2;
+    /// `FAM_ERR_TIMEOUT`
+    pub const TIMEOUT: i32 = 3;
     /// `FAM_ERR_INVALID`
     pub const INVALID: i32 = 4;
+    /// `FAM_ERR_LIBFABRIC`
+    pub const LIBFABRIC: i32 = 5;
     /// `FAM_ERR_NOT_CREATED`
     pub const NOT_CREATED: i32 = 7;
     /// `FAM_ERR_NOTFOUND`
@@ -23,14 +29,20 @@ pub mod code {
     pub const ALREADYEXIST: i32 = 9;
     /// `FAM_ERR_ALLOCATOR`
     pub const ALLOCATOR: i32 = 10;
+    /// `FAM_ERR_RPC`
+    pub const RPC: i32 = 11;
     /// `FAM_ERR_OUTOFRANGE`
     pub const OUTOFRANGE: i32 = 13;
     /// `FAM_ERR_NO_SPACE`
     pub const NO_SPACE: i32 = 14;
+    /// `FAM_ERR_NULLPTR`
+    pub const NULLPTR: i32 = 15;
     /// `FAM_ERR_UNIMPL`
     pub const UNIMPL: i32 = 16;
     /// `FAM_ERR_RESOURCE`
     pub const RESOURCE: i32 = 17;
+    /// `FAM_ERR_INVALIDOP`
+    pub const INVALIDOP: i32 = 18;
     /// `FAM_ERR_METADATA`
     pub const METADATA: i32 = 21;
     /// `FAM_ERR_NAME_TOO_LONG`
@@ -95,6 +107,30 @@ pub enum FamError {
     /// No backup of that name (`FAM_BACKUP_NOTFOUND`).
     #[error("backup not found: {0}")]
     BackupNotFound(String),
+    // The client library's own failures (the store never raises these).
+    /// Something failed for a reason no other code names, e.g. a panic caught at the C ABI
+    /// (`FAM_ERR_UNKNOWN`).
+    #[error("{0}")]
+    Unknown(String),
+    /// `famd` or a memory node did not answer in time (`FAM_ERR_TIMEOUT`).
+    #[error("timed out: {0}")]
+    Timeout(String),
+    /// The memory stack (GSAS, the mailbox) failed on the data path: OpenFAM's fabric error,
+    /// the closest code it has (`FAM_ERR_LIBFABRIC`).
+    #[error("memory access failed: {0}")]
+    Libfabric(String),
+    /// The control link to `famd` cannot be opened or broke (`FAM_ERR_RPC`).
+    #[error("famd unreachable: {0}")]
+    Rpc(String),
+    /// A NULL pointer where one is needed (`FAM_ERR_NULLPTR`).
+    #[error("null pointer: {0}")]
+    NullPtr(String),
+    /// A call in the wrong state, e.g. before `fam_initialize` (`FAM_ERR_INVALIDOP`).
+    #[error("invalid operation: {0}")]
+    InvalidOp(String),
+    /// A failure `famd` answered: its `Fam_Error` number and message, passed on as they are.
+    #[error("{message}")]
+    Remote { code: i32, message: String },
 }
 
 impl FamError {
@@ -115,6 +151,13 @@ impl FamError {
             FamError::NameTooLong(_) => code::NAME_TOO_LONG,
             FamError::BackupNotCreated(_) => code::BACKUP_NOT_CREATED,
             FamError::BackupNotFound(_) => code::BACKUP_NOTFOUND,
+            FamError::Unknown(_) => code::UNKNOWN,
+            FamError::Timeout(_) => code::TIMEOUT,
+            FamError::Libfabric(_) => code::LIBFABRIC,
+            FamError::Rpc(_) => code::RPC,
+            FamError::NullPtr(_) => code::NULLPTR,
+            FamError::InvalidOp(_) => code::INVALIDOP,
+            FamError::Remote { code, .. } => *code,
         }
     }
 }
@@ -144,6 +187,19 @@ mod tests {
             (FamError::NameTooLong(s()), 23),
             (FamError::BackupNotCreated(s()), 28),
             (FamError::BackupNotFound(s()), 29),
+            (FamError::Unknown(s()), 1),
+            (FamError::Timeout(s()), 3),
+            (FamError::Libfabric(s()), 5),
+            (FamError::Rpc(s()), 11),
+            (FamError::NullPtr(s()), 15),
+            (FamError::InvalidOp(s()), 18),
+            (
+                FamError::Remote {
+                    code: 29,
+                    message: s(),
+                },
+                29,
+            ),
         ];
         for (e, c) in table {
             assert_eq!(e.code(), c, "{e:?}");

@@ -2,10 +2,14 @@
 //! anonymous **data items**, whose bytes live in GSAS pages lent by the cluster's nodes
 //! (docs/GSAS.md).
 //!
-//! For now the crate holds the control path's model: [`meta`], the metadata store the metadata
-//! service daemon keeps (regions, items, where each item's bytes are, who may do what), and
-//! [`FamError`], the errors with OpenFAM's `Fam_Error` numbers. It does no I/O to the cluster:
-//! the page allocator is the [`meta::Space`] trait, which the daemon implements over GSAS.
+//! - [`client`]: the client library, a [`client::Client`] per initialised instance: control
+//!   calls as requests to the metadata service `famd`, the data path straight to GSAS.
+//! - [`capi`]: the C ABI of `include/ABI.md` over the client (`libunimem_fam.so` is built
+//!   from it by the `unimem-fam` crate in `capi/`).
+//! - [`meta`]: the metadata store famd keeps (regions, items, where each item's bytes are,
+//!   who may do what); it does no I/O to the cluster: the page allocator is the
+//!   [`meta::Space`] trait, which the daemon implements over GSAS.
+//! - [`FamError`]: the errors, with OpenFAM's `Fam_Error` numbers.
 //!
 //! ```
 //! use fam::meta::{Creds, RegionAttrs, Space, Store, StoreConfig};
@@ -27,6 +31,8 @@
 //! # Ok::<(), fam::FamError>(())
 //! ```
 
+pub mod capi;
+pub mod client;
 mod error;
 pub mod meta;
 

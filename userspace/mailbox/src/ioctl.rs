@@ -8,8 +8,8 @@
 
 use unimem_wire::mailbox::{
     AllocInfo, KmsgArgs, OwnerArgs, RecvArgs, RecvCredsArgs, SendArgs, SetProtArgs, IOCTL_TYPE,
-    NR_ALLOC, NR_ALLOC_AT, NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV, NR_RECV_CREDS, NR_SEND,
-    NR_SET_OWNER, NR_SET_PROT, NR_SET_TREE,
+    NR_ALLOC, NR_ALLOC_AT, NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV,
+    NR_RECV_CREDS, NR_SEND, NR_SET_OWNER, NR_SET_PROT, NR_SET_TREE,
 };
 
 const TY: u8 = IOCTL_TYPE as u8;

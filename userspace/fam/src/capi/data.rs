@@ -1,0 +1,432 @@
+//! The data path: get/put, gather/scatter, copy (and the backup calls, not implemented yet),
+//! map/unmap.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::desc::desc;
+use super::errors::{call, call_ptr};
+use super::handles::{client, handle};
+use super::types::BackupOptions;
+use super::{buf_mut, out};
+use crate::client::{Elements, Mapping};
+use crate::{FamError, Result};
+
+unsafe fn get(
+    what: &str,
+    fam_obj: *mut c_void,
+    local: *mut c_void,
+    d: *mut c_void,
+    offset: u64,
+    size: u64,
+) -> c_int {
+    call(what, || {
+        // SAFETY: contract (the unsafe calls here: ABI.md's pointers).
+        let c = unsafe { client(fam_obj) }?;
+        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        c.get(&item, offset, unsafe {
+            buf_mut(local, size, "local buffer")
+        }?)
+    })
+}
+
+unsafe fn put(
+    what: &str,
+    fam_obj: *mut c_void,
+    local: *mut c_void,
+    d: *mut c_void,
+    offset: u64,
+    size: u64,
+) -> c_int {
+    call(what, || {
+        // SAFETY: contract.
+        let c = unsafe { client(fam_obj) }?;
+        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        c.put(&item, offset, unsafe {
+            buf_mut(local, size, "local buffer")
+        }?)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_put_blocking(
+    fam_obj: *mut c_void,
+    local_addr: *mut c_void,
+    d: *mut c_void,
+    offset: u64,
+    size: u64,
+) -> c_int {
+    // SAFETY: contract.
+    unsafe { put("fam_put_blocking", fam_obj, local_addr, d, offset, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_get_blocking(
+    fam_obj: *mut c_void,
+    local_addr: *mut c_void,
+    d: *mut c_void,
+    offset: u64,
+    size: u64,
+) -> c_int {
+    // SAFETY: contract.
+    unsafe { get("fam_get_blocking", fam_obj, local_addr, d, offset, size) }
+}
+
+// The non-blocking forms complete before returning (see the module documentation of capi).
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_put_nonblocking(
+    fam_obj: *mut c_void,
+    local_addr: *mut c_void,
+    d: *mut c_void,
+    offset: u64,
+    size: u64,
+) -> c_int {
+    // SAFETY: contract.
+    unsafe { put("fam_put_nonblocking", fam_obj, local_addr, d, offset, size) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_get_nonblocking(
+    fam_obj: *mut c_void,
+    local_addr: *mut c_void,
+    d: *mut c_void,
+    offset: u64,
+    size: u64,
+) -> c_int {
+    // SAFETY: contract.
+    unsafe { get("fam_get_nonblocking", fam_obj, local_addr, d, offset, size) }
+}
+
+/// Gather (`scatter` false) or scatter of `which` elements of `element_size` bytes.
+unsafe fn gather_scatter(
+    what: &str,
+    scatter: bool,
+    fam_obj: *mut c_void,
+    local: *mut c_void,
+    d: *mut c_void,
+    which: Elements<'_>,
+    element_size: u64,
+) -> c_int {
+    let n = which.count();
+    call(what, || {
+        // SAFETY: contract.
+        let c = unsafe { client(fam_obj) }?;
+        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        let len = n
+            .checked_mul(element_size)
+            .ok_or_else(|| FamError::OutOfRange(format!("{n} elements of {element_size} bytes")))?;
+        let buf = unsafe { buf_mut(local, len, "local buffer") }?;
+        if scatter {
+            c.scatter(&item, which, element_size, buf)
+        } else {
+            c.gather(&item, which, element_size, buf)
+        }
+    })
+}
+
+unsafe fn index<'a>(p: *const u64, n: u64) -> Result<&'a [u64]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(FamError::NullPtr("element index is NULL".into()));
+    }
+    // SAFETY: `n` indices at `p` (contract).
+    Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+macro_rules! stride_fn {
+    ($name:ident, $what:literal, $scatter:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fam_obj: *mut c_void,
+            local_addr: *mut c_void,
+            d: *mut c_void,
+            n_elements: u64,
+            first_element: u64,
+            stride: u64,
+            element_size: u64,
+        ) -> c_int {
+            let which = Elements::Stride {
+                n: n_elements,
+                first: first_element,
+                stride,
+            };
+            // SAFETY: contract.
+            unsafe { gather_scatter($what, $scatter, fam_obj, local_addr, d, which, element_size) }
+        }
+    };
+}
+
+macro_rules! index_fn {
+    ($name:ident, $what:literal, $scatter:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            fam_obj: *mut c_void,
+            local_addr: *mut c_void,
+            d: *mut c_void,
+            n_elements: u64,
+            element_index: *mut u64,
+            element_size: u64,
+        ) -> c_int {
+            // SAFETY: contract.
+            let ix = match unsafe { index(element_index, n_elements) } {
+                Ok(ix) => ix,
+                Err(e) => return super::errors::record($what, &e),
+            };
+            // SAFETY: contract.
+            unsafe {
+                gather_scatter(
+                    $what,
+                    $scatter,
+                    fam_obj,
+                    local_addr,
+                    d,
+                    Elements::Index(ix),
+                    element_size,
+                )
+            }
+        }
+    };
+}
+
+stride_fn!(c_fam_gather_blocking_stride, "fam_gather_blocking", false);
+stride_fn!(
+    c_fam_gather_nonblocking_stride,
+    "fam_gather_nonblocking",
+    false
+);
+stride_fn!(c_fam_scatter_blocking_stride, "fam_scatter_blocking", true);
+stride_fn!(
+    c_fam_scatter_nonblocking_stride,
+    "fam_scatter_nonblocking",
+    true
+);
+index_fn!(c_fam_gather_blocking_index, "fam_gather_blocking", false);
+index_fn!(
+    c_fam_gather_nonblocking_index,
+    "fam_gather_nonblocking",
+    false
+);
+index_fn!(c_fam_scatter_blocking_index, "fam_scatter_blocking", true);
+index_fn!(
+    c_fam_scatter_nonblocking_index,
+    "fam_scatter_nonblocking",
+    true
+);
+
+// ---- copy, backup ----
+
+const WAIT_MAGIC: u64 = 0x4641_4d5f_5741_4954; // "FAM_WAIT"
+
+/// A wait object: the outcome of the operation, done in the call that made it.
+struct Wait {
+    magic: AtomicU64,
+    result: Result<()>,
+}
+
+fn wait_object(result: Result<()>) -> *mut c_void {
+    Box::into_raw(Box::new(Wait {
+        magic: AtomicU64::new(WAIT_MAGIC),
+        result,
+    })) as *mut c_void
+}
+
+/// Consumes a wait object: its operation's result.
+unsafe fn wait(fam_obj: *mut c_void, w: *mut c_void) -> Result<()> {
+    // SAFETY: contract.
+    unsafe { handle(fam_obj) }?;
+    if w.is_null() {
+        return Err(FamError::NullPtr("wait object is NULL".into()));
+    }
+    // SAFETY: a wait object of this library, not yet waited for (contract).
+    let r = unsafe { &*(w as *const Wait) };
+    if r.magic.swap(0, Ordering::Relaxed) != WAIT_MAGIC {
+        return Err(FamError::Invalid(
+            "not a wait object (or one already waited for)".into(),
+        ));
+    }
+    // SAFETY: the Box `wait_object` made, used no more.
+    unsafe { Box::from_raw(w as *mut Wait) }.result
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_copy(
+    fam_obj: *mut c_void,
+    src_desc: *mut c_void,
+    src_offset: u64,
+    dest_desc: *mut c_void,
+    dest_offset: u64,
+    size: u64,
+) -> *mut c_void {
+    call_ptr("fam_copy", || {
+        // SAFETY: contract.
+        let c = unsafe { client(fam_obj) }?;
+        let src = unsafe { desc(src_desc, "source descriptor") }?.item(&c)?;
+        let dst = unsafe { desc(dest_desc, "destination descriptor") }?.item(&c)?;
+        // Done now, through this process; famd will do it later. Arguments are checked
+        // here (an error now), the copy's own failure is the wait's.
+        crate::client::data::check_range(&src, src_offset, size)?;
+        crate::client::data::check_range(&dst, dest_offset, size)?;
+        Ok(wait_object(c.copy(
+            &src,
+            src_offset,
+            &dst,
+            dest_offset,
+            size,
+        )))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_copy_wait(fam_obj: *mut c_void, wait_obj: *mut c_void) -> c_int {
+    // SAFETY: contract.
+    call("fam_copy_wait", || unsafe { wait(fam_obj, wait_obj) })
+}
+
+fn backups_unimpl(what: &str) -> FamError {
+    FamError::Unimpl(format!(
+        "{what}: backups are not implemented yet (famd will keep them)"
+    ))
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_backup(
+    fam_obj: *mut c_void,
+    _src_desc: *mut c_void,
+    _backup_name: *const c_char,
+    _backup_options: *mut BackupOptions,
+) -> *mut c_void {
+    call_ptr("fam_backup", || {
+        // SAFETY: contract.
+        unsafe { client(fam_obj) }?;
+        Err(backups_unimpl("fam_backup"))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_backup_wait(fam_obj: *mut c_void, wait_obj: *mut c_void) -> c_int {
+    // SAFETY: contract.
+    call("fam_backup_wait", || unsafe { wait(fam_obj, wait_obj) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_restore(
+    fam_obj: *mut c_void,
+    _backup_name: *const c_char,
+    _dest_desc: *mut c_void,
+) -> *mut c_void {
+    call_ptr("fam_restore", || {
+        // SAFETY: contract.
+        unsafe { client(fam_obj) }?;
+        Err(backups_unimpl("fam_restore"))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_restore_region(
+    fam_obj: *mut c_void,
+    _backup_name: *const c_char,
+    _dest_reg_desc: *mut c_void,
+    _dataitem_name: *const c_char,
+    _perm: u32,
+    dest_desc: *mut *mut c_void,
+) -> *mut c_void {
+    call_ptr("fam_restore", || {
+        // SAFETY: NULL or a pointer to store the descriptor in (contract).
+        if let Some(d) = unsafe { dest_desc.as_mut() } {
+            *d = std::ptr::null_mut();
+        }
+        // SAFETY: contract.
+        unsafe { client(fam_obj) }?;
+        Err(backups_unimpl("fam_restore"))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_restore_wait(fam_obj: *mut c_void, wait_obj: *mut c_void) -> c_int {
+    // SAFETY: contract.
+    call("fam_restore_wait", || unsafe { wait(fam_obj, wait_obj) })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_delete_backup(
+    fam_obj: *mut c_void,
+    _backup_name: *const c_char,
+) -> *mut c_void {
+    call_ptr("fam_delete_backup", || {
+        // SAFETY: contract.
+        unsafe { client(fam_obj) }?;
+        Err(backups_unimpl("fam_delete_backup"))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_delete_backup_wait(
+    fam_obj: *mut c_void,
+    wait_obj: *mut c_void,
+) -> c_int {
+    // SAFETY: contract.
+    call("fam_delete_backup_wait", || unsafe {
+        wait(fam_obj, wait_obj)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn unimem_fam_list_backup(
+    fam_obj: *mut c_void,
+    _backup_name: *const c_char,
+    out_text: *mut *mut c_char,
+) -> c_int {
+    call("fam_list_backup", || {
+        // SAFETY: contract.
+        unsafe { client(fam_obj) }?;
+        let o = unsafe { out(out_text, "out") }?;
+        *o = std::ptr::null_mut();
+        Err(backups_unimpl("fam_list_backup"))
+    })
+}
+
+// ---- map ----
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_map(fam_obj: *mut c_void, d: *mut c_void) -> *mut c_void {
+    call_ptr("fam_map", || {
+        // SAFETY: contract.
+        let h = unsafe { handle(fam_obj) }?;
+        let c = h.client()?;
+        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        let m = c.map(&item)?;
+        h.shared
+            .maps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(m.addr, m);
+        Ok(m.addr as *mut c_void)
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_unmap(
+    fam_obj: *mut c_void,
+    local_ptr: *mut c_void,
+    d: *mut c_void,
+) -> c_int {
+    call("fam_unmap", || {
+        // SAFETY: contract.
+        let h = unsafe { handle(fam_obj) }?;
+        let c = h.client()?;
+        unsafe { desc(d, "data item descriptor") }?;
+        if local_ptr.is_null() {
+            return Err(FamError::NullPtr("local pointer is NULL".into()));
+        }
+        let m: Mapping = h
+            .shared
+            .maps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&(local_ptr as usize))
+            .ok_or_else(|| FamError::Invalid("not a mapping fam_map returned".into()))?;
+        c.unmap(&m)
+    })
+}

@@ -1,0 +1,282 @@
+//! The OpenFAM client: a [`Client`] is one initialised `openfam::fam` instance.
+//!
+//! - Control path: region and item calls are requests to famd ([`link`]), found on the node
+//!   [`config`] names; each answer is owned ([`item`]).
+//! - Data path: put/get, gather/scatter and atomics go straight to the GSAS addresses of the
+//!   item's extents, through the home nodes' services ([`data`], [`gather`], [`atomic`]),
+//!   with a [`memory::Pool`] of GSAS handles shared by the client's threads. The home's
+//!   kernel checks every access against the grant famd set from the item's mode.
+//! - [`map`]: load/store access to items on this node. [`pe`]: rank and barrier.
+//!   [`options`]: `Fam_Options` and `fam_get_option`.
+//!
+//! Every call completes before it returns, the non-blocking ones included (the C ABI's
+//! `quiet` then has nothing to wait for).
+
+pub mod atomic;
+pub mod config;
+pub mod data;
+pub mod gather;
+pub mod item;
+pub mod link;
+pub mod map;
+pub mod memory;
+pub mod options;
+pub mod pe;
+
+#[cfg(test)]
+mod tests;
+
+use unimem_wire::fam::{Interleave, MemoryType, Redundancy, Request};
+
+pub use atomic::{AtomicOp, Value};
+pub use gather::Elements;
+pub use item::RegionInfo;
+pub use link::{Answer, Link, MailboxWire, Wire};
+pub use map::Mapping;
+pub use memory::{Memory, Pool};
+pub use options::{OptionValue, Options};
+pub use pe::Pe;
+
+use crate::meta::Item;
+use crate::{FamError, Result};
+
+/// Attributes of a new region (the wire's; permission level and placement are not carried).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RegionAttributes {
+    pub redundancy: Redundancy,
+    pub memory_type: MemoryType,
+    pub interleave: Interleave,
+}
+
+/// One initialised instance: the link to famd, the GSAS handles, the PE.
+pub struct Client {
+    options: Options,
+    famd_node: u16,
+    link: Link,
+    pool: Pool,
+    pe: Pe,
+}
+
+impl Client {
+    /// Connects to famd (found by [`config::famd_node`]) and says hello, opens the data path
+    /// and joins the PE group. Fails cleanly (`FAM_ERR_RPC` without the mailbox device,
+    /// `FAM_ERR_TIMEOUT` when famd does not answer) rather than waiting forever.
+    pub fn connect(options: Options) -> Result<Client> {
+        options.check()?;
+        let (famd_node, source) =
+            config::famd_node(options.cis_server.as_deref()).map_err(FamError::Invalid)?;
+        log::debug!("fam: famd on node {famd_node} ({source:?})");
+        let wire = MailboxWire::open(famd_node)?;
+        let link = Link::new(Box::new(wire), config::timeout());
+        link.hello().map_err(|e| match e {
+            FamError::Timeout(m) => FamError::Timeout(format!("famd on node {famd_node}: {m}")),
+            other => other,
+        })?;
+        let pool = Pool::device();
+        let pe = pool.with(pe::join_from_env)?;
+        Ok(Client {
+            options,
+            famd_node,
+            link,
+            pool,
+            pe,
+        })
+    }
+
+    /// A client over given parts (tests, or a program with its own transport).
+    pub fn with_parts(options: Options, famd_node: u16, link: Link, pool: Pool, pe: Pe) -> Client {
+        Client {
+            options,
+            famd_node,
+            link,
+            pool,
+            pe,
+        }
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    pub fn famd_node(&self) -> u16 {
+        self.famd_node
+    }
+
+    pub fn pe(&self) -> &Pe {
+        &self.pe
+    }
+
+    /// Option `name` as `fam_get_option` reports it.
+    pub fn option(&self, name: &str) -> Result<OptionValue> {
+        self.options.value(name, &self.pe, self.famd_node)
+    }
+
+    /// Runs `f` with a GSAS handle of the pool.
+    pub fn with_memory<R>(&self, f: impl FnOnce(&dyn Memory) -> Result<R>) -> Result<R> {
+        self.pool.with(f)
+    }
+
+    // ---- regions ----
+
+    pub fn create_region(
+        &self,
+        name: &str,
+        size: u64,
+        mode: u32,
+        attrs: RegionAttributes,
+    ) -> Result<RegionInfo> {
+        self.link.region(&Request::CreateRegion {
+            name,
+            size,
+            mode,
+            redundancy: attrs.redundancy,
+            memory_type: attrs.memory_type,
+            interleave: attrs.interleave,
+        })
+    }
+
+    pub fn destroy_region(&self, region: u64) -> Result<()> {
+        self.link.done(&Request::DestroyRegion { region })
+    }
+
+    pub fn resize_region(&self, region: u64, size: u64) -> Result<()> {
+        self.link.done(&Request::ResizeRegion { region, size })
+    }
+
+    pub fn lookup_region(&self, name: &str) -> Result<RegionInfo> {
+        self.link.region(&Request::LookupRegion { name })
+    }
+
+    pub fn change_region_permissions(&self, region: u64, mode: u32) -> Result<()> {
+        self.link
+            .done(&Request::ChangeRegionPermissions { region, mode })
+    }
+
+    pub fn stat_region(&self, region: u64) -> Result<RegionInfo> {
+        self.link.region(&Request::StatRegion { region })
+    }
+
+    // ---- items ----
+
+    /// Allocates an item (`name` empty: anonymous) in `region`.
+    pub fn allocate(&self, region: u64, name: &str, size: u64, mode: u32) -> Result<Item> {
+        self.link.item(&Request::Allocate {
+            region,
+            name,
+            size,
+            mode,
+        })
+    }
+
+    pub fn deallocate(&self, item: u64) -> Result<()> {
+        self.link.done(&Request::Deallocate { item })
+    }
+
+    pub fn lookup(&self, item: &str, region: &str) -> Result<Item> {
+        self.link.item(&Request::Lookup { item, region })
+    }
+
+    pub fn change_item_permissions(&self, item: u64, mode: u32) -> Result<()> {
+        self.link
+            .done(&Request::ChangeItemPermissions { item, mode })
+    }
+
+    pub fn stat_item(&self, item: u64) -> Result<Item> {
+        self.link.item(&Request::StatItem { item })
+    }
+
+    // ---- data path ----
+
+    pub fn put(&self, item: &Item, offset: u64, data: &[u8]) -> Result<()> {
+        data::check_range(item, offset, data.len() as u64)?;
+        self.pool.with(|m| data::put(m, item, offset, data))
+    }
+
+    pub fn get(&self, item: &Item, offset: u64, buf: &mut [u8]) -> Result<()> {
+        data::check_range(item, offset, buf.len() as u64)?;
+        self.pool.with(|m| data::get(m, item, offset, buf))
+    }
+
+    pub fn gather(
+        &self,
+        item: &Item,
+        which: Elements<'_>,
+        element_size: u64,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        self.pool
+            .with(|m| gather::gather(m, item, which, element_size, buf))
+    }
+
+    pub fn scatter(
+        &self,
+        item: &Item,
+        which: Elements<'_>,
+        element_size: u64,
+        buf: &[u8],
+    ) -> Result<()> {
+        self.pool
+            .with(|m| gather::scatter(m, item, which, element_size, buf))
+    }
+
+    /// FAM-to-FAM copy, through this process for now.
+    pub fn copy(
+        &self,
+        src: &Item,
+        src_offset: u64,
+        dst: &Item,
+        dst_offset: u64,
+        len: u64,
+    ) -> Result<()> {
+        self.pool
+            .with(|m| data::copy(m, src, src_offset, dst, dst_offset, len))
+    }
+
+    /// Atomic `op` with operand `v` on the value at `offset`; the old value.
+    pub fn atomic<T: Value>(&self, item: &Item, offset: u64, op: AtomicOp, v: T) -> Result<T> {
+        let addr = atomic::address(item, offset, T::SIZE)?;
+        self.pool.with(|m| atomic::apply(m, addr, op, v))
+    }
+
+    /// Compare-and-swap at `offset`: the value found.
+    pub fn compare_swap<T: Value>(&self, item: &Item, offset: u64, old: T, new: T) -> Result<T> {
+        let addr = atomic::address(item, offset, T::SIZE)?;
+        self.pool.with(|m| atomic::compare_swap(m, addr, old, new))
+    }
+
+    pub fn fetch_i128(&self, item: &Item, offset: u64) -> Result<i128> {
+        let addr = atomic::address(item, offset, 16)?;
+        self.pool.with(|m| atomic::fetch128(m, addr))
+    }
+
+    pub fn set_i128(&self, item: &Item, offset: u64, v: i128) -> Result<()> {
+        let addr = atomic::address(item, offset, 16)?;
+        self.pool.with(|m| atomic::set128(m, addr, v))
+    }
+
+    pub fn compare_swap_i128(
+        &self,
+        item: &Item,
+        offset: u64,
+        _old: i128,
+        _new: i128,
+    ) -> Result<i128> {
+        atomic::address(item, offset, 16)?;
+        atomic::compare_swap128()
+    }
+
+    // ---- map, barrier ----
+
+    pub fn map(&self, item: &Item) -> Result<Mapping> {
+        self.pool.with(|m| map::map(m, item))
+    }
+
+    pub fn unmap(&self, mapping: &Mapping) -> Result<()> {
+        map::unmap(mapping)
+    }
+
+    /// Waits for every PE of the group.
+    pub fn barrier_all(&self) -> Result<()> {
+        self.pool.with(|m| pe::barrier(m, &self.pe))
+    }
+}
