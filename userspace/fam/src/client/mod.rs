@@ -24,7 +24,7 @@ pub mod options;
 pub mod pe;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use unimem_wire::fam::{Interleave, MemoryType, Redundancy, Request};
 
