@@ -34,6 +34,7 @@ userspace:
 	@userspace/gsas/gsas-pc.sh >/dev/null
 	@userspace/dht/dht-pc.sh >/dev/null
 	@userspace/shmem/shmem-pc.sh >/dev/null
+	@userspace/fam/fam-pc.sh >/dev/null
 
 # pkg-config file of libgsas for the build tree: target/release/pkgconfig/gsas.pc
 # (PKG_CONFIG_PATH=$(CURDIR)/target/release/pkgconfig pkg-config --cflags --libs gsas).
@@ -58,7 +59,7 @@ check:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	rustfmt --edition 2021 --config newline_style=Unix --check kernel/*/*.rs kernel/common/*.rs
-	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh scripts/profile/*.sh tests/cluster/*.sh tests/host/*.sh .ci/run userspace/*.sh userspace/*/*.sh userspace/shmem/oshcc
+	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh scripts/profile/*.sh tests/cluster/*.sh tests/host/*.sh .ci/run userspace/*.sh userspace/*/*.sh userspace/shmem/oshcc userspace/fam/famcc
 
 # The kernel modules in the kernel's own Rust format (its .rustfmt.toml: edition 2021, Unix
 # newlines, default width).

@@ -43,10 +43,7 @@ impl MailboxWire {
     /// Opens an interface for talking to famd on node `famd`.
     pub fn open(famd: u16) -> Result<MailboxWire> {
         let mb = Mailbox::open().map_err(|e| {
-            FamError::Rpc(format!(
-                "cannot open {}: {e} (is unimem_mailbox.ko loaded on this node?)",
-                unimem_mailbox::DEVICE_PATH
-            ))
+            FamError::Rpc(format!("cannot open {}: {e}", unimem_mailbox::DEVICE_PATH))
         })?;
         mb.alloc()
             .map_err(|e| rpc("allocating a mailbox interface for famd's link", e))?;
