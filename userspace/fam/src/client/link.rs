@@ -142,6 +142,8 @@ pub enum Answer {
         first: u32,
         extents: Vec<Extent>,
     },
+    /// Lines of text (a backup listing).
+    Text(String),
 }
 
 struct State {
@@ -231,6 +233,7 @@ impl Link {
                         first: p.first,
                         extents: p.extents.iter().map(extent).collect(),
                     },
+                    Reply::Text(t) => Answer::Text(t.to_string()),
                 }),
             };
         }
@@ -240,6 +243,14 @@ impl Link {
     pub fn region(&self, req: &Request<'_>) -> Result<RegionInfo> {
         match self.call(req)? {
             Answer::Region(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// A request whose answer is text.
+    pub fn text(&self, req: &Request<'_>) -> Result<String> {
+        match self.call(req)? {
+            Answer::Text(t) => Ok(t),
             other => Err(unexpected(&other)),
         }
     }
