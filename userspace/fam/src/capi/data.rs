@@ -1,14 +1,14 @@
-//! The data path: get/put, gather/scatter, copy (and the backup calls, not implemented yet),
+//! The data path: get/put, gather/scatter, copy, and the backup calls (served by famd),
 //! map/unmap.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::desc::desc;
+use super::desc::{desc, Desc};
 use super::errors::{call, call_ptr};
 use super::handles::{client, handle};
 use super::types::BackupOptions;
-use super::{buf_mut, out};
+use super::{buf_mut, malloc_copy, out, str_arg};
 use crate::client::{Elements, Mapping};
 use crate::{FamError, Result};
 
@@ -284,23 +284,20 @@ pub unsafe extern "C" fn c_fam_copy_wait(fam_obj: *mut c_void, wait_obj: *mut c_
     call("fam_copy_wait", || unsafe { wait(fam_obj, wait_obj) })
 }
 
-fn backups_unimpl(what: &str) -> FamError {
-    FamError::Unimpl(format!(
-        "{what}: backups are not implemented yet (famd will keep them)"
-    ))
-}
-
 #[no_mangle]
 pub unsafe extern "C" fn c_fam_backup(
     fam_obj: *mut c_void,
-    _src_desc: *mut c_void,
-    _backup_name: *const c_char,
+    src_desc: *mut c_void,
+    backup_name: *const c_char,
     _backup_options: *mut BackupOptions,
 ) -> *mut c_void {
     call_ptr("fam_backup", || {
         // SAFETY: contract.
-        unsafe { client(fam_obj) }?;
-        Err(backups_unimpl("fam_backup"))
+        let c = unsafe { client(fam_obj) }?;
+        let item = unsafe { desc(src_desc, "data item descriptor") }?.item(&c)?;
+        let name = unsafe { str_arg(backup_name, "backup name") }?;
+        // famd copies it on its node before answering: the wait has only the result.
+        Ok(wait_object(c.backup(item.id.0, name)))
     })
 }
 
@@ -313,33 +310,44 @@ pub unsafe extern "C" fn c_fam_backup_wait(fam_obj: *mut c_void, wait_obj: *mut 
 #[no_mangle]
 pub unsafe extern "C" fn c_fam_restore(
     fam_obj: *mut c_void,
-    _backup_name: *const c_char,
-    _dest_desc: *mut c_void,
+    backup_name: *const c_char,
+    dest_desc: *mut c_void,
 ) -> *mut c_void {
     call_ptr("fam_restore", || {
         // SAFETY: contract.
-        unsafe { client(fam_obj) }?;
-        Err(backups_unimpl("fam_restore"))
+        let c = unsafe { client(fam_obj) }?;
+        let name = unsafe { str_arg(backup_name, "backup name") }?;
+        let item = unsafe { desc(dest_desc, "data item descriptor") }?.item(&c)?;
+        Ok(wait_object(c.restore(name, item.id.0)))
     })
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn c_fam_restore_region(
     fam_obj: *mut c_void,
-    _backup_name: *const c_char,
-    _dest_reg_desc: *mut c_void,
-    _dataitem_name: *const c_char,
-    _perm: u32,
+    backup_name: *const c_char,
+    dest_reg_desc: *mut c_void,
+    dataitem_name: *const c_char,
+    perm: u32,
     dest_desc: *mut *mut c_void,
 ) -> *mut c_void {
     call_ptr("fam_restore", || {
         // SAFETY: NULL or a pointer to store the descriptor in (contract).
-        if let Some(d) = unsafe { dest_desc.as_mut() } {
-            *d = std::ptr::null_mut();
-        }
+        let out = unsafe { dest_desc.as_mut() };
+        let out = out.ok_or_else(|| FamError::NullPtr("descriptor out-pointer is NULL".into()))?;
+        *out = std::ptr::null_mut();
         // SAFETY: contract.
-        unsafe { client(fam_obj) }?;
-        Err(backups_unimpl("fam_restore"))
+        let c = unsafe { client(fam_obj) }?;
+        let name = unsafe { str_arg(backup_name, "backup name") }?;
+        let region = unsafe { desc(dest_reg_desc, "region descriptor") }?.region_id()?;
+        let item_name = if dataitem_name.is_null() {
+            ""
+        } else {
+            unsafe { str_arg(dataitem_name, "data item name") }?
+        };
+        let item = c.restore_new(name, region, item_name, perm)?;
+        *out = Desc::of_item(item);
+        Ok(wait_object(Ok(())))
     })
 }
 
@@ -352,12 +360,13 @@ pub unsafe extern "C" fn c_fam_restore_wait(fam_obj: *mut c_void, wait_obj: *mut
 #[no_mangle]
 pub unsafe extern "C" fn c_fam_delete_backup(
     fam_obj: *mut c_void,
-    _backup_name: *const c_char,
+    backup_name: *const c_char,
 ) -> *mut c_void {
     call_ptr("fam_delete_backup", || {
         // SAFETY: contract.
-        unsafe { client(fam_obj) }?;
-        Err(backups_unimpl("fam_delete_backup"))
+        let c = unsafe { client(fam_obj) }?;
+        let name = unsafe { str_arg(backup_name, "backup name") }?;
+        Ok(wait_object(c.delete_backup(name)))
     })
 }
 
@@ -375,15 +384,23 @@ pub unsafe extern "C" fn c_fam_delete_backup_wait(
 #[no_mangle]
 pub unsafe extern "C" fn unimem_fam_list_backup(
     fam_obj: *mut c_void,
-    _backup_name: *const c_char,
+    backup_name: *const c_char,
     out_text: *mut *mut c_char,
 ) -> c_int {
     call("fam_list_backup", || {
         // SAFETY: contract.
-        unsafe { client(fam_obj) }?;
+        let c = unsafe { client(fam_obj) }?;
         let o = unsafe { out(out_text, "out") }?;
         *o = std::ptr::null_mut();
-        Err(backups_unimpl("fam_list_backup"))
+        let name = if backup_name.is_null() {
+            ""
+        } else {
+            unsafe { str_arg(backup_name, "backup name") }?
+        };
+        let mut text = c.list_backup(name)?.into_bytes();
+        text.push(0);
+        *o = malloc_copy(&text)?.cast();
+        Ok(())
     })
 }
 

@@ -1,14 +1,14 @@
 //! Atomics on a naturally aligned value of an item, applied by the home node's service at the
 //! value's GSAS address (so they are atomic against every other node's).
 //!
-//! GSAS has read, write, fetch-add, compare-and-swap, swap and fetch-and/or/xor on 32- and
-//! 64-bit words, and 128-bit read and write. The rest is built on those:
+//! GSAS has read, write, fetch-add, compare-and-swap, swap, fetch-and/or/xor and fetch-min/max
+//! (signed and unsigned) on 32- and 64-bit words, and 128-bit read, write and compare-and-swap:
+//! every integer atomic is one operation of the home. The rest is built on those:
 //! - subtract is the add of the negation (two's complement wraps the same way);
-//! - min and max (signed or unsigned), and every float and double arithmetic, are a
-//!   compare-and-swap loop on the home's CAS: read the word, compute, CAS, and again with
-//!   the value the CAS found until it succeeds. Each round is atomic, so the loop is (the
-//!   result is what some CAS stored on the value it replaced); it is lock-free, not wait-free;
-//! - 128-bit compare-and-swap has no GSAS operation: `FAM_ERR_UNIMPL` for now.
+//! - float and double arithmetic (the kernel does no floating point) is a compare-and-swap
+//!   loop on the home's CAS: read the word, compute, CAS, and again with the value the CAS
+//!   found until it succeeds. Each round is atomic, so the loop is (the result is what some
+//!   CAS stored on the value it replaced); it is lock-free, not wait-free.
 
 use std::fmt::Debug;
 
@@ -43,6 +43,8 @@ pub trait Value: Copy + PartialEq + Debug {
     /// Bytes (4 or 8).
     const SIZE: u64;
     const FLOAT: bool;
+    /// Whether min and max compare as signed integers.
+    const SIGNED: bool;
     fn to_bits(self) -> u64;
     fn from_bits(b: u64) -> Self;
     fn plus(self, o: Self) -> Self;
@@ -52,10 +54,11 @@ pub trait Value: Copy + PartialEq + Debug {
 }
 
 macro_rules! int_value {
-    ($t:ty, $u:ty) => {
+    ($t:ty, $u:ty, $signed:expr) => {
         impl Value for $t {
             const SIZE: u64 = std::mem::size_of::<$t>() as u64;
             const FLOAT: bool = false;
+            const SIGNED: bool = $signed;
             fn to_bits(self) -> u64 {
                 self as $u as u64
             }
@@ -77,16 +80,17 @@ macro_rules! int_value {
         }
     };
 }
-int_value!(i32, u32);
-int_value!(u32, u32);
-int_value!(i64, u64);
-int_value!(u64, u64);
+int_value!(i32, u32, true);
+int_value!(u32, u32, false);
+int_value!(i64, u64, true);
+int_value!(u64, u64, false);
 
 macro_rules! float_value {
     ($t:ty, $u:ty) => {
         impl Value for $t {
             const SIZE: u64 = std::mem::size_of::<$t>() as u64;
             const FLOAT: bool = true;
+            const SIGNED: bool = true;
             fn to_bits(self) -> u64 {
                 <$t>::to_bits(self) as u64
             }
@@ -170,6 +174,22 @@ pub fn apply<T: Value>(m: &dyn Memory, addr: u64, op: AtomicOp, v: T) -> Result<
         AtomicOp::Swap => word::<T>(m, op::SWAP, addr, b, 0)?,
         AtomicOp::Add if !T::FLOAT => word::<T>(m, op::FETCH_ADD, addr, b, 0)?,
         AtomicOp::Subtract if !T::FLOAT => word::<T>(m, op::FETCH_ADD, addr, b.wrapping_neg(), 0)?,
+        AtomicOp::Min if !T::FLOAT => {
+            let o = if T::SIGNED {
+                op::FETCH_MIN
+            } else {
+                op::FETCH_UMIN
+            };
+            word::<T>(m, o, addr, b, 0)?
+        }
+        AtomicOp::Max if !T::FLOAT => {
+            let o = if T::SIGNED {
+                op::FETCH_MAX
+            } else {
+                op::FETCH_UMAX
+            };
+            word::<T>(m, o, addr, b, 0)?
+        }
         AtomicOp::Add => return update(m, addr, |x: T| x.plus(v)),
         AtomicOp::Subtract => return update(m, addr, |x: T| x.minus(v)),
         AtomicOp::Min => return update(m, addr, |x: T| x.lesser(v)),
@@ -208,9 +228,9 @@ pub fn set128(m: &dyn Memory, addr: u64, v: i128) -> Result<()> {
         .map_err(|e| gsas_error("atomic 128-bit set", e))
 }
 
-/// 128-bit compare-and-swap: GSAS has no such operation yet.
-pub fn compare_swap128() -> Result<i128> {
-    Err(FamError::Unimpl(
-        "128-bit compare-and-swap (GSAS has no 128-bit CAS yet)".into(),
-    ))
+/// 128-bit compare-and-swap by the home (`CAS128`): the value found.
+pub fn compare_swap128(m: &dyn Memory, addr: u64, old: i128, new: i128) -> Result<i128> {
+    m.cas128(addr, old as u128, new as u128)
+        .map(|v| v as i128)
+        .map_err(|e| gsas_error("atomic 128-bit compare-and-swap", e))
 }

@@ -5,6 +5,7 @@
 use super::memory::{gsas_error, Memory};
 use crate::meta::Item;
 use crate::{FamError, Result};
+use unimem_wire::gsas;
 
 /// Checks that bytes `offset .. offset + len` are inside the item.
 pub fn check_range(item: &Item, offset: u64, len: u64) -> Result<()> {
@@ -24,18 +25,22 @@ pub fn pieces(item: &Item, offset: u64, len: usize) -> Result<Vec<(u64, usize, u
     let mut out = Vec::new();
     let mut done = 0usize;
     while done < len {
-        let at = offset + done as u64;
-        let (addr, run) = item.locate(at).ok_or_else(|| {
-            FamError::Metadata(format!(
-                "item {} has no memory at offset {at}: its extents do not cover it",
-                item.id
-            ))
-        })?;
+        let (addr, run) = locate(item, offset + done as u64)?;
         let n = (len - done).min(usize::try_from(run).unwrap_or(usize::MAX));
         out.push((addr, done, n));
         done += n;
     }
     Ok(out)
+}
+
+/// Where byte `at` of the item is, and how many bytes follow it there ([`Item::locate`]).
+fn locate(item: &Item, at: u64) -> Result<(u64, u64)> {
+    item.locate(at).ok_or_else(|| {
+        FamError::Metadata(format!(
+            "item {} has no memory at offset {at}: its extents do not cover it",
+            item.id
+        ))
+    })
 }
 
 /// Copies `buf.len()` bytes of the item from `offset` into `buf`.
@@ -56,8 +61,10 @@ pub fn put(m: &dyn Memory, item: &Item, offset: u64, data: &[u8]) -> Result<()> 
     Ok(())
 }
 
-/// Copies `len` bytes from one item to another (or within one), through this process: a
-/// page at a time read, then written.
+/// Copies `len` bytes from one item to another (or within one). Each run whose source and
+/// destination bytes are on one node is copied by that node's service (GSAS `COPY`: the bytes
+/// do not come here, OpenFAM's memory-side copy); a run between two nodes is read here and
+/// written there.
 pub fn copy(
     m: &dyn Memory,
     src: &Item,
@@ -68,19 +75,45 @@ pub fn copy(
 ) -> Result<()> {
     check_range(src, src_offset, len)?;
     check_range(dst, dst_offset, len)?;
-    const CHUNK: u64 = 64 << 10;
-    let mut buf = vec![0u8; CHUNK.min(len) as usize];
-    // Overlapping ranges of one item copied backwards when the destination is after the
-    // source, as memmove does.
+    // Overlapping ranges of one item go backwards when the destination is after the source,
+    // as memmove does.
     let backwards = src.id == dst.id && dst_offset > src_offset && dst_offset < src_offset + len;
-    let mut chunks: Vec<u64> = (0..len).step_by(CHUNK as usize).collect();
+    let runs = copy_runs(src, src_offset, dst, dst_offset, len)?;
+    let mut buf = Vec::new();
+    let mut each = |(n, s, d): (u64, u64, u64)| -> Result<()> {
+        if gsas::node_of(s) == gsas::node_of(d) {
+            return m.copy(d, s, n).map_err(|e| gsas_error("fam_copy", e));
+        }
+        buf.resize(n as usize, 0);
+        m.bulk_read(s, &mut buf)
+            .and_then(|_| m.bulk_write(d, &buf))
+            .map_err(|e| gsas_error("fam_copy", e))
+    };
     if backwards {
-        chunks.reverse();
+        runs.into_iter().rev().try_for_each(&mut each)
+    } else {
+        runs.into_iter().try_for_each(&mut each)
     }
-    for at in chunks {
-        let n = CHUNK.min(len - at) as usize;
-        get(m, src, src_offset + at, &mut buf[..n])?;
-        put(m, dst, dst_offset + at, &buf[..n])?;
+}
+
+/// The copy cut where either side changes stripe or extent (and at 64 KiB): (length, source
+/// GSAS address, destination GSAS address) per run.
+fn copy_runs(
+    src: &Item,
+    src_offset: u64,
+    dst: &Item,
+    dst_offset: u64,
+    len: u64,
+) -> Result<Vec<(u64, u64, u64)>> {
+    const CHUNK: u64 = 64 << 10;
+    let mut runs = Vec::new();
+    let mut at = 0;
+    while at < len {
+        let (s, s_run) = locate(src, src_offset + at)?;
+        let (d, d_run) = locate(dst, dst_offset + at)?;
+        let n = s_run.min(d_run).min(len - at).min(CHUNK);
+        runs.push((n, s, d));
+        at += n;
     }
-    Ok(())
+    Ok(runs)
 }

@@ -21,6 +21,10 @@ pub trait Memory: Send {
     fn word(&self, opcode: u8, addr: u64, a1: u64, a2: u64) -> gsas::Result<u64>;
     fn read128(&self, addr: u64) -> gsas::Result<u128>;
     fn write128(&self, addr: u64, v: u128) -> gsas::Result<()>;
+    /// 128-bit compare-and-swap: the old value.
+    fn cas128(&self, addr: u64, expected: u128, new: u128) -> gsas::Result<u128>;
+    /// `len` bytes from `src` to `dst`, both on one node, copied by that node's service.
+    fn copy(&self, dst: u64, src: u64, len: u64) -> gsas::Result<()>;
     fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> gsas::Result<()>;
     fn bulk_write(&self, addr: u64, data: &[u8]) -> gsas::Result<()>;
     /// Maps `len` bytes of this node's GSAS memory at `addr` (at `fixed` if given), writable
@@ -86,6 +90,12 @@ impl<T: Transport + LocalMap + Send> Memory for Gsas<T> {
     }
     fn write128(&self, addr: u64, v: u128) -> gsas::Result<()> {
         Gsas::write128(self, addr, v)
+    }
+    fn cas128(&self, addr: u64, expected: u128, new: u128) -> gsas::Result<u128> {
+        Gsas::cas128(self, addr, expected, new)
+    }
+    fn copy(&self, dst: u64, src: u64, len: u64) -> gsas::Result<()> {
+        Gsas::copy(self, dst, src, len)
     }
     fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> gsas::Result<()> {
         Gsas::bulk_read(self, addr, buf)

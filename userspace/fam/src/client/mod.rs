@@ -168,6 +168,38 @@ impl Client {
         })
     }
 
+    // ---- backups (famd writes them on its node) ----
+
+    /// Backs item `item` up as `name`.
+    pub fn backup(&self, item: u64, name: &str) -> Result<()> {
+        self.link.done(&Request::Backup { item, name })
+    }
+
+    /// Writes backup `name` into item `item`.
+    pub fn restore(&self, name: &str, item: u64) -> Result<()> {
+        self.link.done(&Request::Restore { name, item })
+    }
+
+    /// A new item of region `region` (named `item`, or anonymous if empty) holding backup
+    /// `name`.
+    pub fn restore_new(&self, name: &str, region: u64, item: &str, mode: u32) -> Result<Item> {
+        self.link.item(&Request::RestoreNew {
+            name,
+            region,
+            item,
+            mode,
+        })
+    }
+
+    pub fn delete_backup(&self, name: &str) -> Result<()> {
+        self.link.done(&Request::DeleteBackup { name })
+    }
+
+    /// One line per backup the caller may read (`name` empty: all).
+    pub fn list_backup(&self, name: &str) -> Result<String> {
+        self.link.text(&Request::ListBackup { name })
+    }
+
     pub fn deallocate(&self, item: u64) -> Result<()> {
         self.link.done(&Request::Deallocate { item })
     }
@@ -258,11 +290,12 @@ impl Client {
         &self,
         item: &Item,
         offset: u64,
-        _old: i128,
-        _new: i128,
+        old: i128,
+        new: i128,
     ) -> Result<i128> {
-        atomic::address(item, offset, 16)?;
-        atomic::compare_swap128()
+        let addr = atomic::address(item, offset, 16)?;
+        self.pool
+            .with(|m| atomic::compare_swap128(m, addr, old, new))
     }
 
     // ---- map, barrier ----

@@ -51,8 +51,8 @@ fn out_of_range_and_misaligned() {
     assert_eq!(e.code(), crate::code::INVALID, "{e}");
     let e = c.atomic(&it, it.size, AtomicOp::Add, 1u32).unwrap_err();
     assert_eq!(e.code(), crate::code::OUTOFRANGE);
-    let e = c.compare_swap_i128(&it, 0, 1, 2).unwrap_err();
-    assert_eq!(e.code(), crate::code::UNIMPL);
+    let e = c.compare_swap_i128(&it, 8, 1, 2).unwrap_err();
+    assert_eq!(e.code(), crate::code::INVALID, "{e}");
     assert_eq!(g.requests(), 0, "nothing reached GSAS");
 }
 
@@ -68,7 +68,7 @@ fn atomics_and_cas_loops() {
     assert_eq!(c.atomic(&it, 4096, AtomicOp::Fetch, 0i64).unwrap(), -5);
     // The value is on node 2 (stripe 1), at its first extent.
     assert_eq!(g.peek(2, 0x10000, 8), (-5i64).to_le_bytes());
-    // Signed min/max through the CAS loop.
+    // Signed min/max: the home's FETCH_MIN / FETCH_MAX.
     assert_eq!(c.atomic(&it, 4096, AtomicOp::Min, -7i64).unwrap(), -5);
     assert_eq!(c.atomic(&it, 4096, AtomicOp::Max, -9i64).unwrap(), -7);
     assert_eq!(c.atomic(&it, 4096, AtomicOp::Fetch, 0i64).unwrap(), -7);
@@ -98,9 +98,16 @@ fn atomics_and_cas_loops() {
     assert_eq!(c.atomic(&it, 24, AtomicOp::Add, 0.5f64).unwrap(), 8.5);
     assert_eq!(c.atomic(&it, 24, AtomicOp::Fetch, 0f64).unwrap(), 9.0);
     assert!(c.atomic(&it, 24, AtomicOp::And, 1.0f64).is_err());
-    // 128-bit set and fetch.
+    // 128-bit set, fetch and compare-and-swap (the home's CAS128).
     c.set_i128(&it, 32, -3).unwrap();
     assert_eq!(c.fetch_i128(&it, 32).unwrap(), -3);
+    assert_eq!(
+        c.compare_swap_i128(&it, 32, -4, 9).unwrap(),
+        -3,
+        "failed CAS"
+    );
+    assert_eq!(c.compare_swap_i128(&it, 32, -3, i128::MIN).unwrap(), -3);
+    assert_eq!(c.fetch_i128(&it, 32).unwrap(), i128::MIN);
 }
 
 #[test]
@@ -108,11 +115,12 @@ fn cas_loop_retries_when_another_writer_wins() {
     let g = Gas::new(1);
     let it = striped_item();
     let c = client(&g, FakeFamd::new(|_, _| None));
-    c.atomic(&it, 0, AtomicOp::Set, 100u64).unwrap();
+    // Double arithmetic is the CAS loop (integers are the home's own operations).
+    c.atomic(&it, 0, AtomicOp::Set, 100f64).unwrap();
     // Another node changes the word between the loop's read and its first CAS.
-    g.interfere_once(1, 0x10000, 50);
-    assert_eq!(c.atomic(&it, 0, AtomicOp::Min, 70u64).unwrap(), 50);
-    assert_eq!(c.atomic(&it, 0, AtomicOp::Fetch, 0u64).unwrap(), 50);
+    g.interfere_once(1, 0x10000, 50f64.to_bits());
+    assert_eq!(c.atomic(&it, 0, AtomicOp::Add, 1f64).unwrap(), 50.0);
+    assert_eq!(c.atomic(&it, 0, AtomicOp::Fetch, 0f64).unwrap(), 51.0);
 }
 
 #[test]
@@ -168,6 +176,12 @@ fn copy_between_items() {
     c.copy(&it, 0, &it, 10000, 10000).unwrap();
     let mut back = vec![0u8; 10000];
     c.get(&it, 10000, &mut back).unwrap();
+    assert_eq!(back, data);
+    // Runs whose both ends are on one node were the home's COPY, the others came through here.
+    assert!(g.copies() > 0, "no memory-side copy");
+    // Overlapping, destination after the source: as memmove.
+    c.copy(&it, 0, &it, 100, 10000).unwrap();
+    c.get(&it, 100, &mut back).unwrap();
     assert_eq!(back, data);
 }
 

@@ -27,6 +27,8 @@ struct Shared {
     mem: HashMap<u16, Vec<u8>>,
     denied: HashSet<u16>,
     requests: u64,
+    /// COPY requests served (memory-side copies).
+    copies: u64,
     /// Before the next CAS, this (node, offset) word is set to this value (another writer).
     interfere: Option<(u16, u64, u64)>,
 }
@@ -58,6 +60,11 @@ impl Gas {
 
     pub fn requests(&self) -> u64 {
         self.shared.lock().unwrap().requests
+    }
+
+    /// COPY requests served so far.
+    pub fn copies(&self) -> u64 {
+        self.shared.lock().unwrap().copies
     }
 
     pub fn interfere_once(&self, node: u16, off: u64, v: u64) {
@@ -119,11 +126,13 @@ impl FakeTransport {
         let o = offset_of(p.address) as usize;
         let size = match base {
             op::BULK_READ | op::BULK_WRITE => p.arg1 as usize,
-            op::READ128 | op::WRITE128 => 16,
+            op::COPY => p.arg2 as usize,
+            op::READ128 | op::WRITE128 | op::CAS128 => 16,
             _ if w32 => 4,
             _ => 8,
         };
-        if o % size.clamp(1, 16) != 0 && !matches!(base, op::BULK_READ | op::BULK_WRITE) {
+        if o % size.clamp(1, 16) != 0 && !matches!(base, op::BULK_READ | op::BULK_WRITE | op::COPY)
+        {
             return status::UNALIGNED;
         }
         if base == op::CAS {
@@ -154,6 +163,26 @@ impl FakeTransport {
                 m[o + 8..o + 16].copy_from_slice(&p.arg2.to_le_bytes());
                 return status::OK;
             }
+            op::CAS128 => {
+                let ops = self.bulk_out.borrow()[..32].to_vec();
+                value[..16].copy_from_slice(&m[o..o + 16]);
+                if m[o..o + 16] == ops[..16] {
+                    m[o..o + 16].copy_from_slice(&ops[16..]);
+                }
+                return status::OK;
+            }
+            op::COPY => {
+                if node_of(p.arg1) != home {
+                    return status::FAULT;
+                }
+                let from = offset_of(p.arg1) as usize;
+                if from + size > m.len() {
+                    return status::FAULT;
+                }
+                m.copy_within(from..from + size, o);
+                s.copies += 1;
+                return status::OK;
+            }
             _ => {}
         }
         let old = if w32 {
@@ -170,6 +199,27 @@ impl FakeTransport {
             op::FETCH_AND => Some(old & p.arg1),
             op::FETCH_OR => Some(old | p.arg1),
             op::FETCH_XOR => Some(old ^ p.arg1),
+            op::FETCH_MIN | op::FETCH_MAX | op::FETCH_UMIN | op::FETCH_UMAX => {
+                let a = if w32 {
+                    p.arg1 & u64::from(u32::MAX)
+                } else {
+                    p.arg1
+                };
+                let signed = |v: u64| {
+                    if w32 {
+                        i64::from(v as u32 as i32)
+                    } else {
+                        v as i64
+                    }
+                };
+                Some(match base {
+                    op::FETCH_MIN if signed(a) < signed(old) => a,
+                    op::FETCH_MAX if signed(a) > signed(old) => a,
+                    op::FETCH_UMIN => a.min(old),
+                    op::FETCH_UMAX => a.max(old),
+                    _ => old,
+                })
+            }
             _ => return status::INVALID,
         };
         if let Some(v) = new {
