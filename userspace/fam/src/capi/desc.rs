@@ -114,7 +114,8 @@ impl Desc {
             } else {
                 "its region was destroyed"
             };
-            return Err(FamError::Invalid(format!("descriptor is invalid: {what}")));
+            // What famd would answer for the id: it names nothing any more.
+            return Err(FamError::NotFound(format!("descriptor is invalid: {what}")));
         }
         if !st.bound {
             return Err(FamError::Invalid(

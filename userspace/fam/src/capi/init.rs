@@ -120,14 +120,18 @@ pub unsafe extern "C" fn c_fam_finalize(fam_obj: *mut c_void, _group_name: *cons
         for (_, m) in maps.drain() {
             let _ = crate::client::map::unmap(&m);
         }
-        // Finalising an instance that is not initialised does nothing (OpenFAM's
-        // destructor finalises too).
-        h.shared
+        // Finalising an instance that is not initialised (or twice) is a call in the wrong
+        // state; deleting an instance finalises it without this check (c_fam_delete).
+        match h
+            .shared
             .client
             .write()
             .unwrap_or_else(|p| p.into_inner())
-            .take();
-        Ok(())
+            .take()
+        {
+            Some(_) => Ok(()),
+            None => Err(FamError::InvalidOp("fam_finalize: not initialised".into())),
+        }
     })
 }
 

@@ -85,7 +85,8 @@ fn descriptors_count_and_invalidate() {
         assert_eq!(unimem_fam_desc_get(d, attr::STATUS), status::DESC_INVALID);
         assert_eq!(
             super::data::c_fam_get_blocking(f, back.as_mut_ptr().cast(), d, 0, 4),
-            -4
+            -8,
+            "a deallocated item's descriptor names nothing: NOTFOUND"
         );
         let msg = CStr::from_ptr(c_fam_error_msg()).to_str().unwrap();
         assert!(msg.contains("deallocated"), "{msg}");

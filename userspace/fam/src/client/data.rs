@@ -43,8 +43,17 @@ fn locate(item: &Item, at: u64) -> Result<(u64, u64)> {
     })
 }
 
+/// A transfer of no bytes is a mistake of the caller's: OpenFAM refuses it.
+fn not_empty(len: u64, what: &str) -> Result<()> {
+    if len == 0 {
+        return Err(FamError::Invalid(format!("{what} of 0 bytes")));
+    }
+    Ok(())
+}
+
 /// Copies `buf.len()` bytes of the item from `offset` into `buf`.
 pub fn get(m: &dyn Memory, item: &Item, offset: u64, buf: &mut [u8]) -> Result<()> {
+    not_empty(buf.len() as u64, "fam_get")?;
     for (addr, at, n) in pieces(item, offset, buf.len())? {
         m.bulk_read(addr, &mut buf[at..at + n])
             .map_err(|e| gsas_error("fam_get", e))?;
@@ -54,6 +63,7 @@ pub fn get(m: &dyn Memory, item: &Item, offset: u64, buf: &mut [u8]) -> Result<(
 
 /// Copies `data` into the item from `offset`.
 pub fn put(m: &dyn Memory, item: &Item, offset: u64, data: &[u8]) -> Result<()> {
+    not_empty(data.len() as u64, "fam_put")?;
     for (addr, at, n) in pieces(item, offset, data.len())? {
         m.bulk_write(addr, &data[at..at + n])
             .map_err(|e| gsas_error("fam_put", e))?;
@@ -73,6 +83,7 @@ pub fn copy(
     dst_offset: u64,
     len: u64,
 ) -> Result<()> {
+    not_empty(len, "fam_copy")?;
     check_range(src, src_offset, len)?;
     check_range(dst, dst_offset, len)?;
     // Overlapping ranges of one item go backwards when the destination is after the source,

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use unimem_mailbox::{Errno, Mailbox, Packet, PACKET_LEN};
 use unimem_wire::fam::{
-    fragments, Reassembler, Reply, Request, Response, MAX_REQUEST_LEN, VERSION,
+    fragments, EncodeError, Reassembler, Reply, Request, Response, MAX_REQUEST_LEN, NAME_MAX,
+    VERSION,
 };
 use unimem_wire::mailbox::well_known::FAMD;
 
@@ -189,9 +190,12 @@ impl Link {
         let msg_id = s.next_message;
         s.next_message = s.next_message.wrapping_add(1);
         let mut buf = [0u8; MAX_REQUEST_LEN];
-        let n = req
-            .encode(id, &mut buf)
-            .map_err(|e| FamError::Invalid(format!("request cannot be encoded: {e:?}")))?;
+        let n = req.encode(id, &mut buf).map_err(|e| match e {
+            EncodeError::NameTooLong(n) => {
+                FamError::NameTooLong(format!("a name of {n} bytes (at most {NAME_MAX})"))
+            }
+            e => FamError::Invalid(format!("request cannot be encoded: {e:?}")),
+        })?;
         let deadline = Instant::now() + self.timeout;
         s.wire.send(msg_id, &buf[..n], deadline)?;
         loop {
