@@ -110,6 +110,15 @@ pub mod op {
     /// service that outlived the tree that made the allocation). Mode 0, as at ALLOC: the tree
     /// only. Mappings of the pages by others are removed when it changes.
     pub const GRANT: u8 = 0x43;
+    /// Approves a mapping by the issuer's node of `arg1` bytes (whole pages,
+    /// 1..=[`MAX_MAP_PAGES`](super::MAX_MAP_PAGES) of them) from `address` (page-aligned) of
+    /// the node the request is sent to, read-only (`arg2` 0) or writable (`arg2` 1): every page
+    /// is checked as for a bulk read (or write) by this issuer, the issuer's node is recorded
+    /// as a mapper of the allocation, and the approval goes to the issuer's approval word
+    /// ([`remote_map::approval_slot`](super::remote_map::approval_slot)); value =
+    /// [`remote_map::map_value`](super::remote_map::map_value). The issuer's kernel then maps
+    /// the pages once (`mailbox::MMAP_REMOTE`). See docs/GSAS.md, "Mapping another node's pages".
+    pub const MAP: u8 = 0x44;
     /// remoteFork: start a program on the node the request is sent to, in the issuer's
     /// protection tree. The issuer's bulk-out page holds `arg1` bytes (1..=`fork::BLOB_MAX`),
     /// the program's absolute path and its arguments, each ended by a NUL ([`fork::check`]).
@@ -137,7 +146,7 @@ pub mod op {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR
             | FETCH_MIN | FETCH_MAX | FETCH_UMIN | FETCH_UMAX => true,
             NOP | READ128 | READ256 | WRITE128 | CAS128 | BULK_READ | BULK_WRITE | COPY | ALLOC
-            | FREE | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT => opcode & WIDTH32 == 0,
+            | FREE | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT | MAP => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -163,6 +172,8 @@ pub const BULK_MAX: u64 = PAGE_SIZE;
 pub const COPY_MAX: u64 = 16 * PAGE_SIZE;
 /// Largest allocation per request, in pages.
 pub const MAX_ALLOC_PAGES: u64 = 1 << 16;
+/// Largest mapping one [`op::MAP`] approves, in pages (an allocation's largest size).
+pub const MAX_MAP_PAGES: u64 = MAX_ALLOC_PAGES;
 
 /// Result of a request (response byte 4). Stable numbers, mapped to errno by the libraries.
 pub mod status {
@@ -668,6 +679,16 @@ pub mod grant {
         }
     }
 
+    /// What a mapping needs of a granted allocation: [`READ`], and [`WRITE`] if writable (a
+    /// MAP request's `arg2`, as a thread's mapping of its own node's pages).
+    pub const fn map_need(write: bool) -> u32 {
+        if write {
+            READ | WRITE
+        } else {
+            READ
+        }
+    }
+
     /// An id that is neither `a` nor `b`.
     const fn other_than(a: u32, b: u32) -> u32 {
         let mut x = 0;
@@ -678,10 +699,11 @@ pub mod grant {
     }
 
     /// What an operation needs of a granted allocation; 0 for operations a grant never allows
-    /// (FREE, FREE_TAG, GRANT, ALLOC and the rest stay the tree's).
+    /// (FREE, FREE_TAG, GRANT, ALLOC and the rest stay the tree's). For [`op::MAP`] this is
+    /// the read-only mapping's need; a writable one needs [`map_need`]`(true)`.
     pub const fn need(opcode: u8) -> u32 {
         match opcode & !op::WIDTH32 {
-            op::READ | op::READ128 | op::READ256 | op::BULK_READ => READ,
+            op::READ | op::READ128 | op::READ256 | op::BULK_READ | op::MAP => READ,
             // COPY: what its destination needs; the source is checked for READ apart.
             op::WRITE | op::WRITE128 | op::BULK_WRITE | op::COPY => WRITE,
             op::FETCH_ADD
@@ -696,6 +718,194 @@ pub mod grant {
             | op::FETCH_UMAX
             | op::CAS128 => READ | WRITE,
             _ => 0,
+        }
+    }
+}
+
+/// Mapping another node's GSAS pages ([`op::MAP`], `mailbox::MMAP_REMOTE`; docs/GSAS.md,
+/// "Mapping another node's pages"): the approval the home writes for the issuer's kernel, and
+/// the 64-bit kernel messages (service `mailbox::service::GSAS`) by which a home has the
+/// mappers of an allocation it frees or narrows remove their mappings.
+pub mod remote_map {
+    use super::{area_page, status, MAX_MAP_PAGES, PAGE_SIZE, RESPONSES_PAGE, RESPONSE_LEN};
+    use crate::gas::MAX_NODES;
+
+    /// Byte offset, in an interface's responses page, of its approval words: one u64 per home
+    /// node, after the response slots. Only the homes' kernels write them; the thread maps the
+    /// page read-only. One aligned 64-bit word, so a reader never sees half of two approvals
+    /// (a response slot is written word by word, and a thread can have the home write it while
+    /// its kernel reads it).
+    pub const APPROVALS: u64 = 1024;
+
+    const _: () = assert!(MAX_NODES as u64 * RESPONSE_LEN as u64 <= APPROVALS);
+    const _: () = assert!(APPROVALS + MAX_NODES as u64 * 8 <= PAGE_SIZE);
+
+    /// Partition offset (in the issuer's partition) of the approval word that node `home`
+    /// writes for `iface`.
+    pub const fn approval_slot(iface: u32, home: u32) -> u64 {
+        area_page(iface, RESPONSES_PAGE) + APPROVALS + home as u64 * 8
+    }
+
+    /// Bit 63 of an approval word: it approves something (0: nothing, or consumed).
+    pub const VALID: u64 = 1 << 63;
+    /// Bit 62: the mapping may be writable.
+    pub const WRITE: u64 = 1 << 62;
+    const PAGES_SHIFT: u32 = 36;
+    /// Bits 0..36: the partition page index of the first page (partition offsets are 48 bits).
+    const PAGE_MASK: u64 = (1 << PAGES_SHIFT) - 1;
+    /// Bits 36..53: the page count (1..=`MAX_MAP_PAGES`).
+    const COUNT_MASK: u64 = (1 << 17) - 1;
+    const RESERVED: u64 = !(VALID | WRITE | PAGE_MASK | COUNT_MASK << PAGES_SHIFT);
+
+    /// A home's approval of a mapping of `pages` pages from partition page `first_page` of its
+    /// partition, by the interface whose approval word holds it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Approval {
+        pub first_page: u64,
+        pub pages: u64,
+        pub write: bool,
+    }
+
+    impl Approval {
+        /// The approval word.
+        pub const fn encode(&self) -> u64 {
+            VALID
+                | if self.write { WRITE } else { 0 }
+                | (self.pages & COUNT_MASK) << PAGES_SHIFT
+                | (self.first_page & PAGE_MASK)
+        }
+
+        /// An approval word: `None` for 0 (nothing approved, or consumed), reserved bits set,
+        /// or a count of 0 or above [`MAX_MAP_PAGES`].
+        pub const fn decode(word: u64) -> Option<Self> {
+            let pages = word >> PAGES_SHIFT & COUNT_MASK;
+            if word & VALID == 0 || word & RESERVED != 0 || pages == 0 || pages > MAX_MAP_PAGES {
+                return None;
+            }
+            Some(Self {
+                first_page: word & PAGE_MASK,
+                pages,
+                write: word & WRITE != 0,
+            })
+        }
+
+        /// Whether it approves mapping `len` bytes from partition offset `offset`
+        /// (page-aligned), writable if `write`: the same first page, no more pages.
+        pub const fn allows(&self, offset: u64, len: u64, write: bool) -> bool {
+            offset % PAGE_SIZE == 0
+                && offset / PAGE_SIZE == self.first_page
+                && len != 0
+                && len.div_ceil(PAGE_SIZE) <= self.pages
+                && (self.write || !write)
+        }
+
+        /// Whether it names any of `pages` pages from partition page `first_page`.
+        pub const fn overlaps(&self, first_page: u64, pages: u64) -> bool {
+            self.first_page < first_page.saturating_add(pages)
+                && first_page < self.first_page + self.pages
+        }
+    }
+
+    /// Checks a MAP request's address, length and mode as the home does before it looks at its
+    /// pages: the approval it would write (`UNALIGNED` for an address not page-aligned,
+    /// `INVALID` for a length of no whole pages or more than [`MAX_MAP_PAGES`], or `arg2` not
+    /// 0 or 1).
+    pub const fn check(address: u64, arg1: u64, arg2: u64) -> Result<Approval, u8> {
+        let offset = super::offset_of(address);
+        if offset % PAGE_SIZE != 0 {
+            return Err(status::UNALIGNED);
+        }
+        if arg1 == 0 || arg1 % PAGE_SIZE != 0 || arg1 / PAGE_SIZE > MAX_MAP_PAGES || arg2 > 1 {
+            return Err(status::INVALID);
+        }
+        Ok(Approval {
+            first_page: offset / PAGE_SIZE,
+            pages: arg1 / PAGE_SIZE,
+            write: arg2 == 1,
+        })
+    }
+
+    /// The value of a MAP answer: the length, and bit 63 if writable.
+    pub const fn map_value(len: u64, write: bool) -> u64 {
+        len | if write { 1 << 63 } else { 0 }
+    }
+
+    /// Kernel message opcodes of service `mailbox::service::GSAS` (the 4 most significant
+    /// bits; 1, 2 and 4 are the KRAM lender's OFFER, ACK and REVOKE for the pool).
+    /// Home to mapper: remove every mapping of the range and every unconsumed approval of it,
+    /// then answer [`ZAP_ACK`] with the same `seq`.
+    pub const ZAP: u8 = 0xa;
+    /// Mapper to home: every ZAP this node sent before the one numbered `seq` (the mapper
+    /// takes a sender's messages in order) has been done too. The range is the ZAP's, echoed.
+    pub const ZAP_ACK: u8 = 0xb;
+
+    const ZAP_PAGE_BITS: u32 = 28;
+    const ZAP_COUNT_SHIFT: u32 = 28;
+    const ZAP_SEQ_SHIFT: u32 = 44;
+    /// Most pages one ZAP names (an allocation's largest size).
+    pub const ZAP_MAX_PAGES: u64 = 1 << 16;
+    /// Partition pages a ZAP can name: partitions of up to 1 TiB.
+    pub const ZAP_PAGE_LIMIT: u64 = 1 << ZAP_PAGE_BITS;
+
+    /// A ZAP or ZAP_ACK: `pages` pages from partition page `first_page` of the home's
+    /// partition (the home is the sender of a ZAP, the receiver of its ACK), and the home's
+    /// number for the ZAP (wrapping; the home keeps more bits).
+    /// `opcode` in bits 60..64, `seq` in 44..60, `pages - 1` in 28..44, `first_page` in 0..28.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Zap {
+        pub opcode: u8,
+        pub seq: u16,
+        pub first_page: u64,
+        pub pages: u64,
+    }
+
+    /// Why a word is not a ZAP or ZAP_ACK.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum ZapError {
+        Opcode(u8),
+    }
+
+    impl Zap {
+        /// `None` if `first_page` or `pages` do not fit, or `pages` is 0.
+        pub const fn new(opcode: u8, seq: u16, first_page: u64, pages: u64) -> Option<Self> {
+            if first_page >= ZAP_PAGE_LIMIT || pages == 0 || pages > ZAP_MAX_PAGES {
+                return None;
+            }
+            Some(Self {
+                opcode,
+                seq,
+                first_page,
+                pages,
+            })
+        }
+
+        pub const fn encode(&self) -> u64 {
+            (self.opcode as u64 & 0xf) << 60
+                | (self.seq as u64) << ZAP_SEQ_SHIFT
+                | ((self.pages - 1) & (ZAP_MAX_PAGES - 1)) << ZAP_COUNT_SHIFT
+                | self.first_page & (ZAP_PAGE_LIMIT - 1)
+        }
+
+        /// Every word with a ZAP or ZAP_ACK opcode decodes (every field's bits are meaningful).
+        pub const fn decode(word: u64) -> Result<Self, ZapError> {
+            let opcode = (word >> 60) as u8;
+            if opcode != ZAP && opcode != ZAP_ACK {
+                return Err(ZapError::Opcode(opcode));
+            }
+            Ok(Self {
+                opcode,
+                seq: (word >> ZAP_SEQ_SHIFT) as u16,
+                first_page: word & (ZAP_PAGE_LIMIT - 1),
+                pages: (word >> ZAP_COUNT_SHIFT & (ZAP_MAX_PAGES - 1)) + 1,
+            })
+        }
+
+        /// The ACK that answers this ZAP.
+        pub const fn ack(&self) -> Self {
+            Self {
+                opcode: ZAP_ACK,
+                ..*self
+            }
         }
     }
 }
@@ -900,6 +1110,8 @@ mod tests {
             op::WAIT,
             op::IFACE_STATE,
             op::FREE_TAG,
+            op::GRANT,
+            op::MAP,
         ];
         for (i, &o) in all.iter().enumerate() {
             assert_eq!(o & op::WIDTH32, 0, "{o:#x} has the width bit");
@@ -995,5 +1207,99 @@ mod tests {
             response_slot(SERVICE_IFACE, 15) + RESPONSE_LEN as u64,
             area_page(SERVICE_IFACE, 0) + 16 * 64
         );
+    }
+
+    #[test]
+    fn map_requests_and_approvals() {
+        use remote_map::*;
+        assert!(op::valid(op::MAP));
+        assert!(!op::valid(op::MAP | op::WIDTH32));
+        assert_eq!(op::size(op::MAP), None);
+        assert_eq!(op::MAP & op::WIDTH32, 0);
+        assert_eq!(grant::need(op::MAP), grant::READ);
+        assert_eq!(grant::map_need(true), grant::READ | grant::WRITE);
+        let a = addr(2, 0x40_3000);
+        let ap = check(a, 2 * PAGE_SIZE, 1).unwrap();
+        assert_eq!(
+            ap,
+            Approval {
+                first_page: 0x403,
+                pages: 2,
+                write: true
+            }
+        );
+        assert_eq!(check(a + 8, PAGE_SIZE, 0), Err(status::UNALIGNED));
+        assert_eq!(check(a, 0, 0), Err(status::INVALID));
+        assert_eq!(check(a, 100, 0), Err(status::INVALID));
+        assert_eq!(check(a, PAGE_SIZE, 2), Err(status::INVALID));
+        assert_eq!(
+            check(a, (MAX_MAP_PAGES + 1) * PAGE_SIZE, 0),
+            Err(status::INVALID)
+        );
+        assert!(check(0, MAX_MAP_PAGES * PAGE_SIZE, 0).is_ok());
+        // Round trip, at the limits too.
+        for ap in [
+            ap,
+            Approval {
+                first_page: OFFSET_MASK / PAGE_SIZE,
+                pages: MAX_MAP_PAGES,
+                write: false,
+            },
+        ] {
+            assert_eq!(Approval::decode(ap.encode()), Some(ap));
+        }
+        // Nothing, consumed, or garbage approves nothing.
+        assert_eq!(Approval::decode(0), None);
+        assert_eq!(Approval::decode(ap.encode() & !VALID), None);
+        assert_eq!(Approval::decode(u64::MAX), None);
+        assert_eq!(Approval::decode(VALID | 5), None, "no pages");
+        // What it allows: the same first page, no more pages, no write from read-only.
+        assert!(ap.allows(0x40_3000, 2 * PAGE_SIZE, true));
+        assert!(ap.allows(0x40_3000, PAGE_SIZE, false));
+        assert!(!ap.allows(0x40_4000, PAGE_SIZE, false));
+        assert!(!ap.allows(0x40_3000, 3 * PAGE_SIZE, false));
+        assert!(!ap.allows(0x40_3000, 0, false));
+        let ro = Approval { write: false, ..ap };
+        assert!(!ro.allows(0x40_3000, PAGE_SIZE, true));
+        assert!(ap.overlaps(0x404, 10) && ap.overlaps(0x400, 4) && !ap.overlaps(0x405, 1));
+        assert!(!ap.overlaps(0x400, 3) && ap.overlaps(0, u64::MAX));
+        assert_eq!(map_value(8192, true), 8192 | 1 << 63);
+        // The approval words sit after the response slots, inside the responses page.
+        assert_eq!(approval_slot(3, 0), response_slot(3, 0) + APPROVALS);
+        assert!(
+            approval_slot(3, crate::gas::MAX_NODES - 1) + 8
+                <= area_page(3, RESPONSES_PAGE) + PAGE_SIZE
+        );
+    }
+
+    #[test]
+    fn zap_messages_round_trip_and_reject_garbage() {
+        use remote_map::*;
+        let z = Zap::new(ZAP, 0xbeef, 0x123, 16).unwrap();
+        assert_eq!(Zap::decode(z.encode()), Ok(z));
+        assert_eq!(crate::mailbox::kmsg_opcode(z.encode()), u32::from(ZAP));
+        let a = z.ack();
+        assert_eq!(
+            (a.opcode, a.seq, a.first_page, a.pages),
+            (ZAP_ACK, 0xbeef, 0x123, 16)
+        );
+        assert_eq!(Zap::decode(a.encode()), Ok(a));
+        let big = Zap::new(ZAP_ACK, u16::MAX, ZAP_PAGE_LIMIT - 1, ZAP_MAX_PAGES).unwrap();
+        assert_eq!(Zap::decode(big.encode()), Ok(big));
+        let one = Zap::new(ZAP, 0, 0, 1).unwrap();
+        assert_eq!(one.encode(), u64::from(ZAP) << 60);
+        assert_eq!(Zap::decode(one.encode()), Ok(one));
+        assert_eq!(Zap::new(ZAP, 0, ZAP_PAGE_LIMIT, 1), None);
+        assert_eq!(Zap::new(ZAP, 0, 0, 0), None);
+        assert_eq!(Zap::new(ZAP, 0, 0, ZAP_MAX_PAGES + 1), None);
+        // A whole allocation fits.
+        assert!(Zap::new(ZAP, 0, 0, MAX_ALLOC_PAGES).is_some());
+        assert_eq!(Zap::decode(0), Err(ZapError::Opcode(0)));
+        assert_eq!(Zap::decode(0x2 << 60 | 1 << 36), Err(ZapError::Opcode(2)));
+        // Every opcode nibble decodes or is refused, never a panic.
+        for o in 0..16u64 {
+            let r = Zap::decode(o << 60 | u64::MAX >> 4);
+            assert_eq!(r.is_ok(), o == u64::from(ZAP) || o == u64::from(ZAP_ACK));
+        }
     }
 }

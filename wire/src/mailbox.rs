@@ -84,6 +84,35 @@ pub const MMAP_BULK_OUT: u64 = 2 * 4096;
 /// the pages are freed (a later access gets `SIGBUS`). Partition offsets are below 2^48, so
 /// the two ranges never meet.
 pub const MMAP_GSAS: u64 = 1 << 48;
+/// `mmap` offset of other nodes' partitions on a mailbox file that has allocated an interface:
+/// [`mmap_remote`]`(node, o)` = `MMAP_REMOTE | node << 48 | o` maps the pages at partition
+/// offset `o` of node `node` (not this node: `EINVAL`, use [`MMAP_GSAS`]), once, as approved
+/// by that node's GSAS service in this interface's approval word (`gsas::op::MAP`,
+/// `gsas::remote_map`): the offset must be the approved first page, the length at most the
+/// approved one, and a writable mapping needs a writable approval (`EACCES` otherwise, and
+/// without an approval). The approval is consumed. The mapping goes when the home frees the
+/// pages or narrows their grant (a later access gets `SIGBUS`).
+pub const MMAP_REMOTE: u64 = 1 << 56;
+/// Bits of a [`MMAP_REMOTE`] offset that hold the node.
+pub const MMAP_NODE_SHIFT: u32 = 48;
+
+/// The `mmap` offset of partition offset `offset` (below 2^48) of node `node`'s partition.
+pub const fn mmap_remote(node: u32, offset: u64) -> u64 {
+    MMAP_REMOTE
+        | ((node as u64) & 0xff) << MMAP_NODE_SHIFT
+        | (offset & ((1 << MMAP_NODE_SHIFT) - 1))
+}
+
+/// The node and partition offset of a [`MMAP_REMOTE`] offset; `None` for any other offset.
+pub const fn remote_of(mmap_offset: u64) -> Option<(u32, u64)> {
+    if mmap_offset & !((1 << 56) - 1) != MMAP_REMOTE {
+        return None;
+    }
+    Some((
+        (mmap_offset >> MMAP_NODE_SHIFT) as u32 & 0xff,
+        mmap_offset & ((1 << MMAP_NODE_SHIFT) - 1),
+    ))
+}
 
 /// Result of `ALLOC`.
 #[repr(C)]
@@ -294,6 +323,20 @@ impl Kmsg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_mmap_offsets() {
+        let o = mmap_remote(3, 0x40_2000);
+        assert_eq!(o, 1 << 56 | 3 << 48 | 0x40_2000);
+        assert_eq!(remote_of(o), Some((3, 0x40_2000)));
+        assert_eq!(remote_of(o + 4096), Some((3, 0x40_3000)));
+        assert_eq!(remote_of(MMAP_GSAS + 0x1000), None);
+        assert_eq!(remote_of(0), None);
+        assert_eq!(remote_of(1 << 57 | o), None);
+        assert!(MMAP_REMOTE > MMAP_GSAS + (1 << 48));
+        // File offsets stay positive as `loff_t`s.
+        assert!(mmap_remote(0xff, u64::MAX) < 1 << 63);
+    }
 
     #[test]
     fn kmsg_round_trip() {
