@@ -26,12 +26,14 @@ mod copy;
 mod daemon;
 mod fork;
 mod lease;
+mod mappers;
 mod memory;
 mod pool;
 #[path = "../common/privilege.rs"]
 mod privilege;
 #[path = "../common/published.rs"]
 mod published;
+mod remote_maps;
 mod request;
 mod service;
 mod serving;
@@ -97,6 +99,7 @@ struct GsasModule {
     _stats: Option<Pin<KBox<debugfs::File<Arc<Service>>>>>,
     _dir: Option<debugfs::Dir>,
     serving: Option<Serving>,
+    acks: Option<remote_maps::AckRoute>,
     revoke: Option<RevokeHook<Service>>,
     service: Arc<Service>,
     ticker: Option<Arc<LeaseTicker<Service>>>,
@@ -140,6 +143,13 @@ impl kernel::Module for GsasModule {
         let (mib, timeout, quota) = check_params()?;
         let gas = Gas::attach()?;
         let info = *gas.info();
+        if info.partition_size > gsas::remote_map::ZAP_PAGE_LIMIT * gsas::PAGE_SIZE {
+            pr_err!(
+                "partitions of {} MiB: pages of other nodes' mappings could not be named\n",
+                info.partition_size >> 20
+            );
+            return Err(EINVAL);
+        }
         if info.partition_size < wire::kram::LENDABLE_OFFSET + u64::from(mib) * CHUNK_SIZE {
             pr_err!(
                 "pool_mib={}: partitions of {} MiB cannot hold it\n",
@@ -164,6 +174,7 @@ impl kernel::Module for GsasModule {
             _stats: None,
             _dir: None,
             serving: None,
+            acks: None,
             revoke: None,
             service: service.clone(),
             ticker: None,
@@ -175,6 +186,7 @@ impl kernel::Module for GsasModule {
         let ticker = this.ticker.insert(LeaseTicker::new(service.clone())?);
         LeaseTicker::start(ticker);
         this.revoke = Some(gas.on_revoke(service.clone())?);
+        this.acks = Some(remote_maps::AckRoute::start(&service)?);
         this.serving = Some(Serving::start(service.clone())?);
         let dir = debugfs::Dir::new(c"unimem_gsas");
         this._stats = Some(KBox::pin_init(
@@ -210,6 +222,7 @@ impl Drop for GsasModule {
         drop(self._stats.take());
         drop(self._dir.take());
         drop(self.serving.take());
+        drop(self.acks.take());
         self.service.retire_tree_tables();
         drop(self.revoke.take());
         // Unload is refused while allocations exist or freed ones wait to be zeroed (module

@@ -42,6 +42,7 @@ impl Tick for Service {
         if !this.stopping.load(Ordering::Acquire) && !this.gas.is_revoked() {
             this.borrow.renew();
             this.check_lease();
+            this.resend_zaps();
         }
     }
 }
@@ -99,7 +100,13 @@ impl Service {
                 return;
             }
         }
+        let mut lost = None;
         if let Some(pool) = inner.pool.take() {
+            lost = Some((
+                pool.offset,
+                pool.pages.pages() as u64,
+                pool.pages.remote.everyone(),
+            ));
             pr_crit!(
                 "page pool lost (lease {}): {} allocations ({} pages) are gone; requests are answered NO_POOL until unimem_gsas is reloaded\n",
                 if pool.clock.is_revoked() { "revoked" } else { "not acknowledged in time: is kram-daemon running?" },
@@ -113,6 +120,9 @@ impl Service {
         if let Err(e) = zap_pages(0, 0) {
             pr_crit!("unmapping the lost pool from user space failed: {:?}\n", e);
             return;
+        }
+        if let Some((offset, pages, nodes)) = lost {
+            self.zap_lost_pool(offset, pages, nodes);
         }
         // No longer used here: back to the daemon, which wipes it (a revoked pool is not ours:
         // nothing is sent).

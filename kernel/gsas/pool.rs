@@ -2,7 +2,10 @@
 //! The bookkeeping of the service's page pool: for every page its owner (a protection tree,
 //! 0 = free) and, at the first page of an allocation, its length. No memory is touched here.
 
-use crate::gsas::{grant::Grant, owner::Creds, status};
+use crate::{
+    gsas::{grant::Grant, owner::Creds, status},
+    mappers::Mappers,
+};
 use kernel::{alloc::KVVec, prelude::*};
 
 /// Owner of a free page.
@@ -15,10 +18,24 @@ pub(crate) const ZEROING: u32 = u32::MAX;
 pub(crate) const QUEUED: u32 = u32::MAX - 1;
 /// Owner of pages that could not be zeroed: never handed out again.
 pub(crate) const STUCK: u32 = u32::MAX - 2;
+/// Owner of the pages of a freed allocation that other nodes mapped, until every one of them
+/// acknowledged that its mappings are gone (`mappers.rs`); then `QUEUED`.
+pub(crate) const QUARANTINED: u32 = u32::MAX - 3;
 
 /// Whether pages of owner `o` belong to no tree.
 fn nobodys(o: u32) -> bool {
-    o == FREE || o >= STUCK
+    o == FREE || o >= QUARANTINED
+}
+
+/// What freeing an allocation left to do with its pages.
+pub(crate) enum Freed {
+    /// Zero these many pages now (`ZEROING`).
+    Zero(usize),
+    /// Queued for the zeroing work.
+    Queued,
+    /// Mapped by other nodes: held out of use (`QUARANTINED`; `STUCK` if the round could not
+    /// be recorded) until they acknowledge ZAP number `seq`.
+    Mapped { n: usize, nodes: u16, seq: u32 },
 }
 
 pub(crate) struct Pool {
@@ -33,6 +50,8 @@ pub(crate) struct Pool {
     grant: KVVec<Grant>,
     /// The first page of the allocation this page is part of (valid while it is allocated).
     start: KVVec<u32>,
+    /// Other nodes that map allocations, and the rounds that remove their mappings.
+    pub(crate) remote: Mappers,
     /// Pages not free (allocated or being zeroed).
     pub(crate) used: usize,
     /// Allocations not freed yet.
@@ -64,6 +83,7 @@ impl Pool {
             user,
             grant,
             start,
+            remote: Mappers::new(pages)?,
             used: 0,
             allocations: 0,
             unzeroed: 0,
@@ -88,6 +108,7 @@ impl Pool {
                 self.tag[first] = tag;
                 self.user[first] = uid;
                 self.grant[first] = Grant::default();
+                self.remote.reset(first);
                 self.used += n;
                 self.allocations += 1;
                 return Some(first);
@@ -117,6 +138,19 @@ impl Pool {
         let first = self.start[page] as usize;
         let n = *self.len.get(first)? as usize;
         (n != 0 && page < first + n).then_some((first, n))
+    }
+
+    /// Node `node` may map pages `first..=last` (allocated, `check`ed): recorded on every
+    /// allocation they touch, so that freeing any of them reaches it.
+    pub(crate) fn add_mapper(&mut self, first: usize, last: usize, node: u32) {
+        let mut page = first;
+        while page <= last {
+            let Some((start, n)) = self.allocation_of(page) else {
+                return;
+            };
+            self.remote.add(start, node);
+            page = start + n;
+        }
     }
 
     /// Whether pages `first..=last`, which `check` found to be another tree's, lie in one
@@ -158,23 +192,63 @@ impl Pool {
 
     /// Starts freeing the allocation that begins at `first` on behalf of `tree`: its pages
     /// become `ZEROING` (the caller zeroes them), or `QUEUED` for the zeroing work if there are
-    /// more than `inline_max`; returns how many, and whether they were queued. `FAULT` if no
+    /// more than `inline_max`, or `QUARANTINED` if other nodes may map them. `FAULT` if no
     /// allocation starts there, `DENIED` if it is another tree's.
     pub(crate) fn start_free(
         &mut self,
         first: usize,
         tree: u32,
         inline_max: usize,
-    ) -> Result<(usize, bool), u8> {
+    ) -> Result<Freed, u8> {
         let n = self.allocation_at(first, tree, false)?;
-        let queue = n > inline_max;
-        self.owner[first..first + n].fill(if queue { QUEUED } else { ZEROING });
+        let nodes = self.remote.of(first);
+        self.remote.reset(first);
+        let (owner, freed) = if nodes != 0 {
+            let seq = self.remote.next_seq();
+            let owner = match self.remote.start(first, n, true, nodes, seq) {
+                Ok(()) => QUARANTINED,
+                // No room to remember whom to wait for: never used again (counted as unzeroed
+                // until `stuck` below).
+                Err(_) => STUCK,
+            };
+            (owner, Freed::Mapped { n, nodes, seq })
+        } else if n > inline_max {
+            (QUEUED, Freed::Queued)
+        } else {
+            (ZEROING, Freed::Zero(n))
+        };
+        self.owner[first..first + n].fill(owner);
         self.len[first] = 0;
         self.tag[first] = 0;
         self.grant[first] = Grant::default();
         self.allocations -= 1;
+        // Also when `STUCK`: never counted down, so the module stays loaded and the pool is
+        // never given back while a node may still map these pages.
         self.unzeroed += n;
-        Ok((n, queue))
+        Ok(freed)
+    }
+
+    /// The grant of the allocation of `n` pages at `first` took something away: if other nodes
+    /// may map it, a round that removes their mappings, and its ZAP number (sent again until
+    /// acknowledged; not at all if the round cannot be recorded, then the first ZAPs only).
+    pub(crate) fn narrowed(&mut self, first: usize, n: usize) -> Option<(u16, u32)> {
+        let nodes = self.remote.of(first);
+        if nodes == 0 {
+            return None;
+        }
+        let seq = self.remote.next_seq();
+        let _ = self.remote.start(first, n, false, nodes, seq);
+        Some((nodes, seq))
+    }
+
+    /// The quarantined pages `first..first + n`, which no node maps any more, wait for the
+    /// zeroing work (`QUEUED`).
+    pub(crate) fn unquarantine(&mut self, first: usize, n: usize) {
+        if let Some(pages) = self.owner.get_mut(first..first + n) {
+            if pages.iter().all(|&o| o == QUARANTINED) {
+                pages.fill(QUEUED);
+            }
+        }
     }
 
     /// The first run of `QUEUED` pages, at most `max` of them, now `ZEROING` (the caller's).

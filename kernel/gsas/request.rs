@@ -14,6 +14,8 @@ use crate::{
     mailbox::INTERFACES,
     memory::{apply_word, cas128},
     packet::{Packet, MAX_24, PACKET_LEN},
+    pool::Freed,
+    remote_maps::Zaps,
     service::{Inner, Service},
     serving,
     stats::Counter,
@@ -38,21 +40,29 @@ enum After {
     Queued,
     /// The grant of `len` bytes at partition offset `offset` took something away: every
     /// mapping of them goes (the device's mappings are one per node, not per tree: the owning
-    /// tree's go too, and map again), so none made under the old grant outlives it.
+    /// tree's go too, and map again), so none made under the old grant outlives it; on other
+    /// nodes too (`remote`: the ZAPs to send, `remote_maps.rs`).
     Narrowed {
         offset: u64,
         len: u64,
+        remote: Option<Zaps>,
     },
+    /// A freed allocation that other nodes map: held out of use until they acknowledge.
+    Quarantined(Zaps),
 }
 
 impl After {
-    /// What a free of the allocation at `first` leaves: `start_free`'s page count and whether
-    /// it queued them.
-    fn freed(first: usize, (n, queued): (usize, bool)) -> Self {
-        if queued {
-            Self::Queued
-        } else {
-            Self::Zero(first, n)
+    /// What a free of the allocation at `first` leaves.
+    fn freed(pool_offset: u64, first: usize, freed: Freed) -> Self {
+        match freed {
+            Freed::Queued => Self::Queued,
+            Freed::Zero(n) => Self::Zero(first, n),
+            Freed::Mapped { n, nodes, seq } => Self::Quarantined(Zaps {
+                offset: pool_offset + first as u64 * PAGE_SIZE,
+                pages: n as u64,
+                nodes,
+                seq,
+            }),
         }
     }
 }
@@ -142,14 +152,22 @@ impl Service {
                 self.stats.bump(Counter::ZeroedLater);
                 return true;
             }
-            After::Narrowed { offset, len } => {
+            After::Narrowed {
+                offset,
+                len,
+                remote,
+            } => {
                 if let Err(e) = serving::zap_pages(offset, len) {
                     // Cannot happen while the mailbox is loaded; logged, at a limited rate.
                     if self.noisy.allow(self.epoch.now()) {
                         pr_warn!("cannot remove mappings of regranted pages: {:?}\n", e);
                     }
                 }
+                if let Some(z) = remote {
+                    self.send_zaps(&z);
+                }
             }
+            After::Quarantined(z) => self.quarantined(&z),
             After::Nothing => {}
         }
         false
@@ -219,7 +237,7 @@ impl Service {
                 let freed = pool.pages.start_free(first, tree, INLINE_ZERO_PAGES)?;
                 let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
                 value[..8].copy_from_slice(&addr.to_le_bytes());
-                *after = After::freed(first, freed);
+                *after = After::freed(pool.offset, first, freed);
             }
             return Ok(());
         }
@@ -234,8 +252,12 @@ impl Service {
             if rel % PAGE_SIZE != 0 {
                 return Err(status::UNALIGNED);
             }
-            *after = After::freed(page, pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?);
+            let freed = pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?;
+            *after = After::freed(pool.offset, page, freed);
             return Ok(());
+        }
+        if base == op::MAP {
+            return self.approve_map(pool, claim, tree, req, rel, value);
         }
         if base == op::GRANT {
             if rel % PAGE_SIZE != 0 {
@@ -248,6 +270,12 @@ impl Service {
                 *after = After::Narrowed {
                     offset: off,
                     len: n as u64 * PAGE_SIZE,
+                    remote: pool.pages.narrowed(page, n).map(|(nodes, seq)| Zaps {
+                        offset: off,
+                        pages: n as u64,
+                        nodes,
+                        seq,
+                    }),
                 };
             }
             return Ok(());

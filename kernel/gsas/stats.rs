@@ -17,7 +17,7 @@ use core::{
 use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 26] = [
+const OPS: [(u8, &str); 28] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -44,6 +44,8 @@ const OPS: [(u8, &str); 26] = [
     (op::WAIT, "wait"),
     (op::IFACE_STATE, "iface_state"),
     (op::FREE_TAG, "free_tag"),
+    (op::GRANT, "grant"),
+    (op::MAP, "map"),
 ];
 
 /// Counters other than the per-opcode ones.
@@ -89,9 +91,19 @@ pub(crate) enum Counter {
     /// Freed allocations larger than 1 MiB, zeroed by the zeroing work after the FREE was
     /// answered (not inside the mailbox's served section).
     ZeroedLater,
+    /// MAPs approved: another node's thread may map pages (`remote_maps.rs`).
+    RemoteMaps,
+    /// Rounds of ZAPs begun (a freed or narrowed allocation that other nodes may map).
+    ZapRounds,
+    /// Freed allocations held out of use until their mappers acknowledged.
+    Quarantines,
+    /// ZAP_ACKs received.
+    ZapAcks,
+    /// Rounds not acknowledged within 10 s (logged once each).
+    ZapsUnacked,
 }
 
-const COUNTERS: [(Counter, &str); 22] = [
+const COUNTERS: [(Counter, &str); 27] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -114,6 +126,11 @@ const COUNTERS: [(Counter, &str); 22] = [
     (Counter::Stale, "stale"),
     (Counter::Quota, "over_quota"),
     (Counter::ZeroedLater, "zeroed_later"),
+    (Counter::RemoteMaps, "remote_maps"),
+    (Counter::ZapRounds, "zap_rounds"),
+    (Counter::Quarantines, "quarantines"),
+    (Counter::ZapAcks, "zap_acks"),
+    (Counter::ZapsUnacked, "zaps_unacked"),
 ];
 
 pub(crate) struct Stats {
@@ -178,21 +195,28 @@ impl Stats {
 }
 
 impl Service {
-    /// The pool's figures: pages, pages in use, allocations.
-    fn pool_figures(&self) -> (usize, usize, usize) {
+    /// The pool's figures: pages, pages in use, allocations, freed pages held out of use
+    /// until other nodes' mappings are gone.
+    fn pool_figures(&self) -> (usize, usize, usize, usize) {
         let inner = self.inner.lock();
-        inner.pool.as_ref().map_or((0, 0, 0), |p| {
-            (p.pages.pages(), p.pages.used, p.pages.allocations)
+        inner.pool.as_ref().map_or((0, 0, 0, 0), |p| {
+            (
+                p.pages.pages(),
+                p.pages.used,
+                p.pages.allocations,
+                p.pages.remote.held,
+            )
         })
     }
 
     fn value(&self, name: &[u8]) -> Option<u64> {
-        let (pages, used, allocations) = self.pool_figures();
+        let (pages, used, allocations, quarantined) = self.pool_figures();
         Some(match name {
             b"node" => u64::from(self.node),
             b"pool_pages" => pages as u64,
             b"used_pages" => used as u64,
             b"allocations" => allocations as u64,
+            b"quarantined_pages" => quarantined as u64,
             _ => return self.stats.get(name),
         })
     }
@@ -218,11 +242,12 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 47] = [
+const NAMES: [&CStr; 55] = [
     c"node",
     c"pool_pages",
     c"used_pages",
     c"allocations",
+    c"quarantined_pages",
     c"requests_nop",
     c"requests_read",
     c"requests_write",
@@ -241,6 +266,8 @@ const NAMES: [&CStr; 47] = [
     c"requests_free",
     c"requests_iface_state",
     c"requests_free_tag",
+    c"requests_grant",
+    c"requests_map",
     c"requests_fork",
     c"requests_wait",
     c"requests_unknown",
@@ -266,6 +293,11 @@ const NAMES: [&CStr; 47] = [
     c"stale",
     c"over_quota",
     c"zeroed_later",
+    c"remote_maps",
+    c"zap_rounds",
+    c"quarantines",
+    c"zap_acks",
+    c"zaps_unacked",
 ];
 
 /// `/sys/kernel/unimem_gsas/` while alive.

@@ -439,7 +439,9 @@ impl MiscDevice for MboxFile {
     /// The interface's GSAS area in this node's partition (`gsas::AREA_*`): offset
     /// `MMAP_RESPONSES` (responses, bulk-in) read-only, `MMAP_BULK_OUT` (bulk-out, submission
     /// slots) read-write and shared. From `MMAP_GSAS` on: pages of this node's partition that the GSAS service
-    /// allocated to the file's protection tree, shared. Only after `ALLOC`; never executable.
+    /// allocated to the file's protection tree, shared. From `MMAP_REMOTE` on: pages of another
+    /// node's partition as its service approved (`remote_map.rs`). Only after `ALLOC`; never
+    /// executable.
     fn mmap(this: Pin<&Self>, file: &File, vma: &VmaNew) -> Result {
         let id = this.iface()?;
         let len = vma.end() - vma.start();
@@ -451,6 +453,9 @@ impl MiscDevice for MboxFile {
             return Err(EINVAL);
         }
         vma.try_clear_mayexec()?;
+        if let Some((home, part_off)) = abi::remote_of(offset) {
+            return crate::remote_map::mmap(&this.state, file, id, vma, home, part_off, len);
+        }
         let private_write = vma.flags() & vm::SHARED == 0 && vma.flags() & vm::MAYWRITE != 0;
         let s = &this.state;
         let info = s.window.gas().info();

@@ -39,6 +39,7 @@ mod privilege;
 #[path = "../common/published.rs"]
 mod published;
 mod receive;
+mod remote_map;
 mod ring;
 // The seam functions are `pub` because other modules link against them (exports.c).
 #[allow(unreachable_pub)]
@@ -152,8 +153,9 @@ impl OnRevoke for State {
 }
 
 struct MailboxModule {
-    // Teardown order: no revocation call, no new opens or reads of stats, then no doorbells,
-    // then the state.
+    // Teardown order: no ZAPs, no revocation call, no new opens or reads of stats, then no
+    // doorbells, then the state.
+    _zaps: remote_map::ZapRoute,
     _revoke: RevokeHook<State>,
     _sysfs: sysfs_group::KernelDir<State>,
     _stats: Pin<KBox<debugfs::File<Arc<State>>>>,
@@ -191,6 +193,7 @@ impl kernel::Module for MailboxModule {
             GFP_KERNEL,
         )?;
         let sysfs = sysfs::create(state.clone())?;
+        let zaps = remote_map::ZapRoute::start(state.clone())?;
         pr_info!(
             "node {} of {}: {} interfaces, doorbell vector {}, busy polling {} us, user doorbells {}/ms per node\n",
             info.node_id,
@@ -201,6 +204,7 @@ impl kernel::Module for MailboxModule {
             doorbell_rate
         );
         Ok(Self {
+            _zaps: zaps,
             _revoke: revoke,
             _sysfs: sysfs,
             _stats: stats,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-//! Where threads mapped interface areas and GSAS pages of this node's partition, so that
-//! revocation (the fabric device goes) and the GSAS service (pages it frees or loses) can zap
-//! them, and the service's check that a thread maps only its own tree's pages.
+//! Where threads mapped interface areas and GSAS pages of this node's partition (and of other
+//! nodes', `remote_map.rs`), so that revocation (the fabric device goes) and the GSAS services
+//! (pages they free or lose) can zap them, and the service's check that a thread maps only its
+//! own tree's pages.
 
 use crate::{
     file_maps::FileMaps,
@@ -45,22 +46,65 @@ impl UserMaps {
         pages: Option<MapRequest>,
         map: impl FnOnce() -> Result,
     ) -> Result {
+        self.map_locked(
+            file,
+            |check| {
+                let Some(p) = &pages else {
+                    return Ok(());
+                };
+                // No service, no owner to ask: nothing of the partition is mappable.
+                let (check, ctx) = check.ok_or(ENXIO)?;
+                // SAFETY: the registrant promised `check` is callable with `ctx` until
+                // removed, which takes this lock, held by `map_locked`; `p` lives across the
+                // call.
+                let ret = unsafe { check(ctx as *mut c_void, p) };
+                kernel::error::to_result(ret)
+            },
+            map,
+        )
+    }
+
+    /// Runs `map` (which maps another node's pages through `file`) if `consume` (which takes
+    /// the home's approval, `remote_map.rs`) succeeds, under the lock that
+    /// [`zap_remote`](Self::zap_remote) takes: a ZAP cannot come between them.
+    pub(crate) fn map_remote(
+        &self,
+        file: *mut bindings::file,
+        consume: impl FnOnce() -> Result,
+        map: impl FnOnce() -> Result,
+    ) -> Result {
+        self.map_locked(file, |_| consume(), map)
+    }
+
+    fn map_locked(
+        &self,
+        file: *mut bindings::file,
+        approve: impl FnOnce(Option<(MapCheck, usize)>) -> Result,
+        map: impl FnOnce() -> Result,
+    ) -> Result {
         let mut m = self.inner.lock();
         if m.revoked {
             return Err(ENODEV);
         }
-        if let Some(p) = &pages {
-            // No service, no owner to ask: nothing of the partition is mappable.
-            let (check, ctx) = m.check.ok_or(ENXIO)?;
-            // SAFETY: the registrant promised `check` is callable with `ctx` until removed,
-            // which takes this lock, held here; `p` lives across the call.
-            let ret = unsafe { check(ctx as *mut c_void, p) };
-            kernel::error::to_result(ret)?;
-        }
+        approve(m.check)?;
         // SAFETY: `file` is being mmapped, so open; its `release` calls `unmap_file`
         // (`chardev.rs`).
         unsafe { m.list.add(file)? };
         map()
+    }
+
+    /// Zaps every user mapping of the file range `[begin, begin + len)` (another node's pages,
+    /// `mailbox::MMAP_REMOTE`) and runs `invalidate` (which withdraws approvals of them not
+    /// used yet), both under the lock [`map_remote`](Self::map_remote) takes.
+    pub(crate) fn zap_remote(&self, begin: u64, len: u64, invalidate: impl FnOnce()) -> Result {
+        let (begin, len) = (
+            i64::try_from(begin).map_err(|_| EINVAL)?,
+            i64::try_from(len).map_err(|_| EINVAL)?,
+        );
+        let m = self.inner.lock();
+        invalidate();
+        m.list.zap(begin, len);
+        Ok(())
     }
 
     /// Forgets the mapping of a file being released (its mappings are gone: each held the file).
