@@ -136,6 +136,17 @@ int gsas_bulk_write(uint64_t addr, const void *src, size_t len);
  *   EINVAL     addr is on another node, not page-aligned, or len is 0 */
 void *gsas_map_local(uint64_t addr, size_t len);
 
+/* Maps `len` bytes (whole pages, page-aligned `addr`) of GSAS memory on any node into the
+ * process, shared, read-write if `write` is non-zero, else read-only (and never writable).
+ * On this node as gsas_map_local; on another node its service first approves the mapping
+ * (each page checked as for a bulk read, or write, by this thread: its tree's pages, or pages
+ * whose grant lets this user read, and write), then this node's driver maps the home's pages:
+ * loads and stores are that node's memory. Freeing the pages, or a narrower grant, removes
+ * the mapping (a later access gets SIGBUS); otherwise munmap(p, len). NULL on error,
+ * gsas_errno(): EACCES (another tree's pages without a grant that allows it), EFAULT (a page
+ * not allocated), EINVAL (not page-aligned, len 0 or not whole pages), or the mailbox's. */
+void *gsas_map(uint64_t addr, size_t len, int write);
+
 /* remoteFork: start the program at the absolute path `path` on `node`, with argv[0] = path
  * and the arguments argv[1], argv[2], ... up to a NULL (argv may be NULL: no arguments;
  * argv[0] is ignored), in this thread's protection tree: the child reaches this tree's GSAS

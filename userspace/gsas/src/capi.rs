@@ -340,6 +340,14 @@ pub extern "C" fn gsas_map_local(addr: u64, len: usize) -> *mut c_void {
         .unwrap_or(std::ptr::null_mut())
 }
 
+/// Maps `len` bytes of GSAS memory at `addr` on any node (see gsas.h); NULL on error.
+#[no_mangle]
+pub extern "C" fn gsas_map(addr: u64, len: usize, write: c_int) -> *mut c_void {
+    with(|g| g.map(addr, len, write != 0))
+        .map(|p| p.as_ptr())
+        .unwrap_or(std::ptr::null_mut())
+}
+
 /// remoteFork (see gsas.h): the child id, or 0 on error.
 ///
 /// # Safety

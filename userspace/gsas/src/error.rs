@@ -58,6 +58,8 @@ pub fn op_name(opcode: u8) -> &'static str {
         (op::WAIT, _) => "WAIT",
         (op::IFACE_STATE, _) => "IFACE_STATE",
         (op::FREE_TAG, _) => "FREE_TAG",
+        (op::GRANT, _) => "GRANT",
+        (op::MAP, _) => "MAP",
         _ => "opcode",
     }
 }

@@ -254,6 +254,40 @@ impl Gsas<Device> {
         Ok(gsas::offset_of(addr))
     }
 
+    /// Maps `len` bytes (whole pages) of GSAS memory at `addr` on any node into this process,
+    /// shared, read-write if `write` (else read-only, and never made writable): on this node as
+    /// [`map_local`](Self::map_local) (or [`map_local_read_only`](Self::map_local_read_only));
+    /// on another node, the home's service first approves the mapping with a MAP request,
+    /// checking every page as for a bulk read (or write) by this handle (its tree's pages, or
+    /// another tree's whose grant lets this user read, and write), then this node's driver maps
+    /// the home's pages (`mailbox::MMAP_REMOTE`). Loads and stores are then the home's memory,
+    /// with no request (atomics: use the operations). Errors: the service's (`Denied`, `Fault`,
+    /// `Invalid` for a length of no whole pages), or the mailbox's `mmap` (`EACCES`: the
+    /// approval was withdrawn meanwhile: the pages were freed or their grant narrowed). A free
+    /// of the pages, or a narrower grant, removes the mapping (later accesses get `SIGBUS`);
+    /// otherwise the caller unmaps it with `munmap`.
+    pub fn map(
+        &self,
+        addr: u64,
+        len: usize,
+        write: bool,
+    ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        let node = gsas::node_of(addr);
+        if node == self.node() {
+            return if write {
+                self.map_local(addr, len, None)
+            } else {
+                self.map_local_read_only(addr, len)
+            };
+        }
+        self.call_at(op::MAP, addr, len as u64, u64::from(write))?;
+        Ok(self
+            .t
+            .interface()
+            .mailbox
+            .map_remote(node, gsas::offset_of(addr), len, write)?)
+    }
+
     /// As [`map_local`](Self::map_local), readable only: what a grant that lets this user read
     /// another tree's pages (not write them) allows.
     pub fn map_local_read_only(

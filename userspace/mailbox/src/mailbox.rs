@@ -268,11 +268,39 @@ impl Mailbox {
         fixed: Option<std::num::NonZeroUsize>,
         write: bool,
     ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        let off = unimem_wire::mailbox::MMAP_GSAS.checked_add(offset);
+        self.map_at(off, len, fixed, write)
+    }
+
+    /// Maps `len` bytes (whole pages) at offset `offset` of node `node`'s partition (not this
+    /// node's), shared, read-write if `write`: what that node's GSAS service approved for this
+    /// file's interface with a MAP request just before (`mailbox::MMAP_REMOTE`; the approval is
+    /// used up). Errors: `EACCES` (no approval, or one for another offset, fewer pages, or
+    /// read-only), `EINVAL` (this node, or past the partition). The mapping goes when the home
+    /// frees the pages or narrows their grant; the caller unmaps it with `munmap`.
+    pub fn map_remote(
+        &self,
+        node: u16,
+        offset: u64,
+        len: usize,
+        write: bool,
+    ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
+        let off = (offset >> unimem_wire::mailbox::MMAP_NODE_SHIFT == 0)
+            .then(|| unimem_wire::mailbox::mmap_remote(u32::from(node), offset));
+        self.map_at(off, len, None, write)
+    }
+
+    fn map_at(
+        &self,
+        off: Option<u64>,
+        len: usize,
+        fixed: Option<std::num::NonZeroUsize>,
+        write: bool,
+    ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
         use nix::sys::mman::{mmap, MapFlags, ProtFlags};
         let err = |e| Error::sys(Op::Mmap, e);
         let len = std::num::NonZeroUsize::new(len).ok_or_else(|| err(Errno::EINVAL))?;
-        let off = unimem_wire::mailbox::MMAP_GSAS
-            .checked_add(offset)
+        let off = off
             .and_then(|o| nix::libc::off_t::try_from(o).ok())
             .ok_or_else(|| err(Errno::EINVAL))?;
         let flags = match fixed {

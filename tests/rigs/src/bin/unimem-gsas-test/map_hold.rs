@@ -1,7 +1,8 @@
-//! `unimem-gsas-test map-hold`: maps one GSAS page of this node, which may be another tree's
-//! that a grant lets this user use (`op::GRANT`), prints its first word, optionally stores to
-//! it, and keeps reading it: the test sees what the mapping shows and, when the grant changes,
-//! that the mapping is gone (the process dies of SIGBUS, status 135).
+//! `unimem-gsas-test map-hold`: maps one GSAS page of this node or of another node (approved by
+//! its home's service with a MAP request, `Gsas::map`), which may be another tree's that a
+//! grant lets this user use (`op::GRANT`), prints its first word, optionally stores to it, and
+//! keeps reading it: the test sees what the mapping shows and, when the grant changes or the
+//! page is freed, that the mapping is gone (the process dies of SIGBUS, status 135).
 
 use anyhow::Result;
 use clap::Args;
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 #[derive(Args)]
 pub struct MapHold {
-    /// The page's GSAS address (on this node).
+    /// The page's GSAS address (on any node).
     #[arg(long, value_parser = parse_u64)]
     addr: u64,
     /// Store this value into the first word through the mapping (needs a writable mapping).
@@ -25,17 +26,13 @@ pub struct MapHold {
     seconds: u64,
 }
 
-/// Exit status when the mapping is refused (EACCES, ENXIO: printed).
+/// Exit status when the mapping is refused (EACCES, ENXIO, EFAULT: printed).
 const REFUSED: i32 = 3;
 
 pub fn run(ctx: &Ctx, m: MapHold) -> Result<i32> {
     let g = ctx.open()?;
     let len = PAGE_SIZE as usize;
-    let mapped = if m.read_only {
-        g.map_local_read_only(m.addr, len)
-    } else {
-        g.map_local(m.addr, len, None)
-    };
+    let mapped = g.map(m.addr, len, !m.read_only);
     let p = match mapped {
         Ok(p) => p.as_ptr().cast::<u64>(),
         Err(e) => {
@@ -49,7 +46,7 @@ pub fn run(ctx: &Ctx, m: MapHold) -> Result<i32> {
     let mut last = read();
     println!("mapped word={last:#x}");
     if let Some(v) = m.write {
-        // SAFETY: as above; the mapping is writable (map_local maps read-write).
+        // SAFETY: as above; the mapping is writable (not `--read-only`).
         unsafe { p.write_volatile(v) };
         last = read();
         println!("wrote word={last:#x}");
