@@ -333,7 +333,7 @@ mod tests {
         assert_eq!(remote_of(MMAP_GSAS + 0x1000), None);
         assert_eq!(remote_of(0), None);
         assert_eq!(remote_of(1 << 57 | o), None);
-        assert!(MMAP_REMOTE > MMAP_GSAS + (1 << 48));
+        const { assert!(MMAP_REMOTE > MMAP_GSAS + (1 << 48)) };
         // File offsets stay positive as `loff_t`s.
         assert!(mmap_remote(0xff, u64::MAX) < 1 << 63);
     }
