@@ -207,8 +207,7 @@ impl Pool {
             let seq = self.remote.next_seq();
             let owner = match self.remote.start(first, n, true, nodes, seq) {
                 Ok(()) => QUARANTINED,
-                // No room to remember whom to wait for: never used again (counted as unzeroed
-                // until `stuck` below).
+                // No room to remember whom to wait for: never used again.
                 Err(_) => STUCK,
             };
             (owner, Freed::Mapped { n, nodes, seq })

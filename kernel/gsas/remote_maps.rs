@@ -7,6 +7,7 @@
 
 use crate::{
     claims::Claim,
+    gas::MAX_NODES,
     gsas::{
         grant,
         remote_map::{self, Zap, ZAP, ZAP_ACK, ZAP_MAX_PAGES},
@@ -48,7 +49,7 @@ const WARN_AFTER: u32 = 10;
 fn send(z: &Zaps) -> u16 {
     let mut failed = 0;
     let first = z.offset / PAGE_SIZE;
-    for node in (0..16u32).filter(|n| z.nodes & 1 << n != 0) {
+    for node in (0..MAX_NODES).filter(|n| z.nodes & 1 << n != 0) {
         let mut done = 0;
         while done < z.pages {
             let k = (z.pages - done).min(ZAP_MAX_PAGES);

@@ -3,8 +3,8 @@
 //! made, and the module reference that keeps the module loaded while anything of a user's
 //! lives in the pool. Its jobs are in the files named for them: `request.rs` (serving a
 //! request), `memory.rs` (the operations on the pool's memory), `lease.rs` (the pool's lease),
-//! `zero.rs` (zeroing freed pages), `serving.rs` (the mailbox's hooks), `claims.rs`, `fork.rs`
-//! and `stats.rs`.
+//! `zero.rs` (zeroing freed pages), `serving.rs` (the mailbox's hooks), `remote_maps.rs` and
+//! `mappers.rs` (other nodes' mappings of the pool), `claims.rs`, `fork.rs` and `stats.rs`.
 
 use crate::{
     claims,
