@@ -187,6 +187,7 @@ impl kernel::Module for GsasModule {
         LeaseTicker::start(ticker);
         this.revoke = Some(gas.on_revoke(service.clone())?);
         this.acks = Some(remote_maps::AckRoute::start(&service)?);
+        service.clear_approvals();
         this.serving = Some(Serving::start(service.clone())?);
         let dir = debugfs::Dir::new(c"unimem_gsas");
         this._stats = Some(KBox::pin_init(

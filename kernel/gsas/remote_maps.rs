@@ -11,7 +11,7 @@ use crate::{
     gsas::{
         grant,
         remote_map::{self, Zap, ZAP, ZAP_ACK, ZAP_MAX_PAGES},
-        status, PAGE_SIZE,
+        status, PAGE_SIZE, USER_INTERFACES,
     },
     kmsg_api,
     lease::PoolState,
@@ -204,10 +204,28 @@ impl Service {
         freed
     }
 
+    /// Withdraws every approval this node's service ever wrote, in every node's partition: at
+    /// load (a previous load's pool may have been lost with approvals its ZAPs never reached)
+    /// and when the pool is lost. A node's kernel may be taking one at the same time: then it
+    /// maps, and the ZAPs remove that mapping.
+    pub(crate) fn clear_approvals(&self) {
+        let Some(w) = self.gas.access() else {
+            return;
+        };
+        for node in 0..self.info.node_count {
+            for iface in 0..USER_INTERFACES {
+                if let Some(word) = w.part_word(node, remote_map::approval_slot(iface, self.node)) {
+                    word.store(0, Ordering::Release);
+                }
+            }
+        }
+    }
+
     /// The pool is lost (its memory may be someone else's now): every node that may map any of
-    /// it removes its mappings. Nobody waits for their acknowledgements: the pages are not this
-    /// node's to hold any more.
+    /// it removes its mappings, and no approval of it is left. Nobody waits for the
+    /// acknowledgements: the pages are not this node's to hold any more.
     pub(crate) fn zap_lost_pool(&self, offset: u64, pages: u64, nodes: u16) {
+        self.clear_approvals();
         if nodes != 0
             && send(&Zaps {
                 offset,
