@@ -285,7 +285,7 @@ impl Gsas<Device> {
             .t
             .interface()
             .mailbox
-            .map_remote(node, gsas::offset_of(addr), len, write)?)
+            .map_remote(node, gsas::offset_of(addr), len, None, write)?)
     }
 
     /// As [`map_local`](Self::map_local), readable only: what a grant that lets this user read

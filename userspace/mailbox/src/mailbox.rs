@@ -277,17 +277,19 @@ impl Mailbox {
     /// file's interface with a MAP request just before (`mailbox::MMAP_REMOTE`; the approval is
     /// used up). Errors: `EACCES` (no approval, or one for another offset, fewer pages, or
     /// read-only), `EINVAL` (this node, or past the partition). The mapping goes when the home
-    /// frees the pages or narrows their grant; the caller unmaps it with `munmap`.
+    /// frees the pages or narrows their grant; the caller unmaps it with `munmap`. At `fixed`
+    /// (replacing what is there) if given, as [`map_partition_prot`](Self::map_partition_prot).
     pub fn map_remote(
         &self,
         node: u16,
         offset: u64,
         len: usize,
+        fixed: Option<std::num::NonZeroUsize>,
         write: bool,
     ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
         let off = (offset >> unimem_wire::mailbox::MMAP_NODE_SHIFT == 0)
             .then(|| unimem_wire::mailbox::mmap_remote(u32::from(node), offset));
-        self.map_at(off, len, None, write)
+        self.map_at(off, len, fixed, write)
     }
 
     fn map_at(

@@ -1,6 +1,7 @@
-//! fam_map: an item's bytes in this process's address space, for loads and stores. Works when
-//! every extent of the item is on this node (the mailbox driver maps only its own node's
-//! GSAS pages); an item with memory elsewhere is `FAM_ERR_UNIMPL` for now.
+//! fam_map: an item's bytes in this process's address space, for loads and stores, wherever
+//! they are: this node's GSAS pages, or other nodes' (each home approves the mapping of its
+//! pages, and removes it when it frees them or narrows their grant: docs/GSAS.md, "Mapping
+//! another node's pages").
 
 use std::ffi::c_void;
 use std::num::NonZeroUsize;
@@ -11,6 +12,7 @@ use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
 use super::memory::{gsas_error, Memory};
 use crate::meta::Item;
 use crate::{FamError, Result};
+use unimem_wire::gsas::PAGE_SIZE;
 
 /// A mapping made by [`map`]: `len` bytes at `addr` (the item's first byte).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,18 +23,13 @@ pub struct Mapping {
     pub writable: bool,
 }
 
-/// Maps the item: each extent in order, which is the item's byte order when all extents are
-/// on one node (one node holds every stripe, back to back). Writable if the home's grant
-/// allows it, else read-only (a user who may only read the item).
+/// Maps the item: each run of it that is contiguous in GSAS (a stripe, or an extent) at its
+/// place in one reserved range, so the item's bytes are in order whatever its layout and
+/// wherever its memory is (this node's pages checked by this node's service, other nodes' pages
+/// approved by theirs). Writable if the homes' grants allow it, else read-only (a user who may
+/// only read the item).
 pub fn map(m: &dyn Memory, item: &Item) -> Result<Mapping> {
-    let me = m.node();
-    if let Some(e) = item.extents.iter().find(|e| e.node != me) {
-        return Err(FamError::Unimpl(format!(
-            "fam_map of an item with memory on node {} (only items all on this node, {me}, can be mapped)",
-            e.node
-        )));
-    }
-    if item.extents.is_empty() {
+    if item.extents.is_empty() || item.size == 0 {
         return Err(FamError::Invalid(
             "fam_map of an item without memory".into(),
         ));
@@ -43,15 +40,37 @@ pub fn map(m: &dyn Memory, item: &Item) -> Result<Mapping> {
     }
 }
 
+/// The item's runs: (offset in the item, GSAS address, length), the last one rounded up to
+/// whole pages (stripes and extents are whole pages, so every run starts on a page).
+fn runs(item: &Item) -> Result<Vec<(u64, u64, u64)>> {
+    let mut out = Vec::new();
+    let mut o = 0;
+    while o < item.size {
+        let (addr, run) = item.locate(o).ok_or_else(|| {
+            FamError::Metadata(format!("item {} has no memory at offset {o}", item.id))
+        })?;
+        let end = o + run;
+        let len = if end >= item.size {
+            end.div_ceil(PAGE_SIZE) * PAGE_SIZE - o
+        } else {
+            run
+        };
+        out.push((o, addr, len));
+        o = end;
+    }
+    Ok(out)
+}
+
 fn map_as(m: &dyn Memory, item: &Item, write: bool) -> Result<Mapping> {
-    let total: u64 = item.extents.iter().map(|e| e.len).sum();
+    let runs = runs(item)?;
+    let total: u64 = runs.iter().map(|r| r.2).sum();
     let len = usize::try_from(total)
         .ok()
         .and_then(NonZeroUsize::new)
         .ok_or_else(|| FamError::Invalid(format!("item of {total} bytes cannot be mapped")))?;
-    if let [e] = item.extents.as_slice() {
+    if let [(_, addr, _)] = runs.as_slice() {
         let p = m
-            .map_local(e.addr, len.get(), None, write)
+            .map(*addr, len.get(), None, write)
             .map_err(|e| gsas_error("fam_map", e))?;
         return Ok(Mapping {
             addr: p.as_ptr() as usize,
@@ -59,7 +78,7 @@ fn map_as(m: &dyn Memory, item: &Item, write: bool) -> Result<Mapping> {
             writable: write,
         });
     }
-    // Several extents: reserve the whole range, then map each extent over its part of it.
+    // Several runs: reserve the whole range, then map each run over its part of it.
     // SAFETY: a new private anonymous mapping at an address the kernel picks.
     let base = unsafe {
         mmap_anonymous(
@@ -70,15 +89,13 @@ fn map_as(m: &dyn Memory, item: &Item, write: bool) -> Result<Mapping> {
         )
     }
     .map_err(|e| FamError::Resource(format!("reserving {len} bytes of address space: {e}")))?;
-    let mut at = base.as_ptr() as usize;
-    for e in &item.extents {
-        let fixed = NonZeroUsize::new(at);
-        if let Err(err) = m.map_local(e.addr, e.len as usize, fixed, write) {
+    for &(o, addr, n) in &runs {
+        let fixed = NonZeroUsize::new(base.as_ptr() as usize + o as usize);
+        if let Err(err) = m.map(addr, n as usize, fixed, write) {
             // SAFETY: the range reserved above, which nothing else uses.
             let _ = unsafe { munmap(base, len.get()) };
             return Err(gsas_error("fam_map", err));
         }
-        at += e.len as usize;
     }
     Ok(Mapping {
         addr: base.as_ptr() as usize,
@@ -94,4 +111,64 @@ pub fn unmap(mapping: &Mapping) -> Result<()> {
     // SAFETY: a mapping `map` made and the caller no longer uses (its contract).
     unsafe { munmap(p, mapping.len) }
         .map_err(|e| FamError::Invalid(format!("munmap of {:#x}: {e}", mapping.addr)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::{Extent, ItemId, RegionId};
+    use unimem_wire::gsas::addr;
+
+    /// An item striped in pages over nodes 1 and 2, its last stripe partial.
+    fn item(stripe: Option<u64>, size: u64) -> Item {
+        Item {
+            id: ItemId(1),
+            region: RegionId(1),
+            name: "x".into(),
+            size,
+            uid: 0,
+            gid: 0,
+            mode: 0o600,
+            stripe,
+            extents: vec![
+                Extent {
+                    node: 1,
+                    addr: addr(1, 0x10000),
+                    len: 2 * PAGE_SIZE,
+                },
+                Extent {
+                    node: 2,
+                    addr: addr(2, 0x20000),
+                    len: 2 * PAGE_SIZE,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn runs_follow_the_stripes_and_end_on_a_page() {
+        let p = PAGE_SIZE;
+        // Stripes of a page alternate nodes; the item's 3.5 pages end in node 2's second page.
+        let r = runs(&item(Some(p), 3 * p + p / 2)).unwrap();
+        assert_eq!(
+            r,
+            vec![
+                (0, addr(1, 0x10000), p),
+                (p, addr(2, 0x20000), p),
+                (2 * p, addr(1, 0x10000 + p), p),
+                (3 * p, addr(2, 0x20000 + p), p),
+            ]
+        );
+        // Not striped: the extents in order, the last cut to the item's pages.
+        let r = runs(&item(None, 3 * p - 10)).unwrap();
+        assert_eq!(
+            r,
+            vec![(0, addr(1, 0x10000), 2 * p), (2 * p, addr(2, 0x20000), p)]
+        );
+        // A one-page item: one run.
+        assert_eq!(
+            runs(&item(None, 1)).unwrap(),
+            vec![(0, addr(1, 0x10000), p)]
+        );
+    }
 }

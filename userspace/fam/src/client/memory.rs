@@ -27,9 +27,10 @@ pub trait Memory: Send {
     fn copy(&self, dst: u64, src: u64, len: u64) -> gsas::Result<()>;
     fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> gsas::Result<()>;
     fn bulk_write(&self, addr: u64, data: &[u8]) -> gsas::Result<()>;
-    /// Maps `len` bytes of this node's GSAS memory at `addr` (at `fixed` if given), writable
-    /// if `write`.
-    fn map_local(
+    /// Maps `len` bytes of GSAS memory at `addr`, of this node or another (at `fixed` if
+    /// given), writable if `write`: another node's pages after that node's service approved
+    /// them (GSAS `MAP`), this node's checked by its service at `mmap`.
+    fn map(
         &self,
         addr: u64,
         len: usize,
@@ -38,9 +39,10 @@ pub trait Memory: Send {
     ) -> gsas::Result<NonNull<c_void>>;
 }
 
-/// Mapping of local GSAS pages, which only the real device can do.
-pub trait LocalMap {
-    fn map_local(
+/// Mapping GSAS pages, which only the real device can do: this node's, or another node's
+/// that its service approved for this interface just before.
+pub trait PageMap {
+    fn map_pages(
         &self,
         addr: u64,
         len: usize,
@@ -49,31 +51,27 @@ pub trait LocalMap {
     ) -> gsas::Result<NonNull<c_void>>;
 }
 
-impl LocalMap for gsas::Device {
-    fn map_local(
+impl PageMap for gsas::Device {
+    fn map_pages(
         &self,
         addr: u64,
         len: usize,
         fixed: Option<NonZeroUsize>,
         write: bool,
     ) -> gsas::Result<NonNull<c_void>> {
-        let me = Transport::node(self);
-        if gsas::node_of(addr) != me {
-            return Err(gsas::Error::Argument(format!(
-                "{addr:#x} is on node {}, not on this node ({me})",
-                gsas::node_of(addr)
-            )));
-        }
-        // Gsas::map_local_read_only has no `fixed`: an item of several extents is mapped
-        // contiguously, so go to the interface's file directly (what Gsas does too).
-        Ok(self
-            .interface()
-            .mailbox
-            .map_partition_prot(gsas::offset_of(addr), len, fixed, write)?)
+        let (node, offset) = (gsas::node_of(addr), gsas::offset_of(addr));
+        // Gsas::map has no `fixed`: an item of several pieces is mapped contiguously, so go to
+        // the interface's file directly (what Gsas does too).
+        let mailbox = &self.interface().mailbox;
+        Ok(if node == Transport::node(self) {
+            mailbox.map_partition_prot(offset, len, fixed, write)?
+        } else {
+            mailbox.map_remote(node, offset, len, fixed, write)?
+        })
     }
 }
 
-impl<T: Transport + LocalMap + Send> Memory for Gsas<T> {
+impl<T: Transport + PageMap + Send> Memory for Gsas<T> {
     fn node(&self) -> u16 {
         Gsas::node(self)
     }
@@ -103,14 +101,19 @@ impl<T: Transport + LocalMap + Send> Memory for Gsas<T> {
     fn bulk_write(&self, addr: u64, data: &[u8]) -> gsas::Result<()> {
         Gsas::bulk_write(self, addr, data)
     }
-    fn map_local(
+    fn map(
         &self,
         addr: u64,
         len: usize,
         fixed: Option<NonZeroUsize>,
         write: bool,
     ) -> gsas::Result<NonNull<c_void>> {
-        self.transport().map_local(addr, len, fixed, write)
+        if gsas::node_of(addr) != Gsas::node(self) {
+            // The home checks the pages as it would this user's reads (and writes) and
+            // approves them for this interface; the mmap below uses the approval up.
+            self.raw(op::MAP, addr, len as u64, u64::from(write))?;
+        }
+        self.transport().map_pages(addr, len, fixed, write)
     }
 }
 

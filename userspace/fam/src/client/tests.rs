@@ -346,14 +346,6 @@ fn job_environment() {
 }
 
 #[test]
-fn map_of_remote_items_is_unimplemented() {
-    let g = Gas::new(1);
-    let c = client(&g, FakeFamd::new(|_, _| None));
-    let e = c.map(&striped_item()).unwrap_err();
-    assert_eq!(e.code(), crate::code::UNIMPL, "{e}");
-}
-
-#[test]
 fn owned_item_from_description() {
     let ext = [fam::Extent {
         node: 2,

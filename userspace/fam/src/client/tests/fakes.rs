@@ -15,7 +15,7 @@ use unimem_wire::fam::{self, Reply, Request, Response};
 use unimem_wire::gsas::{addr, node_of, offset_of, op, status, Response as GResponse};
 use unimem_wire::packet::Payload;
 
-use crate::client::memory::{LocalMap, Memory, Pool};
+use crate::client::memory::{Memory, PageMap, Pool};
 use crate::client::{Client, Link, Options, Pe, Wire};
 use crate::meta::{Extent, Item, ItemId, RegionId};
 use crate::Result;
@@ -286,8 +286,8 @@ impl Transport for FakeTransport {
     }
 }
 
-impl LocalMap for FakeTransport {
-    fn map_local(
+impl PageMap for FakeTransport {
+    fn map_pages(
         &self,
         _addr: u64,
         _len: usize,
