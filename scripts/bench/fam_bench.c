@@ -27,8 +27,12 @@
  * Prints one line per measurement (n/a: not measurable in this configuration):
  *   RESULT part=<lat|tput|map> op=<op> size=<bytes> threads=<n> client=<node> item_node=<node>
  *          reps=<n> median_us=<> p25_us=<> p75_us=<> mb_per_s=<>
- * where item_node is the item's first memory server and mb_per_s is size / median for lat and
- * map, all threads' bytes / wall time for tput. Exits 1 with a message on any failure.
+ * op: lat fam_get, fam_put, gsas_read, gsas_write, gsas_nop (size 0); tput fam_get, fam_put;
+ * map map_load, map_store, local_load, local_store. item_node is the item's first memory
+ * server (tput: item 0's); mb_per_s is size / median for lat and map, all threads' bytes /
+ * wall time for tput. Exits 1 with a message on any failure.
+ * The program's gsas_* calls go to libgsas (linked first), which has its own handles and
+ * protection tree; libunimem_fam carries its own copy of the GSAS client for the items.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -341,7 +345,6 @@ static void tput(int reps, int threads, int random, int interleave, int servers)
   for (int i = 1; i < threads; i++)
     if (pthread_create(&tid[i], NULL, worker_main, &w[i]))
       fail("pthread_create");
-  const char *place = random ? "random" : "even";
   int point = 0;
   for (size_t size = TPUT_MIN; size <= TPUT_MAX; size *= 4, point++) {
     for (int j = 0; j < 2; j++) {
@@ -350,8 +353,6 @@ static void tput(int reps, int threads, int random, int interleave, int servers)
       tp.n = TPUT_BUDGET / size < (size_t)reps ? (int)(TPUT_BUDGET / size) : reps;
       if (tp.n < 3)
         tp.n = 3;
-      if (tp.n > reps)
-        tp.n = reps;
       pthread_barrier_wait(&tp.start);
       tp.t0 = now_us();
       transfers(&w[0]);
@@ -365,10 +366,7 @@ static void tput(int reps, int threads, int random, int interleave, int servers)
         for (int k = 0; k < tp.n; k++)
           all[m++] = w[i].t[k];
       double mbs = (double)size * tp.n * threads / (tp.t1 - tp.t0);
-      char op[48];
-      snprintf(op, sizeof(op), "%s_%s_%s", tp.put ? "put" : "get", place,
-               interleave ? "interleaved" : "whole");
-      report("tput", op, size, threads, first_node, all, m, mbs);
+      report("tput", tp.put ? "fam_put" : "fam_get", size, threads, first_node, all, m, mbs);
     }
   }
   tp.stop = 1;
