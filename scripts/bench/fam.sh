@@ -49,8 +49,9 @@ NODES=5
 REPS=${FAM_BENCH_REPS:-100}
 RUNS=${FAM_BENCH_RUNS:-3}
 read -ra THREADS <<<"${FAM_BENCH_THREADS:-1 4}"
-for v in "$REPS" "$RUNS" "${THREADS[@]}"; do [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "not a positive number: '$v'"; done
 [ "${#THREADS[@]}" -gt 0 ] || die "FAM_BENCH_THREADS is empty"
+for v in "$REPS" "$RUNS" "${THREADS[@]}"; do [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "not a positive number: '$v'"; done
+for v in "${THREADS[@]}"; do [ "$v" -le 64 ] || die "FAM_BENCH_THREADS: at most 64 threads (fam_bench's limit)"; done
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${FAM_BENCH_OUT:-$UNIMEM_BUILD/bench/fam/$STAMP}
 # famd's lenders for 1, 2 and 4 memory servers; node 0 runs famd and the throughput client.
