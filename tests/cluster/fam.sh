@@ -78,7 +78,7 @@ step "famd on node 0, lenders 1-3, a fresh state file; /etc/unimem/fam.conf on e
 for n in $(seq 0 $((NODES - 1))); do
   on "$n" "mkdir -p /etc/unimem && printf '# famd runs on node 0\\nfamd_node = 0\\n' > /etc/unimem/fam.conf"
 done
-on 0 "mkdir -p $(dirname "$STATE") && rm -f $STATE $STATE.tree"
+on 0 "$STOP_FAM; mkdir -p $(dirname "$STATE") && rm -f $STATE $STATE.tree"
 famd_up
 declare -A base_pages
 for n in $(seq 0 $((NODES - 1))); do

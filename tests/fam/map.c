@@ -54,9 +54,9 @@ static void alone(const char *prefix) {
                 "after the stores");
   CHECK(buf[SIZE - 1] == ft_pat(2, SIZE - 1), "the last byte stored through the map");
   /* fam_put and atomics seen through the pointer. */
-  ft_fill(buf, 1000, 3, 3 * STRIPE - 500);
-  CHECK_OK(c_fam_put_blocking(fam, buf, d, 3 * STRIPE - 500, 1000));
-  expect_mapped(m, 3 * STRIPE - 500, 1000, 3, "fam_put seen through the map");
+  ft_fill(buf, 1000, 3, SIZE - 1000); /* the last 1000 bytes, across the last stripe start */
+  CHECK_OK(c_fam_put_blocking(fam, buf, d, SIZE - 1000, 1000));
+  expect_mapped(m, SIZE - 1000, 1000, 3, "fam_put seen through the map");
   CHECK_OK(c_fam_set_uint64(fam, d, 2 * STRIPE, 41));
   CHECK_OK(c_fam_add_uint64(fam, d, 2 * STRIPE, 1));
   CHECK_OK(c_fam_quiet(fam));
