@@ -126,7 +126,7 @@ pub struct Region {
     /// The nodes lending memory to this region, distinct; the store's lenders when the region
     /// was made, so adding nodes later moves nothing.
     pub lenders: Vec<u16>,
-    /// Bytes its items' extents take (page-rounded), at most `size`.
+    /// Bytes its items hold (the sizes they were allocated with), at most `size`.
     pub used: u64,
     /// Index in `lenders` of the lender the next item starts on (round-robin placement, see
     /// [`place`](super::place)).

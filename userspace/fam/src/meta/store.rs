@@ -304,9 +304,12 @@ impl Store {
                 perm::Owned::describe(r)
             )));
         }
-        let need = Plan::new(size, r.interleave, k).and_then(|p| Some((p.total()?, p)));
-        let (need, plan) = match need {
-            Some((n, p)) if n <= r.free() => (n, p),
+        // The region's quota counts the bytes items ask for, as OpenFAM's regions do (its
+        // allocator packs small items): an 8 KiB region holds 64 items of 128 bytes, though
+        // each takes a page of lent memory here (a page is what a grant protects).
+        let plan = Plan::new(size, r.interleave, k).filter(|p| p.total().is_some());
+        let plan = match plan {
+            Some(p) if size <= r.free() => p,
             _ => {
                 return Err(FamError::NoSpace(format!(
                     "{size} bytes in {}: {} of {} bytes free",
@@ -333,7 +336,7 @@ impl Store {
         let before = self.t.clone();
         self.t.next_item += 1;
         if let Some(r) = self.t.regions.get_mut(&region) {
-            r.used += need;
+            r.used += size;
             r.next_lender = (start + first + 1) % k;
         }
         if !item.is_anonymous() {
@@ -353,14 +356,14 @@ impl Store {
     /// Deallocates an item and frees its memory. Its owner, or a caller with write on it.
     pub fn deallocate(&mut self, space: &mut dyn Space, creds: &Creds, item: ItemId) -> Result<()> {
         let i = self.item_checked(creds, item, Access::Manage)?;
-        let (region, name, allocated) = (i.region, i.name.clone(), i.allocated());
+        let (region, name, size) = (i.region, i.name.clone(), i.size);
         let before = self.t.clone();
         let Some(gone) = self.t.items.remove(&item) else {
             return Err(FamError::NotFound(format!("item id {item}")));
         };
         self.t.item_names.remove(&(region, name));
         if let Some(r) = self.t.regions.get_mut(&region) {
-            r.used = r.used.saturating_sub(allocated);
+            r.used = r.used.saturating_sub(size);
         }
         self.commit(before)?;
         place::release(space, &gone.extents);

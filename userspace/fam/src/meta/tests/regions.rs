@@ -175,7 +175,7 @@ fn resize_respects_use_and_permissions() {
     let mut s = store();
     let mut space = FakeSpace::new();
     let id = region(&mut s, "r", 10 * PAGE);
-    s.allocate(&mut space, &ALICE, id, Some("a"), 3 * PAGE + 1, 0o600)
+    s.allocate(&mut space, &ALICE, id, Some("a"), 4 * PAGE, 0o600)
         .unwrap();
     assert_eq!(s.region(id).unwrap().used, 4 * PAGE);
     assert_eq!(
