@@ -4,7 +4,8 @@
  * listed option, PE_ID and PE_COUNT as ints (0 <= PE_ID < PE_COUNT), an unknown option
  * (NULL, INVALID); the default region (Fam_Options.defaultRegionName): fam_allocate with no
  * region puts the item there; finalize then initialize again on one instance works;
- * initialize twice (INVALIDOP) and finalize twice (INVALIDOP) are refused; every call
+ * initialize twice is refused (INVALIDOP), finalize twice does nothing (OpenFAM finalises after a
+ * failed initialize); every call
  * before initialize or after finalize is refused (INVALIDOP).
  *   options [PREFIX]   names its region PREFIX-... (default "options"), plus pid and time */
 #include "check.h"
@@ -56,7 +57,9 @@ int main(int argc, char **argv) {
   c_fam *fam = CHECK_PTR(c_fam_create());
   EXPECT_NULL(c_fam_get_option(fam, "PE_ID"), FAM_ERR_INVALIDOP);
   EXPECT_NULL(c_fam_lookup_region(fam, "anything"), FAM_ERR_INVALIDOP);
-  EXPECT_ERR(c_fam_finalize(fam, FT_GROUP), FAM_ERR_INVALIDOP);
+  /* Finalising what is not initialised does nothing (OpenFAM's own tests finalise after an
+   * initialize that failed). */
+  CHECK_OK(c_fam_finalize(fam, FT_GROUP));
 
   /* NULL options. */
   CHECK_OK(c_fam_initialize(fam, FT_GROUP, NULL));
@@ -67,7 +70,8 @@ int main(int argc, char **argv) {
   void *r = CHECK_PTR(c_fam_create_region(fam, rname, 1024 * 1024, 0600, NULL));
   unimem_fam_desc_release(r);
   CHECK_OK(c_fam_finalize(fam, FT_GROUP));
-  EXPECT_ERR(c_fam_finalize(fam, FT_GROUP), FAM_ERR_INVALIDOP);
+  CHECK_OK(c_fam_finalize(fam, FT_GROUP)); /* twice: nothing to do */
+  EXPECT_NULL(c_fam_lookup_region(fam, "anything"), FAM_ERR_INVALIDOP); /* finalised */
   EXPECT_NULL(c_fam_lookup_region(fam, rname), FAM_ERR_INVALIDOP);
 
   /* Again on the same instance, with explicit options: all given members are kept. */

@@ -6,7 +6,7 @@ use std::ffi::{c_int, c_void};
 
 use super::desc::desc;
 use super::errors::call;
-use super::handles::client;
+use super::handles::{client, handle};
 use super::out;
 use crate::client::{AtomicOp, Value};
 use crate::meta::Item;
@@ -36,7 +36,8 @@ unsafe fn apply<T: Value>(
     c.atomic(&item, offset, op, v)
 }
 
-/// A non-fetching operation (complete on return; see the capi module's documentation).
+/// A non-fetching operation: done in the call, its failure (but a bad handle or descriptor)
+/// reported by the next `fam_quiet`, as OpenFAM does.
 macro_rules! nonfetch {
     ($name:ident, $t:ty, $op:ident, $what:literal) => {
         #[no_mangle]
@@ -48,7 +49,13 @@ macro_rules! nonfetch {
         ) -> c_int {
             // SAFETY: contract.
             call($what, || {
-                unsafe { apply::<$t>(fam_obj, d, offset, AtomicOp::$op, value) }.map(drop)
+                let h = unsafe { handle(fam_obj) }?;
+                let (c, item) = unsafe { target(fam_obj, d) }?;
+                // OpenFAM reports a non-fetching atomic's failure at fam_quiet.
+                if let Err(e) = c.atomic(&item, offset, AtomicOp::$op, value) {
+                    h.defer($what, e);
+                }
+                Ok(())
             })
         }
     };

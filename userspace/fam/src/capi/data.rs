@@ -82,7 +82,17 @@ pub unsafe extern "C" fn c_fam_put_nonblocking(
     size: u64,
 ) -> c_int {
     // SAFETY: contract.
-    unsafe { put("fam_put_nonblocking", fam_obj, local_addr, d, offset, size) }
+    unsafe {
+        nonblocking(
+            "fam_put_nonblocking",
+            fam_obj,
+            local_addr,
+            d,
+            offset,
+            size,
+            true,
+        )
+    }
 }
 
 #[no_mangle]
@@ -94,7 +104,50 @@ pub unsafe extern "C" fn c_fam_get_nonblocking(
     size: u64,
 ) -> c_int {
     // SAFETY: contract.
-    unsafe { get("fam_get_nonblocking", fam_obj, local_addr, d, offset, size) }
+    unsafe {
+        nonblocking(
+            "fam_get_nonblocking",
+            fam_obj,
+            local_addr,
+            d,
+            offset,
+            size,
+            false,
+        )
+    }
+}
+
+/// A non-blocking put (`write`) or get: done in the call. A missing buffer, descriptor or
+/// handle and a size of 0 fail at once; the transfer's own failure (out of range, refused by
+/// the home) is reported by the next `fam_quiet`, as OpenFAM does.
+unsafe fn nonblocking(
+    what: &'static str,
+    fam_obj: *mut c_void,
+    local: *mut c_void,
+    d: *mut c_void,
+    offset: u64,
+    size: u64,
+    write: bool,
+) -> c_int {
+    call(what, || {
+        // SAFETY: contract.
+        let h = unsafe { handle(fam_obj) }?;
+        let c = h.client()?;
+        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        if size == 0 {
+            return Err(FamError::Invalid(format!("{what} of 0 bytes")));
+        }
+        let buf = unsafe { buf_mut(local, size, "local buffer") }?;
+        let done = if write {
+            c.put(&item, offset, buf)
+        } else {
+            c.get(&item, offset, buf)
+        };
+        if let Err(e) = done {
+            h.defer(what, e);
+        }
+        Ok(())
+    })
 }
 
 /// Gather (`scatter` false) or scatter of `which` elements of `element_size` bytes.
@@ -108,6 +161,7 @@ unsafe fn gather_scatter(
     element_size: u64,
 ) -> c_int {
     let n = which.count();
+    let nonblocking = what.ends_with("_nonblocking");
     call(what, || {
         // SAFETY: contract.
         let c = unsafe { client(fam_obj) }?;
@@ -116,10 +170,18 @@ unsafe fn gather_scatter(
             .checked_mul(element_size)
             .ok_or_else(|| FamError::OutOfRange(format!("{n} elements of {element_size} bytes")))?;
         let buf = unsafe { buf_mut(local, len, "local buffer") }?;
-        if scatter {
+        let done = if scatter {
             c.scatter(&item, which, element_size, buf)
         } else {
             c.gather(&item, which, element_size, buf)
+        };
+        match done {
+            // A non-blocking one's failure is fam_quiet's to report, as for puts and gets.
+            Err(e) if nonblocking => {
+                unsafe { handle(fam_obj) }?.defer(what, e);
+                Ok(())
+            }
+            r => r,
         }
     })
 }

@@ -27,6 +27,9 @@ pub struct Handle {
     pub shared: Arc<Shared>,
     /// Contexts: false once closed (every call then fails).
     open: AtomicBool,
+    /// The first failure of a non-blocking call since the last quiet: OpenFAM reports those
+    /// at `fam_quiet` (its own stream per handle: an instance's and each context's).
+    deferred: Mutex<Option<(String, FamError)>>,
 }
 
 impl Handle {
@@ -35,6 +38,7 @@ impl Handle {
             magic: AtomicU64::new(INSTANCE_MAGIC),
             shared: Arc::new(Shared::default()),
             open: AtomicBool::new(true),
+            deferred: Mutex::new(None),
         }
     }
 
@@ -43,6 +47,7 @@ impl Handle {
             magic: AtomicU64::new(CONTEXT_MAGIC),
             shared,
             open: AtomicBool::new(true),
+            deferred: Mutex::new(None),
         }
     }
 
@@ -57,6 +62,23 @@ impl Handle {
     /// Marks it freed: a stale pointer used later fails rather than acting (best effort).
     pub fn forget(&self) {
         self.magic.store(0, Ordering::Relaxed);
+    }
+
+    /// Keeps the failure of non-blocking call `what` for the next quiet (the first one only:
+    /// quiet reports one error, as OpenFAM's does).
+    pub fn defer(&self, what: &str, e: FamError) {
+        let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        if d.is_none() {
+            *d = Some((what.to_string(), e));
+        }
+    }
+
+    /// The failure kept by [`defer`](Self::defer) since the last call, if any.
+    pub fn take_deferred(&self) -> Option<(String, FamError)> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
     }
 
     /// The instance's client: it must be initialised (and a context open).

@@ -152,11 +152,8 @@ fn update<T: Value>(m: &dyn Memory, addr: u64, f: impl Fn(T) -> T) -> Result<T> 
     let mut old = word::<T>(m, op::READ, addr, 0, 0)?;
     loop {
         let new = f(T::from_bits(old)).to_bits();
-        if new == old {
-            // Nothing to store (a min or max that changes nothing): the read was the
-            // operation's atomic moment.
-            return Ok(T::from_bits(old));
-        }
+        // Even a min or max that changes nothing stores (the same value): an atomic needs
+        // read and write, and the home checks write only on the CAS.
         let seen = word::<T>(m, op::CAS, addr, old, new)?;
         if seen == old {
             return Ok(T::from_bits(old));

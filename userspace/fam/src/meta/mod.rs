@@ -27,7 +27,7 @@ pub use model::{
 };
 pub use perm::{Access, Creds};
 pub use space::{pages_for, round_to_pages, Space};
-pub use store::{Store, StoreConfig, DEFAULT_STRIPE};
+pub use store::{charge, Store, StoreConfig, DEFAULT_STRIPE, MIN_ITEM_CHARGE, MIN_REGION_SIZE};
 
 /// Longest region or item name, in bytes: POSIX's `NAME_MAX`, so a name fits a file name
 /// should a tool export items as files. OpenFAM's own limit is its radix tree's key length.

@@ -41,6 +41,21 @@ pub struct StoreConfig {
     pub stripe: u64,
     /// Whether [`InterleaveEnable::Default`] means interleaved.
     pub interleave_by_default: bool,
+    /// Smallest region size: smaller requests are raised to it, as OpenFAM raises them to
+    /// its `MIN_REGION_SIZE` (1 MiB), and its programs rely on it (they make 8 KiB regions
+    /// and put a dozen 1 KiB items in them).
+    pub min_region_size: u64,
+}
+
+/// OpenFAM's smallest region (`MIN_REGION_SIZE` of its allocator).
+pub const MIN_REGION_SIZE: u64 = 1 << 20;
+/// OpenFAM's smallest item as its regions count it (`MIN_OBJ_SIZE`).
+pub const MIN_ITEM_CHARGE: u64 = 128;
+
+/// What an item of `size` bytes takes of its region's size (OpenFAM's heap gives no item less
+/// than [`MIN_ITEM_CHARGE`] bytes). Its lent memory is whole pages: a grant protects pages.
+pub fn charge(size: u64) -> u64 {
+    size.max(MIN_ITEM_CHARGE)
 }
 
 impl StoreConfig {
@@ -50,6 +65,7 @@ impl StoreConfig {
             lenders,
             stripe: DEFAULT_STRIPE,
             interleave_by_default: true,
+            min_region_size: MIN_REGION_SIZE,
         }
     }
 
@@ -139,7 +155,7 @@ impl Store {
         if name.is_empty() {
             return Err(FamError::Invalid("a region needs a name".into()));
         }
-        let size = region_size(size)?;
+        let size = region_size(size, self.config.min_region_size)?;
         let mode = perm::check_mode(mode)?;
         let redundancy = match attrs.redundancy {
             Redundancy::Default | Redundancy::None => Redundancy::None,
@@ -222,7 +238,7 @@ impl Store {
     /// owner, or a caller with write on it.
     pub fn resize_region(&mut self, creds: &Creds, region: RegionId, size: u64) -> Result<()> {
         let r = self.region_checked(creds, region, Access::Manage)?;
-        let size = region_size(size)?;
+        let size = region_size(size, self.config.min_region_size)?;
         if size < r.used {
             return Err(FamError::OutOfRange(format!(
                 "{}: its items take {} bytes, more than {size}",
@@ -304,12 +320,12 @@ impl Store {
                 perm::Owned::describe(r)
             )));
         }
-        // The region's quota counts the bytes items ask for, as OpenFAM's regions do (its
-        // allocator packs small items): an 8 KiB region holds 64 items of 128 bytes, though
-        // each takes a page of lent memory here (a page is what a grant protects).
+        // The region's quota counts the bytes items ask for (at least MIN_ITEM_CHARGE), as
+        // OpenFAM's regions do (its allocator packs small items), though each item takes
+        // whole pages of lent memory here (a page is what a grant protects).
         let plan = Plan::new(size, r.interleave, k).filter(|p| p.total().is_some());
         let plan = match plan {
-            Some(p) if size <= r.free() => p,
+            Some(p) if charge(size) <= r.free() => p,
             _ => {
                 return Err(FamError::NoSpace(format!(
                     "{size} bytes in {}: {} of {} bytes free",
@@ -336,7 +352,7 @@ impl Store {
         let before = self.t.clone();
         self.t.next_item += 1;
         if let Some(r) = self.t.regions.get_mut(&region) {
-            r.used += size;
+            r.used += charge(size);
             r.next_lender = (start + first + 1) % k;
         }
         if !item.is_anonymous() {
@@ -363,7 +379,7 @@ impl Store {
         };
         self.t.item_names.remove(&(region, name));
         if let Some(r) = self.t.regions.get_mut(&region) {
-            r.used = r.used.saturating_sub(size);
+            r.used = r.used.saturating_sub(charge(size));
         }
         self.commit(before)?;
         place::release(space, &gone.extents);
@@ -495,10 +511,10 @@ fn check_name(name: &str, what: &str) -> Result<()> {
 }
 
 /// A region size, checked and rounded up to pages.
-fn region_size(size: u64) -> Result<u64> {
+fn region_size(size: u64, min: u64) -> Result<u64> {
     if size == 0 {
         return Err(FamError::Invalid("a region of 0 bytes".into()));
     }
-    round_to_pages(size)
+    round_to_pages(size.max(min))
         .ok_or_else(|| FamError::OutOfRange(format!("region size {size} overflows in pages")))
 }

@@ -78,7 +78,7 @@ impl Tables {
                     i.name, i.region
                 ));
             }
-            *used.entry(i.region).or_default() += i.size;
+            *used.entry(i.region).or_default() += super::store::charge(i.size);
             let id = i.id;
             if t.items.insert(id, i).is_some() {
                 return Err(format!("item id {id} twice"));

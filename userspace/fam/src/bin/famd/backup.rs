@@ -200,11 +200,12 @@ impl Backups {
         Ok(())
     }
 
-    /// One line per backup the caller may read (`name` empty: all of them, else that one),
-    /// cut to `max` bytes.
+    /// One line per backup the caller may read: `name` empty or a pattern (`*` any run of
+    /// characters, `?` one, as OpenFAM's `fam_list_backup("*")` asks), every match; else that
+    /// backup, `FAM_BACKUP_NOTFOUND` if missing. Cut to `max` bytes.
     pub fn list(&self, creds: &Creds, name: &str, max: usize) -> fam::Result<String> {
         let mut metas = Vec::new();
-        if name.is_empty() {
+        if name.is_empty() || name.contains(['*', '?']) {
             let entries = match std::fs::read_dir(&self.dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
@@ -214,6 +215,7 @@ impl Backups {
                 .filter_map(|e| e.ok())
                 .filter_map(|e| e.file_name().into_string().ok())
                 .filter_map(|n| n.strip_suffix(".json").map(str::to_string))
+                .filter(|n| name.is_empty() || glob(name.as_bytes(), n.as_bytes()))
                 .collect();
             names.sort();
             for n in names {
@@ -239,11 +241,24 @@ impl Backups {
     }
 }
 
+/// Whether `name` matches `pattern` (`*`: any run of bytes, `?`: one byte).
+fn glob(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            glob(&pattern[1..], name) || (!name.is_empty() && glob(pattern, &name[1..]))
+        }
+        (Some(b'?'), Some(_)) => glob(&pattern[1..], &name[1..]),
+        (Some(p), Some(n)) if p == n => glob(&pattern[1..], &name[1..]),
+        _ => false,
+    }
+}
+
 /// A backup name is one file name: not empty, no `/`, NUL or leading `.`.
 fn check_name(name: &str) -> fam::Result<()> {
-    if name.is_empty() || name.starts_with('.') || name.contains(['/', '\0']) {
+    if name.is_empty() || name.starts_with('.') || name.contains(['/', '\0', '*', '?']) {
         return Err(FamError::Invalid(format!(
-            "backup name {name:?}: a file name, not empty, without '/' or a leading '.'"
+            "backup name {name:?}: a file name, not empty, without '/', '*', '?' or a leading '.'"
         )));
     }
     // Its files add ".data" or ".json" to it, and file names stop at NAME_MAX bytes.
@@ -284,4 +299,21 @@ fn write_atomically(p: &Path, bytes: &[u8]) -> fam::Result<()> {
         let _ = std::fs::remove_file(&tmp);
         not_created(p, e)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob;
+
+    #[test]
+    fn patterns() {
+        assert!(glob(b"*", b"anything"));
+        assert!(glob(b"*", b""));
+        assert!(glob(b"b*_1", b"backup_1"));
+        assert!(!glob(b"b*_1", b"backup_2"));
+        assert!(glob(b"?a*", b"xab"));
+        assert!(!glob(b"?", b""));
+        assert!(glob(b"exact", b"exact"));
+        assert!(!glob(b"exact", b"exactly"));
+    }
 }

@@ -37,8 +37,11 @@ const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
 
 /// An in-memory store over lenders 1, 2, 3 with 64 KiB stripes.
+/// A store whose regions may be as small as a page (the tests' sizes), not OpenFAM's 1 MiB.
 fn store() -> Store {
-    match Store::new(StoreConfig::new(vec![1, 2, 3])) {
+    let mut config = StoreConfig::new(vec![1, 2, 3]);
+    config.min_region_size = PAGE;
+    match Store::new(config) {
         Ok(s) => s,
         Err(e) => panic!("store: {e}"),
     }

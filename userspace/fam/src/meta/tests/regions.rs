@@ -254,3 +254,26 @@ fn a_writer_may_destroy_anothers_region() {
     s.destroy_region(&mut space, &BOB, id).unwrap();
     assert!(space.live.is_empty());
 }
+
+#[test]
+fn small_regions_are_raised_to_openfams_minimum() {
+    // The default configuration, as famd runs: OpenFAM's MIN_REGION_SIZE and MIN_OBJ_SIZE.
+    let mut s = Store::new(StoreConfig::new(vec![1])).unwrap();
+    let mut space = FakeSpace::new();
+    let r = s
+        .create_region(&ALICE, "small", 8192, 0o700, RegionAttrs::default())
+        .unwrap();
+    assert_eq!(r.size, crate::meta::MIN_REGION_SIZE);
+    // OpenFAM programs put more than 8 KiB of items in such a region.
+    for k in 0..12 {
+        s.allocate(&mut space, &ALICE, r.id, None, 1024, 0o600)
+            .unwrap_or_else(|e| panic!("item {k}: {e}"));
+    }
+    s.allocate(&mut space, &ALICE, r.id, None, 1, 0o600).unwrap();
+    assert_eq!(s.region(r.id).unwrap().used, 12 * 1024 + 128);
+    assert_eq!(
+        code(s.allocate(&mut space, &ALICE, r.id, None, MIB, 0o600)),
+        14,
+        "past the raised size: NO_SPACE"
+    );
+}
