@@ -164,7 +164,8 @@ static void check(const char *region, const char *item, enum expect e) {
   unimem_fam_desc_release(d);
   void *r = CHECK_PTR(c_fam_lookup_region(fam, region));
   CHECK_OK(c_fam_stat_region(fam, r, &st));
-  CHECK(st.size >= 2 * SIZE && st.size < 4 * SIZE, "region resized to %" PRIu64, st.size);
+  /* At least what was asked (OpenFAM raises regions to 1 MiB, as famd does). */
+  CHECK(st.size >= 2 * SIZE, "region resized to %" PRIu64, st.size);
   CHECK_OK(c_fam_destroy_region(fam, r));
   unimem_fam_desc_release(r);
   free(buf);
