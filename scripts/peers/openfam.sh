@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# OpenFAM's own tests against ours: the gtest programs of OpenFAM's test/reg-test/fam-api-reg and
+# test/unit-test/fam-api and the programs of examples/api, compiled unchanged against unimem's
+# headers (userspace/fam/include) and libunimem_fam with Debian's googletest, run one after
+# another on node 1 of a 4-node cluster (run directory build/peer-openfam, or $PEER_RUN) with
+# famd on node 0 and nodes 1-3 lending (GSAS pools of $POOL_MIB MiB, default 60).
+#   scripts/peers/openfam.sh OPENFAM_CHECKOUT [NAME...]   (NAME: programs to run; default all)
+# OpenFAM's sources stay outside this repository (their licence): give a checkout (git clone of
+# OpenFAM/OpenFAM). Its build configuration is what its CMake would generate
+# (test/common/fam_test_config.h from its .in, OPENFAM_VERSION from its VERSION file), with
+# runtime NONE and cisServer "0" (famd's node). Needs `make` first and libgtest-dev.
+# Writes build.log, summary.txt (one line per program: exit status, gtest cases passed and
+# failed) and each program's output to build/peer-openfam/results/ (PEER_OUT), and prints the
+# counts. A program passes when it exits 0.
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "$0")/../lib/common.sh"
+case ${1:-} in
+  ""|-h|--help) sed -n '2,/^# shellcheck/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
+src=$(cd "$1" && pwd) || die "no OpenFAM checkout at $1"
+shift
+[ -f "$src/test/common/fam_test_config.h.in" ] || die "$src is not an OpenFAM checkout (no test/common/fam_test_config.h.in)"
+gtest=/usr/lib/$(gcc -print-multiarch)/libgtest.a
+[ -f "$gtest" ] || die "$gtest missing: apt-get install libgtest-dev"
+lib=$UNIMEM_ROOT/target/release
+[ -f "$lib/libunimem_fam.so" ] && [ -x "$lib/famd" ] || die "libunimem_fam.so or famd missing: run make first"
+RUN=${PEER_RUN:-$UNIMEM_BUILD/peer-openfam}
+OUT=${PEER_OUT:-$RUN/results}
+export UNIMEM_RUN=$RUN UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
+mkdir -p "$OUT/bin" "$OUT/gen/common"
+version=$(cat "$src/VERSION" 2>/dev/null || echo 0.0.0)
+
+log "building OpenFAM's test programs against unimem's headers and libunimem_fam"
+sed -e 's/#cmakedefine TEST_DEFAULT_REGION .*/#define TEST_DEFAULT_REGION "Default"/' \
+    -e 's/#cmakedefine TEST_OPENFAM_MODEL .*/#define TEST_OPENFAM_MODEL "memory_server"/' \
+    -e 's/#cmakedefine TEST_CIS_INTERFACE_TYPE .*/#define TEST_CIS_INTERFACE_TYPE "rpc"/' \
+    -e 's/#cmakedefine TEST_CIS_SERVER .*/#define TEST_CIS_SERVER "0"/' \
+    -e 's/#cmakedefine TEST_GRPC_PORT .*/#define TEST_GRPC_PORT "8787"/' \
+    -e 's/#cmakedefine TEST_LIBFABRIC_PROVIDER .*/#define TEST_LIBFABRIC_PROVIDER "sockets"/' \
+    -e 's/#cmakedefine TEST_FAM_THREAD_MODEL .*/#define TEST_FAM_THREAD_MODEL "FAM_THREAD_MULTIPLE"/' \
+    -e 's/#cmakedefine TEST_FAM_CONTEXT_MODEL .*/#define TEST_FAM_CONTEXT_MODEL "FAM_CONTEXT_DEFAULT"/' \
+    -e 's/#cmakedefine TEST_RUNTIME .*/#define TEST_RUNTIME "NONE"/' \
+    -e 's/#cmakedefine TEST_NUM_CONSUMER .*/#define TEST_NUM_CONSUMER "1"/' \
+    -e 's/#cmakedefine USE_CONFIG_OPTIONS .*//' -e 's/#cmakedefine TEST_MEMSERVER_IP .*//' \
+    -e 's/#cmakedefine TEST_NPE .*/#define TEST_NPE "1"/' -e 's/\${TEST_SKIP_STATUS}/100/' \
+    "$src/test/common/fam_test_config.h.in" >"$OUT/gen/common/fam_test_config.h"
+: >"$OUT/build.log"
+built=() not_built=()
+for f in "$src"/test/reg-test/fam-api-reg/*.cpp "$src"/test/unit-test/fam-api/*.cpp "$src"/examples/api/*.cpp; do
+  n=$(basename "$f" .cpp)
+  if g++ -std=c++17 -O1 -w -DOPENFAM_VERSION="\"$version\"" -I"$UNIMEM_ROOT/userspace/fam/include" \
+       -I"$OUT/gen" -I"$src/test" "$f" -L"$lib" -lunimem_fam "$gtest" -lpthread \
+       -static-libstdc++ -static-libgcc -Wl,-rpath,/opt/unimem/lib -o "$OUT/bin/$n" >>"$OUT/build.log" 2>&1; then
+    built+=("$n")
+  else
+    not_built+=("$n"); echo "NOT BUILT: $f" >>"$OUT/build.log"
+  fi
+done
+log "built ${#built[@]}, not built ${#not_built[@]}: ${not_built[*]}"
+[ $# -gt 0 ] && built=("$@")
+
+log "starting a 4-node cluster in $RUN"
+"$UNIMEM_ROOT/scripts/cluster" up -n 4 --mem-of 0=96M
+# shellcheck source=tests/cluster/lib.sh
+source "$UNIMEM_ROOT/tests/cluster/lib.sh"
+cleanup() { "$UNIMEM_ROOT/scripts/cluster" down >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+BG=peer
+export GSAS_ARGS="$GSAS_ARGS pool_mib=${POOL_MIB:-60}"
+share_bins famd gsasd kram-daemon
+share_lib unimem_fam
+fork_nodes_up /tmp/gsasd
+for n in 0 1 2 3; do on "$n" "mkdir -p /etc/unimem && echo 'famd_node = 0' > /etc/unimem/fam.conf"; done
+on 0 "mkdir -p /var/lib/unimem"
+bg 0 famd "famd --state /var/lib/unimem/famd.json --lenders 1,2,3"
+wait_log 0 famd 'serving on node' 30
+for n in "${built[@]}"; do cp "$OUT/bin/$n" "$(node_share 1)/bin/ofam-$n"; done
+: >"$OUT/summary.txt"
+passed=0 failed=0
+for n in "${built[@]}"; do
+  out=$(on_may_fail 1 "cd /tmp; timeout -s KILL ${PEER_TIMEOUT:-240} /opt/unimem/bin/ofam-$n 2>&1; echo status=\$?" 2>&1) || true
+  echo "$out" >"$OUT/$n.log"
+  st=$(sed -n 's/^status=//p' <<<"$out" | tail -1)
+  ok=$(grep -c '^\[       OK \]' <<<"$out" || true)
+  bad=$(grep -c '^\[  FAILED  \] [A-Za-z]' <<<"$out" || true)
+  printf '%-55s status=%-4s cases_ok=%-3s cases_failed=%s\n' "$n" "$st" "$ok" "$bad" | tee -a "$OUT/summary.txt"
+  if [ "$st" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+done
+log "OpenFAM's programs: $passed passed, $failed failed, ${#not_built[@]} not built (details in $OUT)"
