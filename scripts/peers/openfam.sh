@@ -2,8 +2,9 @@
 # OpenFAM's own tests against ours: the gtest programs of OpenFAM's test/reg-test/fam-api-reg and
 # test/unit-test/fam-api and the programs of examples/api, compiled unchanged against unimem's
 # headers (userspace/fam/include) and libunimem_fam with Debian's googletest, run one after
-# another on node 1 of a 4-node cluster (run directory build/peer-openfam, or $PEER_RUN) with
-# famd on node 0 and nodes 1-3 lending (GSAS pools of $POOL_MIB MiB, default 60).
+# another on node $PEER_NODE (default 0) of a 4-node cluster (run directory build/peer-openfam,
+# or $PEER_RUN) with famd on node 0 and nodes 1-3 lending (GSAS pools of $POOL_MIB MiB, default
+# 60): by default every byte the programs touch is on other nodes.
 #   scripts/peers/openfam.sh OPENFAM_CHECKOUT [NAME...]   (NAME: programs to run; default all)
 # OpenFAM's sources stay outside this repository (their licence): give a checkout (git clone of
 # OpenFAM/OpenFAM). Its build configuration is what its CMake would generate
@@ -74,11 +75,12 @@ for n in 0 1 2 3; do on "$n" "mkdir -p /etc/unimem && echo 'famd_node = 0' > /et
 on 0 "mkdir -p /var/lib/unimem"
 bg 0 famd "famd --state /var/lib/unimem/famd.json --lenders 1,2,3"
 wait_log 0 famd 'serving on node' 30
-for n in "${built[@]}"; do cp "$OUT/bin/$n" "$(node_share 1)/bin/ofam-$n"; done
+pe=${PEER_NODE:-0}
+for n in "${built[@]}"; do cp "$OUT/bin/$n" "$(node_share "$pe")/bin/ofam-$n"; done
 : >"$OUT/summary.txt"
 passed=0 failed=0
 for n in "${built[@]}"; do
-  out=$(on_may_fail 1 "cd /tmp; timeout -s KILL ${PEER_TIMEOUT:-240} /opt/unimem/bin/ofam-$n 2>&1; echo status=\$?" 2>&1) || true
+  out=$(on_may_fail "$pe" "cd /tmp; timeout -s KILL ${PEER_TIMEOUT:-240} /opt/unimem/bin/ofam-$n 2>&1; echo status=\$?" 2>&1) || true
   echo "$out" >"$OUT/$n.log"
   st=$(sed -n 's/^status=//p' <<<"$out" | tail -1)
   ok=$(grep -c '^\[       OK \]' <<<"$out" || true)
