@@ -269,7 +269,8 @@ fn small_regions_are_raised_to_openfams_minimum() {
         s.allocate(&mut space, &ALICE, r.id, None, 1024, 0o600)
             .unwrap_or_else(|e| panic!("item {k}: {e}"));
     }
-    s.allocate(&mut space, &ALICE, r.id, None, 1, 0o600).unwrap();
+    s.allocate(&mut space, &ALICE, r.id, None, 1, 0o600)
+        .unwrap();
     assert_eq!(s.region(r.id).unwrap().used, 12 * 1024 + 128);
     assert_eq!(
         code(s.allocate(&mut space, &ALICE, r.id, None, MIB, 0o600)),
