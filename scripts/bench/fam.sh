@@ -15,8 +15,8 @@
 #     picked at random, so the servers' shares and order are uneven (the seed's Figures 3, 4
 #     and 7); the ratio to the same point with 1 server;
 #   - fam_map (1 server): memcpy loads and stores of 256 B - 1 MiB through the mapping of an item
-#     against a malloc'd buffer, on node 1 (item local) and node 0 (item remote: n/a until
-#     fam_map of other nodes' memory exists); the ratio mapping/local.
+#     against a malloc'd buffer, on node 1 (item local) and node 0 (item on another node,
+#     mapped with the home's approval); the ratio mapping/local.
 # Every run (FAM_BENCH_RUNS, default 3) measures everything, the server counts and
 # configurations in an order rotated per run; a figure is the median over the runs of each
 # run's median, a ratio the median of the per-run ratios.
