@@ -12,39 +12,26 @@ use super::{buf_mut, malloc_copy, out, str_arg};
 use crate::client::{Elements, Mapping};
 use crate::{FamError, Result};
 
-unsafe fn get(
+/// A blocking put (`write`) or get: done, and its failure reported, in the call.
+unsafe fn blocking(
     what: &str,
     fam_obj: *mut c_void,
     local: *mut c_void,
     d: *mut c_void,
     offset: u64,
     size: u64,
+    write: bool,
 ) -> c_int {
     call(what, || {
         // SAFETY: contract (the unsafe calls here: ABI.md's pointers).
         let c = unsafe { client(fam_obj) }?;
         let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
-        c.get(&item, offset, unsafe {
-            buf_mut(local, size, "local buffer")
-        }?)
-    })
-}
-
-unsafe fn put(
-    what: &str,
-    fam_obj: *mut c_void,
-    local: *mut c_void,
-    d: *mut c_void,
-    offset: u64,
-    size: u64,
-) -> c_int {
-    call(what, || {
-        // SAFETY: contract.
-        let c = unsafe { client(fam_obj) }?;
-        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
-        c.put(&item, offset, unsafe {
-            buf_mut(local, size, "local buffer")
-        }?)
+        let buf = unsafe { buf_mut(local, size, "local buffer") }?;
+        if write {
+            c.put(&item, offset, buf)
+        } else {
+            c.get(&item, offset, buf)
+        }
     })
 }
 
@@ -57,7 +44,17 @@ pub unsafe extern "C" fn c_fam_put_blocking(
     size: u64,
 ) -> c_int {
     // SAFETY: contract.
-    unsafe { put("fam_put_blocking", fam_obj, local_addr, d, offset, size) }
+    unsafe {
+        blocking(
+            "fam_put_blocking",
+            fam_obj,
+            local_addr,
+            d,
+            offset,
+            size,
+            true,
+        )
+    }
 }
 
 #[no_mangle]
@@ -69,7 +66,17 @@ pub unsafe extern "C" fn c_fam_get_blocking(
     size: u64,
 ) -> c_int {
     // SAFETY: contract.
-    unsafe { get("fam_get_blocking", fam_obj, local_addr, d, offset, size) }
+    unsafe {
+        blocking(
+            "fam_get_blocking",
+            fam_obj,
+            local_addr,
+            d,
+            offset,
+            size,
+            false,
+        )
+    }
 }
 
 // The non-blocking forms complete before returning (see the module documentation of capi).
