@@ -1,8 +1,11 @@
 //! Backups of data items (OpenFAM's `fam_backup` / `fam_restore`): files in famd's backup
-//! directory, on the node famd runs on. A backup is two files, `NAME.data` (the item's bytes)
-//! and `NAME.json` (what it was: item and region names, size, owner, group, mode, who made it,
-//! when), each written to a temporary file, synced and renamed, the description last: a backup
-//! whose description exists is whole. famd reads and writes the bytes through its own GSAS
+//! directory, on the node famd runs on. A backup is two files, `NAME.STAMP.data` (the item's
+//! bytes) and `NAME.json` (what it was: item and region names, size, owner, group, mode, who
+//! made it, when, and which data file holds it), each written to a temporary file, synced and
+//! renamed, the description last: a backup whose description exists is whole. A new backup of
+//! an existing name (OpenFAM's programs back up to the same name again) writes new data beside
+//! the old, then its description replaces the old one in one rename: the old backup stays whole
+//! until the new one is. famd reads and writes the bytes through its own GSAS
 //! handle (its tree owns every item's pages), after checking the caller's rights: read on the
 //! item to back it up, read on the backup and write on the item to restore.
 
@@ -14,6 +17,9 @@ use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+/// The longest ".STAMP.data" a data file's name adds to the backup's.
+const DATA_SUFFIX_MAX: usize = ".18446744073709551616.data".len();
 
 /// Bytes moved per GSAS transfer loop step.
 const CHUNK: usize = 64 << 10;
@@ -32,6 +38,10 @@ pub struct Meta {
     pub by: u32,
     /// Seconds since the epoch.
     pub created: u64,
+    /// The file (in the backup directory) that holds the bytes; empty in backups made before
+    /// names were replaceable, whose bytes are in `NAME.data`.
+    #[serde(default)]
+    pub data: String,
 }
 
 /// The backup directory.
@@ -56,7 +66,23 @@ impl Backups {
         ))
     }
 
-    /// Backs `item` (of region `region`) up as `name`. The caller needs read on the item.
+    /// Where the bytes of backup `meta` are.
+    fn data_path(&self, meta: &Meta) -> fam::Result<PathBuf> {
+        if meta.data.is_empty() {
+            return Ok(self.paths(&meta.name)?.0);
+        }
+        // Only famd writes descriptions, but a file name is all it may be.
+        if meta.data.starts_with('.') || meta.data.contains(['/', '\0']) {
+            return Err(FamError::Metadata(format!(
+                "backup {:?}: data file {:?} is not a file name",
+                meta.name, meta.data
+            )));
+        }
+        Ok(self.dir.join(&meta.data))
+    }
+
+    /// Backs `item` (of region `region`) up as `name`. The caller needs read on the item, and
+    /// to replace an existing backup of that name the right to delete it.
     pub fn create(
         &self,
         pages: &mut dyn Pages,
@@ -71,12 +97,26 @@ impl Backups {
                 item.id
             )));
         }
-        let (data, desc) = self.paths(name)?;
-        if desc.exists() {
-            return Err(FamError::BackupNotCreated(format!(
-                "backup {name:?} exists"
-            )));
-        }
+        let (_, desc) = self.paths(name)?;
+        let old = if desc.exists() {
+            Some(self.deletable(creds, name, "replacing")?)
+        } else {
+            None
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        // A stamp no earlier backup of this name has: the old data stays until the new
+        // description is in place.
+        let mut stamp = now.as_nanos() as u64;
+        let data_name = loop {
+            let n = format!("{name}.{stamp}.data");
+            if !self.dir.join(&n).exists() {
+                break n;
+            }
+            stamp += 1;
+        };
+        let data = self.dir.join(&data_name);
         std::fs::create_dir_all(&self.dir).map_err(|e| not_created(&self.dir, e))?;
         let tmp = tmp_of(&data);
         let written = (|| {
@@ -106,20 +146,29 @@ impl Backups {
             gid: item.gid,
             mode: item.mode,
             by: creds.uid,
-            created: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            created: now.as_secs(),
+            data: data_name,
         };
         let text = serde_json::to_vec_pretty(&meta)
             .map_err(|e| FamError::BackupNotCreated(format!("describing {name:?}: {e}")))?;
         write_atomically(&desc, &text).inspect_err(|_| {
             let _ = std::fs::remove_file(&data);
         })?;
+        if let Some(old) = &old {
+            if let Ok(p) = self.data_path(old) {
+                let _ = std::fs::remove_file(p);
+            }
+        }
         log::info!(
-            "famd: backed up item {} ({} bytes) as {name:?} for uid {}",
+            "famd: backed up item {} ({} bytes) as {name:?} for uid {}{}",
             item.id,
             item.size,
-            creds.uid
+            creds.uid,
+            if old.is_some() {
+                ", replacing the old"
+            } else {
+                ""
+            }
         );
         Ok(())
     }
@@ -164,7 +213,7 @@ impl Backups {
                 meta.size, item.id, item.size
             )));
         }
-        let (data, _) = self.paths(name)?;
+        let data = self.data_path(&meta)?;
         let mut f = File::open(&data)
             .map_err(|e| FamError::Metadata(format!("{}: {e}", data.display())))?;
         let mut buf = vec![0u8; CHUNK];
@@ -186,17 +235,26 @@ impl Backups {
         Ok(())
     }
 
-    /// Deletes backup `name`: its maker, the owner of the item it was, or an administrator.
-    pub fn delete(&self, creds: &Creds, name: &str) -> fam::Result<()> {
+    /// The description of backup `name` if the caller may delete or replace it (`what`): its
+    /// maker, the owner of the item it was, or an administrator.
+    fn deletable(&self, creds: &Creds, name: &str, what: &str) -> fam::Result<Meta> {
         let meta = self.meta(&Creds::admin(creds.uid, creds.gid), name)?;
         if !(creds.admin || creds.uid == meta.by || creds.uid == meta.uid) {
-            return Err(FamError::NoPerm(format!("deleting backup {name:?}")));
+            return Err(FamError::NoPerm(format!("{what} backup {name:?}")));
         }
-        let (data, desc) = self.paths(name)?;
+        Ok(meta)
+    }
+
+    /// Deletes backup `name` (see [`Self::deletable`] for who may).
+    pub fn delete(&self, creds: &Creds, name: &str) -> fam::Result<()> {
+        let meta = self.deletable(creds, name, "deleting")?;
+        let (_, desc) = self.paths(name)?;
         // The description first: without it the backup no longer exists.
         std::fs::remove_file(&desc)
             .map_err(|e| FamError::Metadata(format!("{}: {e}", desc.display())))?;
-        let _ = std::fs::remove_file(&data);
+        if let Ok(data) = self.data_path(&meta) {
+            let _ = std::fs::remove_file(data);
+        }
         Ok(())
     }
 
@@ -241,17 +299,35 @@ impl Backups {
     }
 }
 
-/// Whether `name` matches `pattern` (`*`: any run of bytes, `?`: one byte).
+/// Whether `name` matches `pattern` (`*`: any run of bytes, `?`: one byte). Backtracks only to
+/// the last `*`, so it takes at most len(pattern) × len(name) steps: a pattern of many stars
+/// from a user cannot keep famd (which serves one request at a time) busy for ever.
 fn glob(pattern: &[u8], name: &[u8]) -> bool {
-    match (pattern.first(), name.first()) {
-        (None, None) => true,
-        (Some(b'*'), _) => {
-            glob(&pattern[1..], name) || (!name.is_empty() && glob(pattern, &name[1..]))
+    let (mut p, mut n) = (0, 0);
+    // After the last `*` seen: the pattern index past it and the name index it matched to.
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                star = Some((p + 1, n));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == name[n] => {
+                p += 1;
+                n += 1;
+            }
+            _ => match star {
+                // Let that `*` take one more byte.
+                Some((sp, sn)) => {
+                    star = Some((sp, sn + 1));
+                    p = sp;
+                    n = sn + 1;
+                }
+                None => return false,
+            },
         }
-        (Some(b'?'), Some(_)) => glob(&pattern[1..], &name[1..]),
-        (Some(p), Some(n)) if p == n => glob(&pattern[1..], &name[1..]),
-        _ => false,
     }
+    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 /// A backup name is one file name: not empty, no `/`, NUL or leading `.`.
@@ -261,12 +337,13 @@ fn check_name(name: &str) -> fam::Result<()> {
             "backup name {name:?}: a file name, not empty, without '/', '*', '?' or a leading '.'"
         )));
     }
-    // Its files add ".data" or ".json" to it, and file names stop at NAME_MAX bytes.
-    if name.len() + ".data".len() > fam::meta::NAME_MAX {
+    // Its files add ".STAMP.data" (a stamp of at most 20 digits) or ".json" to it, and file
+    // names stop at NAME_MAX bytes.
+    if name.len() + DATA_SUFFIX_MAX > fam::meta::NAME_MAX {
         return Err(FamError::NameTooLong(format!(
             "backup name of {} bytes (at most {})",
             name.len(),
-            fam::meta::NAME_MAX - ".data".len()
+            fam::meta::NAME_MAX - DATA_SUFFIX_MAX
         )));
     }
     Ok(())
@@ -315,5 +392,22 @@ mod tests {
         assert!(!glob(b"?", b""));
         assert!(glob(b"exact", b"exact"));
         assert!(!glob(b"exact", b"exactly"));
+        assert!(glob(b"a*b*c", b"aXbYbZc"));
+        assert!(!glob(b"a*b*c", b"aXbYbZ"));
+        assert!(glob(b"**", b"x"));
+        assert!(glob(b"*?", b"x"));
+        assert!(!glob(b"*?", b""));
+    }
+
+    /// A hostile pattern: exponential for a naive backtracking matcher (this one took minutes
+    /// before), a moment now.
+    #[test]
+    fn many_stars_are_cheap() {
+        let pattern = [b"*a".repeat(40), b"b".to_vec()].concat();
+        let name = b"a".repeat(250);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(glob(&pattern, &name)));
+        let matched = rx.recv_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(matched, Ok(false), "still matching after 30 s");
     }
 }

@@ -356,11 +356,31 @@ fn backups_round_trip_and_check_rights() {
         status(&call_b(&mut store, &mut fake, &b, &alice, backup)),
         0
     );
+    // The same name again: replaced by its maker (OpenFAM's programs do that), not by
+    // another reader of the item, and the old bytes' file goes.
+    let carol = Creds::user(1002, 1000);
+    assert_eq!(
+        status(&call_b(&mut store, &mut fake, &b, &carol, backup)),
+        fam::code::NOPERM,
+        "replacing someone else's backup"
+    );
+    let first = item.locate(0).unwrap().0;
+    fake.write(first, &[0xee]).unwrap();
     assert_eq!(
         status(&call_b(&mut store, &mut fake, &b, &alice, backup)),
-        fam::code::BACKUP_NOT_CREATED,
+        0,
         "a second backup of the same name"
     );
+    let data_files = || {
+        std::fs::read_dir(b.dir())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".data"))
+            .count()
+    };
+    assert_eq!(data_files(), 1);
+    let mut pattern = pattern;
+    pattern[0] = 0xee;
     // Into an existing item of the same size, then a new one.
     let dst = item_of(&call(
         &mut store,
