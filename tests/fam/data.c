@@ -174,6 +174,9 @@ static void data_path(void *d, const char *what) {
   EXPECT_ERR(c_fam_scatter_blocking_index(fam, vals, d, 2, bad, EL), FAM_ERR_OUTOFRANGE);
   EXPECT_ERR(c_fam_gather_blocking_index(fam, got, d, 2, bad, EL), FAM_ERR_OUTOFRANGE);
   EXPECT_ERR(c_fam_gather_blocking_stride(fam, got, d, N, 0, nel, EL), FAM_ERR_OUTOFRANGE);
+  EXPECT_ERR(c_fam_scatter_blocking_index(fam, vals, d, 0, idx, EL), FAM_ERR_INVALID);
+  EXPECT_ERR(c_fam_gather_blocking_stride(fam, got, d, 0, 0, 1, EL), FAM_ERR_INVALID);
+  EXPECT_ERR(c_fam_gather_nonblocking_index(fam, got, d, 0, idx, EL), FAM_ERR_INVALID);
   expect_item(d, 2, 0, 0, 2, "after the refused scatters");
   free(buf);
   free(back);

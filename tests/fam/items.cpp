@@ -93,11 +93,15 @@ static void body(fam *f) {
   }
   CHECK(la->get_size() == 4096, "size %" PRIu64 " after the copy went", la->get_size());
 
-  STEP("fam_close, then use again");
+  STEP("fam_close: the descriptor is done with, a new lookup is not");
   f->fam_close(la);
+  EXPECT_FAM_ERROR(f->fam_get_blocking(buf, la, 0, 64), FAM_ERR_INVALIDOP);
+  EXPECT_FAM_ERROR(f->fam_put_blocking(buf, la, 0, 64), FAM_ERR_INVALIDOP);
+  delete la;
+  la = f->fam_lookup("a", rname);
   memset(buf, 0, sizeof(buf));
   f->fam_get_blocking(buf, la, 0, 64);
-  CHECK_PATTERN(buf, 64, 1, 0, "after fam_close");
+  CHECK_PATTERN(buf, 64, 1, 0, "after fam_close and a new lookup");
   delete la;
 
   STEP("errors");
@@ -151,6 +155,7 @@ static void body(fam *f) {
   EXPECT_FAM_ERROR(f->fam_get_blocking(buf, a, 0, 64), FAM_ERR_NOTFOUND);
   EXPECT_FAM_ERROR(f->fam_deallocate(a), FAM_ERR_NOTFOUND);
   EXPECT_FAM_ERROR(f->fam_stat(a, &st), FAM_ERR_NOTFOUND);
+  EXPECT_FAM_ERROR(f->fam_close(a), FAM_ERR_NOTFOUND);
   delete a;
   // The name is free again.
   a = f->fam_allocate("a", 64, 0600, r);

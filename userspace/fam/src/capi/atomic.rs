@@ -51,7 +51,9 @@ macro_rules! nonfetch {
             call($what, || {
                 let h = unsafe { handle(fam_obj) }?;
                 let (c, item) = unsafe { target(fam_obj, d) }?;
-                // OpenFAM reports a non-fetching atomic's failure at fam_quiet.
+                // A misaligned or out-of-range offset fails here, as in OpenFAM; what the
+                // home answers (a refused write) is reported at fam_quiet.
+                crate::client::atomic::address(&item, offset, <$t as Value>::SIZE)?;
                 if let Err(e) = c.atomic(&item, offset, AtomicOp::$op, value) {
                     h.defer($what, e);
                 }

@@ -173,6 +173,10 @@ unsafe fn gather_scatter(
         // SAFETY: contract.
         let c = unsafe { client(fam_obj) }?;
         let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        // Also for a non-blocking one: an argument error, not the transfer's.
+        if n == 0 {
+            return Err(FamError::Invalid(format!("{what} of no elements")));
+        }
         let len = n
             .checked_mul(element_size)
             .ok_or_else(|| FamError::OutOfRange(format!("{n} elements of {element_size} bytes")))?;
@@ -461,11 +465,8 @@ pub unsafe extern "C" fn unimem_fam_list_backup(
         let c = unsafe { client(fam_obj) }?;
         let o = unsafe { out(out_text, "out") }?;
         *o = std::ptr::null_mut();
-        let name = if backup_name.is_null() {
-            ""
-        } else {
-            unsafe { str_arg(backup_name, "backup name") }?
-        };
+        // NULL is an error, as in OpenFAM; "*" lists every backup the caller may read.
+        let name = unsafe { str_arg(backup_name, "backup name") }?;
         let mut text = c.list_backup(name)?.into_bytes();
         text.push(0);
         *o = malloc_copy(&text)?.cast();

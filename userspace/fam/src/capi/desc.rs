@@ -55,6 +55,9 @@ pub struct State {
     /// The item, once known (validated).
     pub item: Option<Arc<Item>>,
     pub region: Option<RegionInfo>,
+    /// `fam_close`d: no data path call may use it any more (OpenFAM's rule), though it still
+    /// names its item.
+    pub closed: bool,
 }
 
 #[derive(Debug)]
@@ -107,6 +110,15 @@ impl Desc {
         st.item = None;
     }
 
+    /// `fam_close`: later data path calls through this descriptor fail. One whose item was
+    /// deallocated (which closed it) is an error, as in OpenFAM.
+    pub fn close(&self) -> Result<()> {
+        let mut st = self.lock();
+        self.check_valid(&st)?;
+        st.closed = true;
+        Ok(())
+    }
+
     fn check_valid(&self, st: &State) -> Result<()> {
         if st.attrs[attr::STATUS as usize] == status::DESC_INVALID {
             let what = if self.kind == KIND_ITEM {
@@ -134,6 +146,11 @@ impl Desc {
         }
         let mut st = self.lock();
         self.check_valid(&st)?;
+        if st.closed {
+            return Err(FamError::InvalidOp(
+                "descriptor was closed by fam_close; look the item up again".into(),
+            ));
+        }
         if let Some(i) = &st.item {
             return Ok(i.clone());
         }

@@ -8,7 +8,7 @@ use super::handles::client;
 use super::types::FamStat;
 use super::{out, str_arg};
 use crate::client::Client;
-use crate::Result;
+use crate::{FamError, Result};
 
 /// The region to allocate in: the descriptor's, or the default region's.
 unsafe fn region_of(c: &Client, region_desc: *mut c_void) -> Result<u64> {
@@ -85,9 +85,10 @@ pub unsafe extern "C" fn c_fam_close(fam_obj: *mut c_void, d: *mut c_void) -> c_
         // SAFETY: contract.
         unsafe { client(fam_obj) }?;
         let d = unsafe { desc(d, "data item descriptor") }?;
-        // Nothing is cached per item but its description, which stays valid while it lives.
-        let _ = d;
-        Ok(())
+        if d.kind != super::desc::KIND_ITEM {
+            return Err(FamError::Invalid("fam_close of a region descriptor".into()));
+        }
+        d.close()
     })
 }
 

@@ -64,6 +64,10 @@ impl Elements<'_> {
     }
 
     fn runs(&self, item: &Item, element_size: u64) -> Result<Vec<(u64, usize, usize)>> {
+        // OpenFAM refuses an empty gather or scatter rather than doing nothing.
+        if self.count() == 0 {
+            return Err(FamError::Invalid("no elements".into()));
+        }
         match *self {
             Elements::Stride { n, first, stride } => {
                 offsets(item, strided(n, first, stride), element_size)

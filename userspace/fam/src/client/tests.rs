@@ -164,6 +164,16 @@ fn gather_scatter_strided_and_indexed() {
     assert_eq!(e.code(), crate::code::OUTOFRANGE);
     c.get(&it, 4, &mut head[..4]).unwrap();
     assert_eq!(head[..4], [4, 5, 6, 7]);
+    // No elements: an error, as in OpenFAM.
+    let e = c.scatter(&it, Elements::Index(&[]), 4, &[]).unwrap_err();
+    assert_eq!(e.code(), crate::code::INVALID);
+    let none = Elements::Stride {
+        n: 0,
+        first: 0,
+        stride: 1,
+    };
+    let e = c.gather(&it, none, 4, &mut []).unwrap_err();
+    assert_eq!(e.code(), crate::code::INVALID);
 }
 
 #[test]
