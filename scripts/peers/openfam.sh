@@ -3,13 +3,16 @@
 # test/unit-test/fam-api and the programs of examples/api, compiled unchanged against unimem's
 # headers (userspace/fam/include) and libunimem_fam with Debian's googletest, run one after
 # another on node $PEER_NODE (default 0) of a 4-node cluster (run directory build/peer-openfam,
-# or $PEER_RUN) with famd on node 0 and nodes 1-3 lending (GSAS pools of $POOL_MIB MiB, default
-# 60): by default every byte the programs touch is on other nodes.
+# or $PEER_RUN) with famd on node 0 and nodes $PEER_LENDERS (default 1,2,3) lending (GSAS pools
+# of $POOL_MIB MiB, default 512): by default every byte the programs touch is on other nodes.
+# With PEER_NP=N (N > 1) each program runs as N PEs under oshrun on nodes $PEER_NODES (default
+# 0-1; lenders then default to 2,3), as OpenFAM's own runs under mpirun do.
 #   scripts/peers/openfam.sh OPENFAM_CHECKOUT [NAME...]   (NAME: programs to run; default all)
 # OpenFAM's sources stay outside this repository (their licence): give a checkout (git clone of
 # OpenFAM/OpenFAM). Its build configuration is what its CMake would generate
 # (test/common/fam_test_config.h from its .in, OPENFAM_VERSION from its VERSION file), with
-# runtime NONE and cisServer "0" (famd's node). Needs `make` first and libgtest-dev.
+# runtime $PEER_RUNTIME (default PMIX, OpenFAM's default: the tests then name regions after
+# their PE, as some of them need) and cisServer "0" (famd's node). Needs `make` first and libgtest-dev.
 # Writes build.log, summary.txt (one line per program: exit status, gtest cases passed and
 # failed) and each program's output to build/peer-openfam/results/ (PEER_OUT), and prints the
 # counts. A program passes when it exits 0.
@@ -27,6 +30,9 @@ lib=$UNIMEM_ROOT/target/release
 [ -f "$lib/libunimem_fam.so" ] && [ -x "$lib/famd" ] || die "libunimem_fam.so or famd missing: run make first"
 RUN=${PEER_RUN:-$UNIMEM_BUILD/peer-openfam}
 OUT=${PEER_OUT:-$RUN/results}
+np=${PEER_NP:-1}
+[[ "$np" =~ ^[1-9][0-9]*$ ]] || die "PEER_NP=$np: a number of PEs"
+if [ "$np" -gt 1 ]; then lenders=${PEER_LENDERS:-2,3}; else lenders=${PEER_LENDERS:-1,2,3}; fi
 export UNIMEM_RUN=$RUN UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
 mkdir -p "$OUT/bin" "$OUT/gen/common"
 version=$(cat "$src/VERSION" 2>/dev/null || echo 0.0.0)
@@ -40,10 +46,10 @@ sed -e 's/#cmakedefine TEST_DEFAULT_REGION .*/#define TEST_DEFAULT_REGION "Defau
     -e 's/#cmakedefine TEST_LIBFABRIC_PROVIDER .*/#define TEST_LIBFABRIC_PROVIDER "sockets"/' \
     -e 's/#cmakedefine TEST_FAM_THREAD_MODEL .*/#define TEST_FAM_THREAD_MODEL "FAM_THREAD_MULTIPLE"/' \
     -e 's/#cmakedefine TEST_FAM_CONTEXT_MODEL .*/#define TEST_FAM_CONTEXT_MODEL "FAM_CONTEXT_DEFAULT"/' \
-    -e 's/#cmakedefine TEST_RUNTIME .*/#define TEST_RUNTIME "NONE"/' \
+    -e "s/#cmakedefine TEST_RUNTIME .*/#define TEST_RUNTIME \"${PEER_RUNTIME:-PMIX}\"/" \
     -e 's/#cmakedefine TEST_NUM_CONSUMER .*/#define TEST_NUM_CONSUMER "1"/' \
     -e 's/#cmakedefine USE_CONFIG_OPTIONS .*//' -e 's/#cmakedefine TEST_MEMSERVER_IP .*//' \
-    -e 's/#cmakedefine TEST_NPE .*/#define TEST_NPE "1"/' -e 's/\${TEST_SKIP_STATUS}/100/' \
+    -e "s/#cmakedefine TEST_NPE .*/#define TEST_NPE \"$np\"/" -e 's/\${TEST_SKIP_STATUS}/100/' \
     "$src/test/common/fam_test_config.h.in" >"$OUT/gen/common/fam_test_config.h"
 : >"$OUT/build.log"
 built=() not_built=()
@@ -51,7 +57,7 @@ for f in "$src"/test/reg-test/fam-api-reg/*.cpp "$src"/test/unit-test/fam-api/*.
   n=$(basename "$f" .cpp)
   if g++ -std=c++17 -O1 -w -DOPENFAM_VERSION="\"$version\"" -I"$UNIMEM_ROOT/userspace/fam/include" \
        -I"$OUT/gen" -I"$src/test" "$f" -L"$lib" -lunimem_fam "$gtest" -lpthread \
-       -static-libstdc++ -static-libgcc -Wl,-rpath,/opt/unimem/lib -o "$OUT/bin/$n" >>"$OUT/build.log" 2>&1; then
+       -Wl,-rpath,/opt/unimem/lib -o "$OUT/bin/$n" >>"$OUT/build.log" 2>&1; then
     built+=("$n")
   else
     not_built+=("$n"); echo "NOT BUILT: $f" >>"$OUT/build.log"
@@ -61,26 +67,35 @@ log "built ${#built[@]}, not built ${#not_built[@]}: ${not_built[*]}"
 [ $# -gt 0 ] && built=("$@")
 
 log "starting a 4-node cluster in $RUN"
-"$UNIMEM_ROOT/scripts/cluster" up -n 4 --mem-of 0=96M
+"$UNIMEM_ROOT/scripts/cluster" up -n 4 --mem-of "0=${PEER_MEM:-2G}"
 # shellcheck source=tests/cluster/lib.sh
 source "$UNIMEM_ROOT/tests/cluster/lib.sh"
-cleanup() { "$UNIMEM_ROOT/scripts/cluster" down >/dev/null 2>&1 || true; }
+# PEER_KEEP=1 leaves the cluster up (UNIMEM_RUN=$RUN scripts/cluster down ends it), to look
+# into a failing program.
+cleanup() { [ "${PEER_KEEP:-0}" = 1 ] || "$UNIMEM_ROOT/scripts/cluster" down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 BG=peer
-export GSAS_ARGS="$GSAS_ARGS pool_mib=${POOL_MIB:-60}"
-share_bins famd gsasd kram-daemon
+# Memory servers with room for OpenFAM's tests, which allocate items of 4-16 MiB in loops: each
+# lender's kram-daemon lends a little more than the GSAS pool it gives (partitions of 2 GiB).
+POOL_MIB=${POOL_MIB:-512}
+export KRAM_CHUNKS=$((POOL_MIB + 8))
+export GSAS_ARGS="$GSAS_ARGS pool_mib=$POOL_MIB"
+share_bins famd gsasd kram-daemon oshrun
 share_lib unimem_fam
 fork_nodes_up /tmp/gsasd
 for n in 0 1 2 3; do on "$n" "mkdir -p /etc/unimem && echo 'famd_node = 0' > /etc/unimem/fam.conf"; done
 on 0 "mkdir -p /var/lib/unimem"
-bg 0 famd "famd --state /var/lib/unimem/famd.json --lenders 1,2,3"
+bg 0 famd "famd --state /var/lib/unimem/famd.json --lenders $lenders"
 wait_log 0 famd 'serving on node' 30
 pe=${PEER_NODE:-0}
 for n in "${built[@]}"; do cp "$OUT/bin/$n" "$(node_share "$pe")/bin/ofam-$n"; done
+launch=""
+[ "$np" -gt 1 ] && launch="oshrun -np $np --nodes ${PEER_NODES:-0-1}"
+log "running each program${launch:+ as $launch}, on node $pe, famd's lenders $lenders"
 : >"$OUT/summary.txt"
 passed=0 failed=0
 for n in "${built[@]}"; do
-  out=$(on_may_fail "$pe" "cd /tmp; timeout -s KILL ${PEER_TIMEOUT:-240} /opt/unimem/bin/ofam-$n 2>&1; echo status=\$?" 2>&1) || true
+  out=$(on_may_fail "$pe" "cd /tmp; timeout -k 10 ${PEER_TIMEOUT:-240} $launch /opt/unimem/bin/ofam-$n 2>&1; echo status=\$?" 2>&1) || true
   echo "$out" >"$OUT/$n.log"
   st=$(sed -n 's/^status=//p' <<<"$out" | tail -1)
   ok=$(grep -c '^\[       OK \]' <<<"$out" || true)

@@ -265,10 +265,10 @@ gsas_all_up() {
     gsas_up "$n" "${1:-/opt/unimem/modules/unimem_gsas.ko}"
   done
 }
-# gsas_up NODE [KO]: NODE's kram-daemon (64 chunks), past its grace period, and the GSAS service
-# loaded with its pool borrowed from it.
+# gsas_up NODE [KO]: NODE's kram-daemon (KRAM_CHUNKS chunks, default 64), past its grace period,
+# and the GSAS service loaded with its pool borrowed from it (GSAS_ARGS pool_mib= sets its size).
 gsas_up() {
-  kram_daemon "$1" --chunks 64 --offer-timeout 6
+  kram_daemon "$1" --chunks "${KRAM_CHUNKS:-64}" --offer-timeout 6
   daemon_serving "$1"
   on "$1" "insmod ${2:-/opt/unimem/modules/unimem_gsas.ko} $GSAS_ARGS"
 }
