@@ -91,6 +91,13 @@ pub mod op {
     /// `fam_copy`). The issuer needs write on every destination page and read on every source
     /// page, as for a BULK_WRITE and a BULK_READ. A source on another node is `FAULT`.
     pub const COPY: u8 = 0x23;
+    /// A batch of indexed element operations applied by the home's service (OpenFAM seed's
+    /// memory-side `fam_queue_operation`: `OP_ADD_INDEXED`, `OP_SCATTER`, `OP_GATHER`): `arg1`
+    /// = [`indexed::Batch::arg1`] (count, element size 4 or 8, kind), the entries in the
+    /// issuer's bulk-out page ([`indexed`]), `address` any address of the node the request is
+    /// sent to (it selects the home). Every entry is checked before any is applied; a GATHER's
+    /// results go to the issuer's bulk-in page, one u64 per entry. Value = the count.
+    pub const INDEXED: u8 = 0x24;
     /// AllocSharedPage: `arg1` zeroed pages (1..=`MAX_ALLOC_PAGES`) on the node the request is
     /// sent to, owned by the issuer's protection tree; value = address of the first. `arg2` is
     /// a tag the allocation keeps (0: none), for [`FREE_TAG`].
@@ -145,8 +152,10 @@ pub mod op {
         match opcode & !WIDTH32 {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR
             | FETCH_MIN | FETCH_MAX | FETCH_UMIN | FETCH_UMAX => true,
-            NOP | READ128 | READ256 | WRITE128 | CAS128 | BULK_READ | BULK_WRITE | COPY | ALLOC
-            | FREE | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT | MAP => opcode & WIDTH32 == 0,
+            NOP | READ128 | READ256 | WRITE128 | CAS128 | BULK_READ | BULK_WRITE | COPY
+            | INDEXED | ALLOC | FREE | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT | MAP => {
+                opcode & WIDTH32 == 0
+            }
             _ => false,
         }
     }
@@ -700,7 +709,8 @@ pub mod grant {
 
     /// What an operation needs of a granted allocation; 0 for operations a grant never allows
     /// (FREE, FREE_TAG, GRANT, ALLOC and the rest stay the tree's). For [`op::MAP`] this is
-    /// the read-only mapping's need; a writable one needs [`map_need`]`(true)`.
+    /// the read-only mapping's need; a writable one needs [`map_need`]`(true)`. For
+    /// [`op::INDEXED`] it depends on the batch's kind: [`indexed::Batch::need`](super::indexed::Batch::need).
     pub const fn need(opcode: u8) -> u32 {
         match opcode & !op::WIDTH32 {
             op::READ | op::READ128 | op::READ256 | op::BULK_READ | op::MAP => READ,
@@ -718,6 +728,199 @@ pub mod grant {
             | op::FETCH_UMAX
             | op::CAS128 => READ | WRITE,
             _ => 0,
+        }
+    }
+}
+
+/// [`op::INDEXED`]: a batch of element operations of one kind on addresses of the node the
+/// request is sent to, applied by its service (the OpenFAM seed's memory-side operations,
+/// `fam_queue_operation` / `fam_aggregate_flush`; docs/GSAS.md, "Indexed batches").
+///
+/// The request: `arg1` = `count | elem_size << 32 | kind << 40` (every other bit 0), `address`
+/// any address of the home (it selects the node; its offset is ignored), `arg2` 0. The entries,
+/// in the issuer's bulk-out page from offset 0, little-endian:
+/// - [`ADD`] and [`SCATTER`]: `count` × (u64 GSAS address, u64 value), 16 bytes each, at most
+///   [`MAX_PAIRS`]; ADD adds the value (its low 32 bits for 4-byte elements) to the element,
+///   wrapping; SCATTER stores it.
+/// - [`GATHER`]: `count` × u64 GSAS address, at most [`MAX_ADDRS`]; the elements are written
+///   to the issuer's bulk-in page from offset 0, one u64 each (zero-extended for 4-byte
+///   elements), as a BULK_READ returns data.
+///
+/// Every entry is checked before any is applied: its address on the home (`FAULT`), in the
+/// pool and allocated (`FAULT`), aligned to the element size (`UNALIGNED`), and the issuer may
+/// act on it ([`Batch::need`]: its tree's pages or a grant allowing it; `DENIED`). A failed
+/// batch changes nothing. Entries are applied in order (an ADD to one element twice adds
+/// twice; the last SCATTER to an element wins), all under one hold of the service lock.
+pub mod indexed {
+    use super::{grant, node_of, offset_of, status, BULK_MAX};
+
+    /// Kind: add each value to its element (integer, wrapping).
+    pub const ADD: u8 = 0;
+    /// Kind: store each value in its element.
+    pub const SCATTER: u8 = 1;
+    /// Kind: read each element.
+    pub const GATHER: u8 = 2;
+    /// Bytes of an ADD or SCATTER entry: address, value.
+    pub const PAIR_LEN: usize = 16;
+    /// Bytes of a GATHER entry: address.
+    pub const ADDR_LEN: usize = 8;
+    /// Most ADD or SCATTER entries per request (one bulk-out page).
+    pub const MAX_PAIRS: u32 = (BULK_MAX as usize / PAIR_LEN) as u32;
+    /// Most GATHER entries per request (one bulk-out page, and one bulk-in page of results).
+    pub const MAX_ADDRS: u32 = (BULK_MAX as usize / ADDR_LEN) as u32;
+    /// Bytes of a GATHER result per entry.
+    pub const RESULT_LEN: usize = 8;
+
+    const COUNT_MASK: u64 = 0xffff_ffff;
+    const SIZE_SHIFT: u32 = 32;
+    const KIND_SHIFT: u32 = 40;
+    const RESERVED: u64 = !(COUNT_MASK | 0xff << SIZE_SHIFT | 0xff << KIND_SHIFT);
+
+    /// What an INDEXED request does: `count` entries of kind `kind` on elements of
+    /// `elem_size` bytes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Batch {
+        pub kind: u8,
+        pub elem_size: u8,
+        pub count: u32,
+    }
+
+    /// The most entries of kind `kind` per request (0 for no kind).
+    pub const fn max(kind: u8) -> u32 {
+        match kind {
+            ADD | SCATTER => MAX_PAIRS,
+            GATHER => MAX_ADDRS,
+            _ => 0,
+        }
+    }
+
+    impl Batch {
+        /// A batch, if it is one the service applies: a known kind, elements of 4 or 8 bytes,
+        /// 1..=[`max`]`(kind)` entries.
+        pub const fn new(kind: u8, elem_size: u8, count: u32) -> Option<Self> {
+            if !matches!(elem_size, 4 | 8) || count == 0 || count > max(kind) {
+                return None;
+            }
+            Some(Self {
+                kind,
+                elem_size,
+                count,
+            })
+        }
+
+        /// The request's `arg1`.
+        pub const fn arg1(&self) -> u64 {
+            self.count as u64
+                | (self.elem_size as u64) << SIZE_SHIFT
+                | (self.kind as u64) << KIND_SHIFT
+        }
+
+        /// From a request's `arg1`: `INVALID` for reserved bits set, an unknown kind, an
+        /// element size other than 4 or 8, or a count outside 1..=[`max`]`(kind)`.
+        pub const fn from_arg1(arg1: u64) -> Result<Self, u8> {
+            if arg1 & RESERVED != 0 {
+                return Err(status::INVALID);
+            }
+            match Self::new(
+                (arg1 >> KIND_SHIFT) as u8,
+                (arg1 >> SIZE_SHIFT) as u8,
+                (arg1 & COUNT_MASK) as u32,
+            ) {
+                Some(b) => Ok(b),
+                None => Err(status::INVALID),
+            }
+        }
+
+        /// Bytes of one entry in the bulk-out page.
+        pub const fn entry_len(&self) -> usize {
+            if self.kind == GATHER {
+                ADDR_LEN
+            } else {
+                PAIR_LEN
+            }
+        }
+
+        /// Bytes of the bulk-out page the entries take (at most `BULK_MAX`).
+        pub const fn operands_len(&self) -> usize {
+            self.count as usize * self.entry_len()
+        }
+
+        /// Bytes of the bulk-in page a GATHER's results take (0 for the other kinds).
+        pub const fn results_len(&self) -> usize {
+            if self.kind == GATHER {
+                self.count as usize * RESULT_LEN
+            } else {
+                0
+            }
+        }
+
+        /// What the issuer needs of a granted allocation (`grant::READ` / `grant::WRITE`):
+        /// GATHER reads; ADD and SCATTER write (ADD returns nothing, so it needs no read).
+        pub const fn need(&self) -> u32 {
+            if self.kind == GATHER {
+                grant::READ
+            } else {
+                grant::WRITE
+            }
+        }
+
+        /// Entry `i` (address, value; value 0 for GATHER) of `operands`, the bulk-out bytes;
+        /// `None` past the count or past the bytes given.
+        pub fn entry(&self, operands: &[u8], i: usize) -> Option<(u64, u64)> {
+            if i >= self.count as usize {
+                return None;
+            }
+            let at = i * self.entry_len();
+            let word = |o: usize| -> Option<u64> {
+                let b = operands.get(o..o + 8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                Some(u64::from_le_bytes(a))
+            };
+            let addr = word(at)?;
+            let value = if self.kind == GATHER {
+                0
+            } else {
+                word(at + 8)?
+            };
+            Some((addr, value))
+        }
+
+        /// Writes entry `i` into `operands` (a bulk-out page); false if it does not fit.
+        pub fn put_entry(&self, operands: &mut [u8], i: usize, addr: u64, value: u64) -> bool {
+            let len = self.entry_len();
+            match operands.get_mut(i * len..(i + 1) * len) {
+                Some(e) if i < self.count as usize => {
+                    e[..8].copy_from_slice(&addr.to_le_bytes());
+                    if len == PAIR_LEN {
+                        e[8..].copy_from_slice(&value.to_le_bytes());
+                    }
+                    true
+                }
+                _ => false,
+            }
+        }
+
+        /// The partition offset of an entry's address, if it is `node`'s (`FAULT`) and aligned
+        /// to the element size (`UNALIGNED`). The pool and the pages are the service's checks.
+        pub const fn check_address(&self, node: u16, addr: u64) -> Result<u64, u8> {
+            if node_of(addr) != node {
+                return Err(status::FAULT);
+            }
+            if addr % self.elem_size as u64 != 0 {
+                return Err(status::UNALIGNED);
+            }
+            Ok(offset_of(addr))
+        }
+
+        /// The element after ADD of `value` to `old` (both masked to the element size).
+        pub const fn add(&self, old: u64, value: u64) -> u64 {
+            let sum = old.wrapping_add(value);
+            if self.elem_size == 4 {
+                sum & 0xffff_ffff
+            } else {
+                sum
+            }
         }
     }
 }
@@ -1104,6 +1307,7 @@ mod tests {
             op::BULK_WRITE,
             op::CAS128,
             op::COPY,
+            op::INDEXED,
             op::ALLOC,
             op::FREE,
             op::FORK,
@@ -1125,6 +1329,90 @@ mod tests {
         assert!(!op::valid(op::FREE_TAG | op::WIDTH32));
         assert!(!op::valid(op::IFACE_STATE | op::WIDTH32));
         assert_eq!(op::size(op::IFACE_STATE), None);
+    }
+
+    #[test]
+    fn indexed_batches_round_trip() {
+        use indexed::*;
+        assert!(op::valid(op::INDEXED));
+        assert!(!op::valid(op::INDEXED | op::WIDTH32));
+        assert_eq!(op::size(op::INDEXED), None);
+        for (kind, size, count) in [
+            (ADD, 4, 1),
+            (ADD, 8, MAX_PAIRS),
+            (SCATTER, 4, 17),
+            (GATHER, 8, MAX_ADDRS),
+            (GATHER, 4, 1),
+        ] {
+            let b = Batch::new(kind, size, count).unwrap();
+            assert_eq!(Batch::from_arg1(b.arg1()), Ok(b));
+            assert!(b.operands_len() <= BULK_MAX as usize);
+            assert!(b.results_len() <= BULK_MAX as usize);
+        }
+        assert_eq!(
+            Batch::new(ADD, 8, 3).unwrap().arg1(),
+            3 | 8 << 32,
+            "the layout docs/GSAS.md gives"
+        );
+        assert_eq!(
+            Batch::new(GATHER, 4, 2).unwrap().arg1(),
+            2 | 4 << 32 | 2 << 40
+        );
+        // Entries written and read back, at the ends of the page too.
+        let mut page = [0u8; BULK_MAX as usize];
+        let b = Batch::new(SCATTER, 8, MAX_PAIRS).unwrap();
+        assert!(b.put_entry(&mut page, 0, addr(1, 0x1000), 7));
+        assert!(b.put_entry(&mut page, 255, addr(1, 0x2008), u64::MAX));
+        assert!(!b.put_entry(&mut page, 256, 0, 0));
+        assert_eq!(b.entry(&page, 0), Some((addr(1, 0x1000), 7)));
+        assert_eq!(b.entry(&page, 255), Some((addr(1, 0x2008), u64::MAX)));
+        assert_eq!(b.entry(&page, 256), None);
+        assert_eq!(b.entry(&page[..100], 10), None, "short operands");
+        let g = Batch::new(GATHER, 4, 2).unwrap();
+        assert!(g.put_entry(&mut page, 1, addr(2, 12), 99));
+        assert_eq!(g.entry(&page, 1), Some((addr(2, 12), 0)));
+        assert_eq!(g.need(), grant::READ);
+        assert_eq!(b.need(), grant::WRITE);
+        assert_eq!(Batch::new(ADD, 8, 1).unwrap().need(), grant::WRITE);
+        // Address checks: the home's, aligned to the element.
+        assert_eq!(g.check_address(2, addr(2, 12)), Ok(12));
+        assert_eq!(g.check_address(2, addr(2, 10)), Err(status::UNALIGNED));
+        assert_eq!(b.check_address(2, addr(2, 12)), Err(status::UNALIGNED));
+        assert_eq!(b.check_address(1, addr(2, 16)), Err(status::FAULT));
+        // Wrapping adds of the element's width.
+        let a4 = Batch::new(ADD, 4, 1).unwrap();
+        assert_eq!(a4.add(0xffff_fffe, 3), 1);
+        assert_eq!(Batch::new(ADD, 8, 1).unwrap().add(u64::MAX, 2), 1);
+    }
+
+    #[test]
+    fn malformed_indexed_batches_are_invalid() {
+        use indexed::*;
+        let arg1 = |kind: u64, size: u64, count: u64| count | size << 32 | kind << 40;
+        for bad in [
+            arg1(ADD as u64, 8, 0),
+            arg1(ADD as u64, 8, MAX_PAIRS as u64 + 1),
+            arg1(SCATTER as u64, 8, MAX_PAIRS as u64 + 1),
+            arg1(GATHER as u64, 8, MAX_ADDRS as u64 + 1),
+            arg1(ADD as u64, 2, 1),
+            arg1(ADD as u64, 16, 1),
+            arg1(ADD as u64, 0, 1),
+            arg1(3, 8, 1),
+            arg1(0xff, 8, 1),
+            arg1(ADD as u64, 8, 1) | 1 << 48,
+            u64::MAX,
+        ] {
+            assert_eq!(Batch::from_arg1(bad), Err(status::INVALID), "{bad:#x}");
+        }
+        assert_eq!(Batch::new(ADD, 8, 0), None);
+        assert_eq!(max(7), 0);
+        // Every kind and size byte decodes or is refused, never a panic.
+        for k in 0..=u8::MAX {
+            for s in [0u8, 1, 4, 8, 255] {
+                let r = Batch::from_arg1(arg1(u64::from(k), u64::from(s), 1));
+                assert_eq!(r.is_ok(), k <= GATHER && (s == 4 || s == 8));
+            }
+        }
     }
 
     #[test]
