@@ -25,6 +25,7 @@ mod claims;
 mod copy;
 mod daemon;
 mod fork;
+mod indexed;
 mod lease;
 mod mappers;
 mod memory;

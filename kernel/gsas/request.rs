@@ -241,6 +241,13 @@ impl Service {
             }
             return Ok(());
         }
+        if base == op::INDEXED {
+            // The address only selects the home; the entries name the elements.
+            if gsas::node_of(req.address) != self.node as u16 {
+                return Err(status::FAULT);
+            }
+            return self.indexed(pool, claim, tree, req.arg1, &mut inner.operands, value);
+        }
         // Every other operation names an address of this node's pool.
         if gsas::node_of(req.address) != self.node as u16 {
             return Err(status::FAULT);

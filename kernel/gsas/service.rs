@@ -4,13 +4,15 @@
 //! lives in the pool. Its jobs are in the files named for them: `request.rs` (serving a
 //! request), `memory.rs` (the operations on the pool's memory), `lease.rs` (the pool's lease),
 //! `zero.rs` (zeroing freed pages), `serving.rs` (the mailbox's hooks), `remote_maps.rs` and
-//! `mappers.rs` (other nodes' mappings of the pool), `claims.rs`, `fork.rs` and `stats.rs`.
+//! `mappers.rs` (other nodes' mappings of the pool), `copy.rs` and `indexed.rs` (memory-side
+//! operations), `claims.rs`, `fork.rs` and `stats.rs`.
 
 use crate::{
     claims,
     fabric_api::FabricInfo,
     fabric_client::Gas,
     fork,
+    indexed::Operands,
     kram_borrow::Borrow,
     kram_client::{Epoch, LogLimit},
     lease::PoolState,
@@ -45,6 +47,8 @@ pub(crate) struct Inner {
     module_held: bool,
     /// remoteFork's children and whether a daemon is attached.
     pub(crate) children: fork::Children,
+    /// An INDEXED batch's entries, copied out of the issuer's bulk-out page (`indexed.rs`).
+    pub(crate) operands: KBox<Operands>,
 }
 
 #[pin_data]
@@ -96,6 +100,7 @@ impl Service {
             seqs.push((0, 0), GFP_KERNEL)?;
         }
         let children = fork::Children::new()?;
+        let operands = KBox::<Operands>::zeroed(GFP_KERNEL)?;
         let gas_ref = gas.clone();
         Arc::pin_init(
             pin_init!(Service {
@@ -105,7 +110,7 @@ impl Service {
                 part,
                 quota,
                 module,
-                inner <- new_spinlock!(Inner { pool: None, seqs, module_held: false, children }, "unimem_gsas::inner"),
+                inner <- new_spinlock!(Inner { pool: None, seqs, module_held: false, children, operands }, "unimem_gsas::inner"),
                 claims <- claims::Claims::new(),
                 jobs <- new_condvar!("unimem_gsas::jobs"),
                 borrow <- Borrow::new(info.node_id, GSAS_INSTANCE, Epoch::new()),

@@ -17,7 +17,7 @@ use core::{
 use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 28] = [
+const OPS: [(u8, &str); 29] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -36,6 +36,7 @@ const OPS: [(u8, &str); 28] = [
     (op::FETCH_UMAX, "fetch_umax"),
     (op::CAS128, "cas128"),
     (op::COPY, "copy"),
+    (op::INDEXED, "indexed"),
     (op::BULK_READ, "bulk_read"),
     (op::BULK_WRITE, "bulk_write"),
     (op::ALLOC, "alloc"),
@@ -242,7 +243,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 55] = [
+const NAMES: [&CStr; 56] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -262,6 +263,7 @@ const NAMES: [&CStr; 55] = [
     c"requests_fetch_xor",
     c"requests_bulk_read",
     c"requests_bulk_write",
+    c"requests_indexed",
     c"requests_alloc",
     c"requests_free",
     c"requests_iface_state",
