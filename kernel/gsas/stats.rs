@@ -243,7 +243,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 56] = [
+const NAMES: [&CStr; 62] = [
     c"node",
     c"pool_pages",
     c"used_pages",
@@ -261,6 +261,12 @@ const NAMES: [&CStr; 56] = [
     c"requests_fetch_and",
     c"requests_fetch_or",
     c"requests_fetch_xor",
+    c"requests_fetch_min",
+    c"requests_fetch_max",
+    c"requests_fetch_umin",
+    c"requests_fetch_umax",
+    c"requests_cas128",
+    c"requests_copy",
     c"requests_bulk_read",
     c"requests_bulk_write",
     c"requests_indexed",
