@@ -50,6 +50,7 @@ pub fn op_name(opcode: u8) -> &'static str {
         (op::FETCH_UMAX, true) => "FETCH_UMAX32",
         (op::CAS128, _) => "CAS128",
         (op::COPY, _) => "COPY",
+        (op::INDEXED, _) => "INDEXED",
         (op::BULK_READ, _) => "BULK_READ",
         (op::BULK_WRITE, _) => "BULK_WRITE",
         (op::ALLOC, _) => "ALLOC",

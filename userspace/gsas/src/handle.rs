@@ -622,6 +622,56 @@ impl<T: Transport> Gsas<T> {
         Ok(())
     }
 
+    /// One INDEXED batch, applied by the home of the first entry's address (the OpenFAM seed's
+    /// memory-side operations; docs/GSAS.md, "Indexed batches"): `kind`
+    /// [`indexed::ADD`](gsas::indexed::ADD) adds each entry's value to its element (wrapping),
+    /// [`SCATTER`](gsas::indexed::SCATTER) stores it, [`GATHER`](gsas::indexed::GATHER) reads
+    /// each element into `out[i]` (zero-extended; values ignored; `out` may be empty for the
+    /// other kinds). Entries are (GSAS address, value), elements of `elem_size` bytes (4 or 8),
+    /// 1..=[`indexed::max`](gsas::indexed::max)`(kind)` of them, all on one node (an entry on
+    /// another node is `Fault`). The home checks every entry before it applies any: after an
+    /// error nothing changed. The entries travel in the bulk-out page, the results in bulk-in.
+    pub fn indexed(
+        &self,
+        kind: u8,
+        elem_size: u8,
+        entries: &[(u64, u64)],
+        out: &mut [u64],
+    ) -> Result<()> {
+        use gsas::indexed::{max, Batch, GATHER, RESULT_LEN};
+        let n = entries.len();
+        let batch = u32::try_from(n)
+            .ok()
+            .and_then(|count| Batch::new(kind, elem_size, count))
+            .ok_or_else(|| {
+                Error::Argument(format!(
+                    "INDEXED batch of {n} entries of kind {kind} on {elem_size}-byte elements: \
+                     kinds are ADD 0, SCATTER 1, GATHER 2, elements 4 or 8 bytes, 1-{} entries",
+                    max(kind).max(1)
+                ))
+            })?;
+        if kind == GATHER && out.len() < n {
+            return Err(Error::Argument(format!(
+                "INDEXED GATHER of {n} elements into room for {}",
+                out.len()
+            )));
+        }
+        let mut operands = vec![0u8; batch.operands_len()];
+        for (i, &(a, v)) in entries.iter().enumerate() {
+            batch.put_entry(&mut operands, i, a, v);
+        }
+        self.t.write_bulk_out(&operands);
+        self.call_at(op::INDEXED, entries[0].0, batch.arg1(), 0)?;
+        if kind == GATHER {
+            let mut results = vec![0u8; batch.results_len()];
+            self.t.read_bulk_in(&mut results);
+            for (o, r) in out.iter_mut().zip(results.chunks_exact(RESULT_LEN)) {
+                *o = u64::from_le_bytes(r.try_into().expect("8 bytes"));
+            }
+        }
+        Ok(())
+    }
+
     /// Reads `buf.len()` bytes at `addr`: one BULK_READ per piece of at most [`BULK_MAX`]
     /// bytes that does not cross a page. Each piece is atomic; the whole is not.
     pub fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {

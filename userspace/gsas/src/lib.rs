@@ -39,6 +39,6 @@ pub use handle::{pieces, ChildId, ExitStatus, Gsas, Stats, WaitPolicy};
 pub use transport::{Device, Pause, Transport};
 pub use tree::{export_tree_fd, TreeSource, TREE_FD_ENV};
 pub use unimem_wire::gsas::{
-    addr, fork, node_of, offset_of, op, status, BULK_MAX, COPY_MAX, MAX_ALLOC_PAGES, OFFSET_MASK,
-    PAGE_SIZE,
+    addr, fork, indexed, node_of, offset_of, op, status, BULK_MAX, COPY_MAX, MAX_ALLOC_PAGES,
+    OFFSET_MASK, PAGE_SIZE,
 };

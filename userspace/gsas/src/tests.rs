@@ -195,6 +195,7 @@ impl Fake {
                 value[..8].copy_from_slice(&addr(home, first * PAGE_SIZE).to_le_bytes());
                 return Ok(());
             }
+            op::INDEXED => return self.indexed(home, p),
             _ => {}
         }
         if node_of(p.address) != home {
@@ -331,6 +332,48 @@ impl Fake {
         value[..8].copy_from_slice(&old.to_le_bytes());
         if let Some(v) = new {
             wr(m, v);
+        }
+        Ok(())
+    }
+
+    /// INDEXED as `kernel/gsas/indexed.rs` serves it: every entry checked, then all applied.
+    fn indexed(&self, home: u16, p: &Payload) -> std::result::Result<(), u8> {
+        use unimem_wire::gsas::indexed::{Batch, ADD, GATHER};
+        if node_of(p.address) != home {
+            return Err(status::FAULT);
+        }
+        let b = Batch::from_arg1(p.arg1)?;
+        let ops = self.bulk_out.borrow()[..b.operands_len()].to_vec();
+        let size = u64::from(b.elem_size);
+        let entries: Vec<(u64, u64)> = (0..b.count as usize)
+            .map(|i| b.entry(&ops, i).unwrap())
+            .collect();
+        for &(a, _) in &entries {
+            let off = b.check_address(home, a)?;
+            match self.owner.borrow().get(&(home, off / PAGE_SIZE)) {
+                None => return Err(status::FAULT),
+                Some((t, ..)) if *t != MY_TREE => return Err(status::DENIED),
+                _ => {}
+            }
+        }
+        let mut mem = self.mem.borrow_mut();
+        let m = mem.get_mut(&home).unwrap();
+        let mut results = self.bulk_in.borrow_mut();
+        for (i, &(a, v)) in entries.iter().enumerate() {
+            let o = offset_of(a) as usize;
+            let e = &mut m[o..o + size as usize];
+            let mut w = [0u8; 8];
+            w[..e.len()].copy_from_slice(e);
+            let old = u64::from_le_bytes(w);
+            let new = match b.kind {
+                GATHER => {
+                    results[i * 8..i * 8 + 8].copy_from_slice(&old.to_le_bytes());
+                    continue;
+                }
+                ADD => b.add(old, v),
+                _ => v,
+            };
+            e.copy_from_slice(&new.to_le_bytes()[..size as usize]);
         }
         Ok(())
     }
@@ -928,4 +971,80 @@ fn grant_modes_parse_as_chmod_takes_them() {
     assert!(parse_mode("1777").unwrap_err().contains("beyond 0777"));
     assert!(parse_mode("0x640").is_err());
     assert!(parse_mode("rw").is_err());
+}
+
+#[test]
+fn indexed_batches_add_scatter_gather_and_fail_whole() {
+    use unimem_wire::gsas::indexed::{ADD, GATHER, MAX_ADDRS, MAX_PAIRS, SCATTER};
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(2, 1).unwrap();
+    // 8-byte scatter, then adds (twice to one element), then a gather of both widths.
+    g.indexed(SCATTER, 8, &[(a, 5), (a + 8, 7)], &mut [])
+        .unwrap();
+    g.indexed(ADD, 8, &[(a, 1), (a + 8, u64::MAX), (a, 10)], &mut [])
+        .unwrap();
+    assert_eq!((g.read(a).unwrap(), g.read(a + 8).unwrap()), (16, 6));
+    g.indexed(ADD, 4, &[(a + 16, 0xffff_ffff), (a + 16, 2)], &mut [])
+        .unwrap();
+    assert_eq!(
+        g.read(a + 16).unwrap(),
+        1,
+        "32-bit wrap, neighbour untouched"
+    );
+    let mut out = [0u64; 3];
+    g.indexed(GATHER, 4, &[(a + 16, 0), (a, 0), (a + 20, 0)], &mut out)
+        .unwrap();
+    assert_eq!(out, [1, 16, 0]);
+    let sent = f.sent.borrow().last().copied().unwrap();
+    assert_eq!(
+        (sent.0, sent.1.opcode, sent.1.address),
+        (2, op::INDEXED, a + 16)
+    );
+    // Refused before sending: counts, sizes, room for the results.
+    let sent = f.sent.borrow().len();
+    for r in [
+        g.indexed(ADD, 8, &[], &mut []),
+        g.indexed(ADD, 2, &[(a, 1)], &mut []),
+        g.indexed(7, 8, &[(a, 1)], &mut []),
+        g.indexed(SCATTER, 8, &vec![(a, 1); MAX_PAIRS as usize + 1], &mut []),
+        g.indexed(
+            GATHER,
+            8,
+            &vec![(a, 0); MAX_ADDRS as usize + 1],
+            &mut [0; 1024],
+        ),
+        g.indexed(GATHER, 8, &[(a, 0), (a, 0)], &mut [0; 1]),
+    ] {
+        assert!(matches!(r, Err(Error::Argument(_))), "{r:?}");
+    }
+    assert_eq!(f.sent.borrow().len(), sent, "nothing sent");
+    // The home's refusals, and a failed batch changes nothing.
+    f.give(2, 5, 1, OTHER_TREE);
+    let theirs = addr(2, 5 * PAGE_SIZE);
+    let e = g
+        .indexed(ADD, 8, &[(a, 100), (theirs, 1)], &mut [])
+        .unwrap_err();
+    assert!(matches!(e, Error::Denied(_)), "{e}");
+    let e = g
+        .indexed(SCATTER, 8, &[(a, 100), (a + 4, 1)], &mut [])
+        .unwrap_err();
+    assert!(matches!(e, Error::Unaligned(_)), "{e}");
+    let e = g
+        .indexed(
+            SCATTER,
+            8,
+            &[(a, 100), (addr(2, 9 * PAGE_SIZE), 1)],
+            &mut [],
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::Fault(_)), "{e}");
+    let e = g
+        .indexed(SCATTER, 8, &[(a, 100), (addr(3, 0), 1)], &mut [])
+        .unwrap_err();
+    assert!(matches!(e, Error::Fault(_)), "another node's entry: {e}");
+    assert_eq!(g.read(a).unwrap(), 16, "nothing applied");
+    let e = g.raw(op::INDEXED, a, 8 << 32, 0).unwrap_err();
+    assert!(matches!(e, Error::Invalid(_)), "count 0: {e}");
+    assert_eq!(op_name(op::INDEXED), "INDEXED");
 }
