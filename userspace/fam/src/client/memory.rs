@@ -27,6 +27,15 @@ pub trait Memory: Send {
     fn copy(&self, dst: u64, src: u64, len: u64) -> gsas::Result<()>;
     fn bulk_read(&self, addr: u64, buf: &mut [u8]) -> gsas::Result<()>;
     fn bulk_write(&self, addr: u64, data: &[u8]) -> gsas::Result<()>;
+    /// One INDEXED batch on the home of the entries (all on one node), applied by its service:
+    /// [`Gsas::indexed`].
+    fn indexed(
+        &self,
+        kind: u8,
+        elem_size: u8,
+        entries: &[(u64, u64)],
+        out: &mut [u64],
+    ) -> gsas::Result<()>;
     /// Maps `len` bytes of GSAS memory at `addr`, of this node or another (at `fixed` if
     /// given), writable if `write`: another node's pages after that node's service approved
     /// them (GSAS `MAP`), this node's checked by its service at `mmap`.
@@ -100,6 +109,15 @@ impl<T: Transport + PageMap + Send> Memory for Gsas<T> {
     }
     fn bulk_write(&self, addr: u64, data: &[u8]) -> gsas::Result<()> {
         Gsas::bulk_write(self, addr, data)
+    }
+    fn indexed(
+        &self,
+        kind: u8,
+        elem_size: u8,
+        entries: &[(u64, u64)],
+        out: &mut [u64],
+    ) -> gsas::Result<()> {
+        Gsas::indexed(self, kind, elem_size, entries, out)
     }
     fn map(
         &self,

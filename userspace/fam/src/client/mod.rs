@@ -9,8 +9,13 @@
 //! - [`map`]: load/store access to items on this node. [`pe`]: rank and barrier.
 //!   [`options`]: `Fam_Options` and `fam_get_option`.
 //!
+//! - [`queue`]: the seed's memory-side operations (`fam_queue_operation`,
+//!   `fam_aggregate_flush`), our extension: element operations queued per home node and
+//!   applied there by its service in batches (GSAS `INDEXED`).
+//!
 //! Every call completes before it returns, the non-blocking ones included (the C ABI's
-//! `quiet` then has nothing to wait for).
+//! `quiet` then has nothing to wait for), except queued operations, which complete by
+//! [`Client::aggregate_flush`].
 
 pub mod atomic;
 pub mod config;
@@ -22,6 +27,7 @@ pub mod map;
 pub mod memory;
 pub mod options;
 pub mod pe;
+pub mod queue;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -36,6 +42,7 @@ pub use map::Mapping;
 pub use memory::{Memory, Pool};
 pub use options::{OptionValue, Options};
 pub use pe::Pe;
+pub use queue::{QueueOp, Queues};
 
 use crate::meta::Item;
 use crate::{FamError, Result};
@@ -55,6 +62,8 @@ pub struct Client {
     link: Link,
     pool: Pool,
     pe: Pe,
+    /// `fam_queue_operation`'s queues, per item.
+    queues: Queues,
 }
 
 impl Client {
@@ -80,6 +89,7 @@ impl Client {
             link,
             pool,
             pe,
+            queues: Queues::default(),
         })
     }
 
@@ -91,6 +101,7 @@ impl Client {
             link,
             pool,
             pe,
+            queues: Queues::default(),
         }
     }
 
@@ -296,6 +307,45 @@ impl Client {
         let addr = atomic::address(item, offset, 16)?;
         self.pool
             .with(|m| atomic::compare_swap128(m, addr, old, new))
+    }
+
+    // ---- memory-side operations (the seed's fam_queue_operation, our extension) ----
+
+    /// Queues `op` on the elements of `item` at `indexes`, of `elem_size` bytes (4 or 8), with
+    /// their values in (ADD, SCATTER) or their destinations at (GATHER) `local`, element `i` at
+    /// `local + i * elem_size` ([`queue`]). Checked at once (element size: `FAM_ERR_INVALID`,
+    /// an index past the end: `FAM_ERR_OUTOFRANGE`, and nothing is queued); a home whose queue
+    /// fills is sent its batch (its failure is reported by [`aggregate_flush`](Self::aggregate_flush)).
+    ///
+    /// # Safety
+    ///
+    /// `local` must point to `indexes.len() * elem_size` bytes, readable for ADD and SCATTER
+    /// during the call, writable for GATHER until `aggregate_flush(item)` returns and not used
+    /// otherwise meanwhile.
+    pub unsafe fn queue_operation(
+        &self,
+        op: QueueOp,
+        local: *mut u8,
+        item: &Item,
+        indexes: &[u64],
+        elem_size: u64,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe {
+            self.queues
+                .queue(&self.pool, op, local, item, indexes, elem_size)
+        }
+    }
+
+    /// Sends every operation queued on `item` and waits for them: the first failure since the
+    /// item's last flush, if any.
+    pub fn aggregate_flush(&self, item: &Item) -> Result<()> {
+        self.queues.flush(&self.pool, item)
+    }
+
+    /// Elements queued on item `id` and not sent yet.
+    pub fn queued(&self, id: u64) -> usize {
+        self.queues.pending(id)
     }
 
     // ---- map, barrier ----

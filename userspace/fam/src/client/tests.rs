@@ -389,3 +389,117 @@ fn owned_item_from_description() {
         }
     );
 }
+
+#[test]
+fn queued_operations_go_to_each_home_at_the_flush() {
+    let g = Gas::new(1);
+    let it = striped_item();
+    let c = client(&g, FakeFamd::new(|_, _| None));
+    // 8-byte elements 0, 512 (node 2), 1024 (node 1's second stripe), 2400 (third extent),
+    // element 0 twice: both adds count.
+    let idx = [0u64, 512, 1024, 2400, 0];
+    let mut add = [5i64, -3, 7, 1 << 40, 10];
+    // SAFETY: `add` lives across the call (ADD reads it when queued).
+    unsafe { c.queue_operation(QueueOp::AddIndexed, add.as_mut_ptr().cast(), &it, &idx, 8) }
+        .unwrap();
+    assert_eq!(
+        (g.indexed(), c.queued(it.id.0)),
+        (0, 5),
+        "queued, nothing sent"
+    );
+    // The values were taken when queued: the buffer may change now.
+    add.fill(0);
+    assert_eq!(add, [0; 5]);
+    c.aggregate_flush(&it).unwrap();
+    assert_eq!(g.indexed(), 2, "one request per home");
+    assert_eq!(c.queued(it.id.0), 0);
+    assert_eq!(g.peek(1, 0x10000, 8), 15i64.to_le_bytes());
+    assert_eq!(g.peek(2, 0x10000, 8), (-3i64).to_le_bytes());
+    assert_eq!(g.peek(1, 0x11000, 8), 7i64.to_le_bytes());
+    assert_eq!(
+        g.peek(1, 0x40000 + 2400 * 8 - 16384, 8),
+        (1i64 << 40).to_le_bytes()
+    );
+    // 4-byte scatter and gather: index i at 4i.
+    let mut vals = [0xdead_beefu32, 0x1234, u32::MAX];
+    let idx4 = [1u64, 1030, 4999];
+    // SAFETY: as above.
+    unsafe { c.queue_operation(QueueOp::Scatter, vals.as_mut_ptr().cast(), &it, &idx4, 4) }
+        .unwrap();
+    let mut back = [0u32; 4];
+    let gidx = [1u64, 1030, 4999, 0];
+    // SAFETY: `back` lives until after the flush below, untouched meanwhile.
+    unsafe { c.queue_operation(QueueOp::Gather, back.as_mut_ptr().cast(), &it, &gidx, 4) }.unwrap();
+    c.aggregate_flush(&it).unwrap();
+    assert_eq!(
+        back,
+        [0xdead_beef, 0x1234, u32::MAX, 15],
+        "scatters applied first"
+    );
+    let mut mid = [0u8; 4];
+    c.get(&it, 1030 * 4, &mut mid).unwrap();
+    assert_eq!(u32::from_ne_bytes(mid), 0x1234);
+    // A flush with nothing queued sends nothing.
+    let before = g.indexed();
+    c.aggregate_flush(&it).unwrap();
+    assert_eq!(g.indexed(), before);
+}
+
+#[test]
+fn a_full_batch_goes_at_once_and_its_failure_waits_for_the_flush() {
+    use unimem_wire::gsas::indexed::MAX_PAIRS;
+    let g = Gas::new(1);
+    let it = striped_item();
+    let c = client(&g, FakeFamd::new(|_, _| None));
+    // 300 adds of 1 to element 3 (node 1): one full batch of 256 goes, 44 wait.
+    let idx = vec![3u64; 300];
+    let mut ones = vec![1u64; 300];
+    // SAFETY: `ones` lives across the call.
+    unsafe { c.queue_operation(QueueOp::AddIndexed, ones.as_mut_ptr().cast(), &it, &idx, 8) }
+        .unwrap();
+    assert_eq!(g.indexed(), 1);
+    assert_eq!(c.queued(it.id.0), 300 - MAX_PAIRS as usize);
+    assert_eq!(g.peek(1, 0x10018, 8), 256u64.to_le_bytes());
+    c.aggregate_flush(&it).unwrap();
+    assert_eq!(g.peek(1, 0x10018, 8), 300u64.to_le_bytes());
+    // Node 2 refuses: the automatic send fails quietly, the flush reports it (once).
+    g.deny(2);
+    let idx = vec![600u64; 260];
+    // SAFETY: as above.
+    unsafe { c.queue_operation(QueueOp::AddIndexed, ones.as_mut_ptr().cast(), &it, &idx, 8) }
+        .unwrap();
+    let e = c.aggregate_flush(&it).unwrap_err();
+    assert_eq!(e.code(), crate::code::NOPERM, "{e}");
+    c.aggregate_flush(&it).unwrap();
+    assert_eq!(
+        g.peek(2, 0x10000 + 88 * 8, 8),
+        [0; 8],
+        "nothing added on node 2"
+    );
+}
+
+#[test]
+fn queue_operation_checks_everything_first() {
+    let g = Gas::new(1);
+    let it = striped_item();
+    let c = client(&g, FakeFamd::new(|_, _| None));
+    let mut v = [1u64; 3];
+    let p = v.as_mut_ptr().cast();
+    // SAFETY (each call): `v` lives across it.
+    let e = unsafe { c.queue_operation(QueueOp::Scatter, p, &it, &[0, 1, 2500], 8) }.unwrap_err();
+    assert_eq!(e.code(), crate::code::OUTOFRANGE, "{e}");
+    let e = unsafe { c.queue_operation(QueueOp::Scatter, p, &it, &[u64::MAX], 8) }.unwrap_err();
+    assert_eq!(e.code(), crate::code::OUTOFRANGE, "{e}");
+    for size in [0, 1, 2, 16] {
+        let e = unsafe { c.queue_operation(QueueOp::Gather, p, &it, &[0], size) }.unwrap_err();
+        assert_eq!(e.code(), crate::code::INVALID, "size {size}: {e}");
+    }
+    let e = unsafe { c.queue_operation(QueueOp::Scatter, std::ptr::null_mut(), &it, &[0], 8) }
+        .unwrap_err();
+    assert_eq!(e.code(), crate::code::NULLPTR, "{e}");
+    assert_eq!(c.queued(it.id.0), 0, "nothing queued");
+    c.aggregate_flush(&it).unwrap();
+    assert_eq!(g.requests(), 0, "nothing reached GSAS");
+    assert_eq!(QueueOp::from_c(2), Some(QueueOp::Gather));
+    assert_eq!(QueueOp::from_c(3), None);
+}

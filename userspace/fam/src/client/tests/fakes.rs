@@ -29,6 +29,8 @@ struct Shared {
     requests: u64,
     /// COPY requests served (memory-side copies).
     copies: u64,
+    /// INDEXED requests served.
+    indexed: u64,
     /// Before the next CAS, this (node, offset) word is set to this value (another writer).
     interfere: Option<(u16, u64, u64)>,
 }
@@ -60,6 +62,11 @@ impl Gas {
 
     pub fn requests(&self) -> u64 {
         self.shared.lock().unwrap().requests
+    }
+
+    /// INDEXED requests served so far.
+    pub fn indexed(&self) -> u64 {
+        self.shared.lock().unwrap().indexed
     }
 
     /// COPY requests served so far.
@@ -120,6 +127,11 @@ impl FakeTransport {
         }
         if s.denied.contains(&home) {
             return status::DENIED;
+        }
+        if p.opcode == op::INDEXED {
+            s.indexed += 1;
+            let m = s.mem.entry(home).or_insert_with(|| vec![0; NODE_BYTES]);
+            return self.indexed(m, home, p);
         }
         let w32 = p.opcode & op::WIDTH32 != 0;
         let base = p.opcode & !op::WIDTH32;
@@ -230,6 +242,46 @@ impl FakeTransport {
             }
         }
         value[..8].copy_from_slice(&old.to_le_bytes());
+        status::OK
+    }
+}
+
+impl FakeTransport {
+    /// INDEXED as the home's service applies it: every entry checked, then all applied.
+    fn indexed(&self, m: &mut [u8], home: u16, p: &Payload) -> u8 {
+        use unimem_wire::gsas::indexed::{Batch, ADD, GATHER};
+        let b = match Batch::from_arg1(p.arg1) {
+            Ok(b) => b,
+            Err(st) => return st,
+        };
+        let ops = self.bulk_out.borrow()[..b.operands_len()].to_vec();
+        let size = usize::from(b.elem_size);
+        let entries: Vec<(u64, u64)> = (0..b.count as usize)
+            .map(|i| b.entry(&ops, i).unwrap())
+            .collect();
+        for &(a, _) in &entries {
+            match b.check_address(home, a) {
+                Ok(o) if o as usize + size <= m.len() => {}
+                Ok(_) => return status::FAULT,
+                Err(st) => return st,
+            }
+        }
+        let mut results = self.bulk_in.borrow_mut();
+        for (i, &(a, v)) in entries.iter().enumerate() {
+            let o = offset_of(a) as usize;
+            let mut w = [0u8; 8];
+            w[..size].copy_from_slice(&m[o..o + size]);
+            let old = u64::from_le_bytes(w);
+            let new = match b.kind {
+                GATHER => {
+                    results[i * 8..i * 8 + 8].copy_from_slice(&old.to_le_bytes());
+                    continue;
+                }
+                ADD => b.add(old, v),
+                _ => v,
+            };
+            m[o..o + size].copy_from_slice(&new.to_le_bytes()[..size]);
+        }
         status::OK
     }
 }
