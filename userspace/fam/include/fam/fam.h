@@ -408,6 +408,19 @@ class fam {
                                             elementIndex, elementSize));
     }
 
+    // MEMORY-SIDE OPERATIONS (the OpenFAM paper's proposal; a unimem extension, fam_c.h):
+    // queued per memory server, applied there in batches; OP_GATHER's local stays valid
+    // until fam_aggregate_flush returns, which reports the queued operations' failures.
+    void fam_queue_operation(FAM_QUEUE_OP op, void *local, Fam_Descriptor *descriptor,
+                             uint64_t nElements, uint64_t *elementIndex,
+                             uint64_t elementSize) {
+        ok_(c_fam_queue_operation(h_, op, local, dh_(descriptor), nElements, elementIndex,
+                                  elementSize));
+    }
+    void fam_aggregate_flush(Fam_Descriptor *descriptor) {
+        ok_(c_fam_aggregate_flush(h_, dh_(descriptor)));
+    }
+
     // COPY, BACKUP, RESTORE: each returns a wait object its _wait call consumes
     void *fam_copy(Fam_Descriptor *src, uint64_t srcOffset, Fam_Descriptor *dest,
                    uint64_t destOffset, uint64_t nbytes) {

@@ -148,6 +148,24 @@ int c_fam_scatter_nonblocking_index(c_fam *fam_obj, void *local_addr, c_fam_desc
                                     uint64_t n_elements, uint64_t *element_index,
                                     uint64_t element_size);
 
+/* ---- memory-side operations (the OpenFAM paper's proposal; a unimem extension) ------ */
+/*
+ * Queue op on the elements element_index[0 .. n_elements-1] (element i at byte offset
+ * i * element_size; element_size 4 or 8) of the data item: OP_ADD_INDEXED adds local's
+ * n_elements integers to them (wrapping), OP_SCATTER stores them, OP_GATHER reads the
+ * elements into local. Each memory server of the item gets its elements in batches, applied
+ * there; a batch goes when full, the rest at c_fam_aggregate_flush. Values to add or store
+ * are read from local during the call; for OP_GATHER local must stay valid until
+ * c_fam_aggregate_flush returns. An index past the item's end fails the call
+ * (FAM_ERR_OUTOFRANGE) and queues nothing.
+ */
+int c_fam_queue_operation(c_fam *fam_obj, FAM_QUEUE_OP op, void *local, c_fam_desc *desc,
+                          uint64_t n_elements, uint64_t *element_index,
+                          uint64_t element_size);
+/* Send everything queued on the data item and wait for it; reports the first failure of
+ * its queued operations since its last flush. */
+int c_fam_aggregate_flush(c_fam *fam_obj, c_fam_desc *desc);
+
 /* ---- copy, backup, restore ---------------------------------------------------------- */
 /* Each starts an operation and returns its wait object, which the matching _wait frees. */
 

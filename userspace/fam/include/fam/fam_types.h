@@ -71,6 +71,13 @@ typedef enum {
     MULTI_NODE_MULTI_ALLOC
 } Fam_Allocation_Policy;
 
+/*
+ * Memory-side operations of fam_queue_operation (the OpenFAM paper's proposal, seed 003;
+ * not in OpenFAM 3.x: a unimem extension): add to, store or read the indexed elements, done
+ * by the data item's memory servers in batches.
+ */
+typedef enum { OP_ADD_INDEXED = 0, OP_SCATTER = 1, OP_GATHER = 2 } FAM_QUEUE_OP;
+
 /* Attributes given to fam_create_region; all zero means the system defaults. */
 typedef struct {
     Fam_Redundancy_Level redundancyLevel;
@@ -152,6 +159,7 @@ using Fam_Permission_Level = openfam::Fam_Permission_Level;
 using Fam_Region_Attributes = openfam::Fam_Region_Attributes;
 using Fam_Stat = openfam::Fam_Stat;
 using Fam_Backup_Options = openfam::Fam_Backup_Options;
+using FAM_QUEUE_OP = openfam::FAM_QUEUE_OP;
 #endif
 
 #endif /* UNIMEM_FAM_TYPES_H */

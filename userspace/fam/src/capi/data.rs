@@ -9,7 +9,7 @@ use super::errors::{call, call_ptr};
 use super::handles::{client, handle};
 use super::types::BackupOptions;
 use super::{buf_mut, malloc_copy, out, str_arg};
-use crate::client::{Elements, Mapping};
+use crate::client::{Elements, Mapping, QueueOp};
 use crate::{FamError, Result};
 
 /// A blocking put (`write`) or get: done, and its failure reported, in the call.
@@ -206,6 +206,45 @@ unsafe fn index<'a>(p: *const u64, n: u64) -> Result<&'a [u64]> {
     }
     // SAFETY: `n` indices at `p` (contract).
     Ok(unsafe { std::slice::from_raw_parts(p, n as usize) })
+}
+
+/// `fam_queue_operation` (the OpenFAM paper's memory-side operations, our extension;
+/// [`crate::client::queue`]): checked and queued in the call; a full batch is sent at once,
+/// and its failure, like everything else queued, is reported by `c_fam_aggregate_flush`.
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_queue_operation(
+    fam_obj: *mut c_void,
+    op: c_int,
+    local: *mut c_void,
+    d: *mut c_void,
+    n_elements: u64,
+    element_index: *mut u64,
+    element_size: u64,
+) -> c_int {
+    call("fam_queue_operation", || {
+        let op = QueueOp::from_c(op).ok_or_else(|| {
+            FamError::Invalid(format!(
+                "FAM_QUEUE_OP {op} (OP_ADD_INDEXED 0, OP_SCATTER 1, OP_GATHER 2)"
+            ))
+        })?;
+        // SAFETY: contract (the unsafe calls here: ABI.md's pointers; `local` holds
+        // `n_elements * element_size` bytes, for OP_GATHER until the flush).
+        let c = unsafe { client(fam_obj) }?;
+        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        let ix = unsafe { index(element_index, n_elements) }?;
+        unsafe { c.queue_operation(op, local.cast(), &item, ix, element_size) }
+    })
+}
+
+/// `fam_aggregate_flush`: everything queued on the item, sent and waited for.
+#[no_mangle]
+pub unsafe extern "C" fn c_fam_aggregate_flush(fam_obj: *mut c_void, d: *mut c_void) -> c_int {
+    call("fam_aggregate_flush", || {
+        // SAFETY: contract.
+        let c = unsafe { client(fam_obj) }?;
+        let item = unsafe { desc(d, "data item descriptor") }?.item(&c)?;
+        c.aggregate_flush(&item)
+    })
 }
 
 macro_rules! stride_fn {

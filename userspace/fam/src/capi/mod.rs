@@ -1,5 +1,6 @@
-//! The C ABI of libunimem_fam (`include/ABI.md`: 135 `c_fam_*` functions of `fam_c.h` and 17
-//! `unimem_fam_*` of `fam_abi.h`) over [`crate::client`]. The safety contract of every
+//! The C ABI of libunimem_fam (`include/ABI.md`: 137 `c_fam_*` functions of `fam_c.h`, two of
+//! them the OpenFAM paper's queued memory-side operations, and 17 `unimem_fam_*` of
+//! `fam_abi.h`) over [`crate::client`]. The safety contract of every
 //! function is ABI.md's (valid handles, pointers to as many bytes as the call says), which is
 //! why the functions carry no `# Safety` sections of their own.
 //!

@@ -210,3 +210,48 @@ fn layouts_match_fam_types_h() {
     assert_eq!(std::mem::offset_of!(FamStat, memory_servers), 72);
     assert_eq!(std::mem::size_of::<super::types::FamOptions>(), 112);
 }
+
+#[test]
+fn queued_operations_through_the_c_abi() {
+    use super::data::{c_fam_aggregate_flush, c_fam_get_blocking, c_fam_queue_operation};
+    unsafe {
+        let f = instance();
+        let d = c_fam_lookup(f, c"x".as_ptr(), c"r".as_ptr());
+        assert!(!d.is_null());
+        let mut ix = [1u64, 3, 1];
+        let mut add = [5u64, 7, 2];
+        let p = add.as_mut_ptr().cast();
+        assert_eq!(c_fam_queue_operation(f, 0, p, d, 3, ix.as_mut_ptr(), 8), 0);
+        let mut got = [0u64; 2];
+        let mut gix = [1u64, 3];
+        let g = got.as_mut_ptr().cast();
+        assert_eq!(c_fam_queue_operation(f, 2, g, d, 2, gix.as_mut_ptr(), 8), 0);
+        assert_eq!(c_fam_aggregate_flush(f, d), 0);
+        assert_eq!(got, [7, 7]);
+        let mut raw = [0u8; 8];
+        assert_eq!(c_fam_get_blocking(f, raw.as_mut_ptr().cast(), d, 24, 8), 0);
+        assert_eq!(u64::from_ne_bytes(raw), 7);
+        // Bad op, bad size, index past the 100-byte item, NULL index: errors at once.
+        let minus = |code: i32| -code;
+        assert_eq!(
+            c_fam_queue_operation(f, 3, p, d, 1, ix.as_mut_ptr(), 8),
+            minus(crate::code::INVALID)
+        );
+        assert_eq!(
+            c_fam_queue_operation(f, 1, p, d, 1, ix.as_mut_ptr(), 2),
+            minus(crate::code::INVALID)
+        );
+        let mut far = [12u64];
+        assert_eq!(
+            c_fam_queue_operation(f, 1, p, d, 1, far.as_mut_ptr(), 8),
+            minus(crate::code::OUTOFRANGE)
+        );
+        assert_eq!(
+            c_fam_queue_operation(f, 1, p, d, 1, null_mut(), 8),
+            minus(crate::code::NULLPTR)
+        );
+        assert_eq!(c_fam_aggregate_flush(f, d), 0, "nothing was queued");
+        unimem_fam_desc_release(d);
+        c_fam_delete(f);
+    }
+}

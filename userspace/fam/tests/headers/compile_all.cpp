@@ -240,6 +240,9 @@ void unimem_fam_check_fam(Fam_Options *options) {
     f->fam_scatter_blocking(local, item, 4, indexes, sizeof(int));
     f->fam_scatter_nonblocking(local, item, 4, 0, 2, sizeof(int));
     f->fam_scatter_nonblocking(local, item, 4, indexes, sizeof(int));
+    f->fam_queue_operation(OP_SCATTER, local, item, 4, indexes, sizeof(int));
+    f->fam_queue_operation(openfam::OP_GATHER, local, item, 4, indexes, sizeof(int));
+    f->fam_aggregate_flush(item);
 
     void *waitObj = f->fam_copy(item, 0, unnamed, 0, 1024);
     f->fam_copy_wait(waitObj);

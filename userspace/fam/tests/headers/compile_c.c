@@ -55,6 +55,9 @@ int unimem_fam_compile_c(c_fam_options *options)
     rc |= c_fam_scatter_nonblocking_stride(fam, local, item, 4, 0, 2, sizeof(int));
     rc |= c_fam_scatter_blocking_index(fam, local, item, 4, indexes, sizeof(int));
     rc |= c_fam_scatter_nonblocking_index(fam, local, item, 4, indexes, sizeof(int));
+    rc |= c_fam_queue_operation(fam, OP_ADD_INDEXED, local, item, 4, indexes, sizeof(int));
+    rc |= c_fam_queue_operation(fam, OP_GATHER, local, item, 4, indexes, sizeof(int));
+    rc |= c_fam_aggregate_flush(fam, item);
 
     /* copy, backup, restore */
     void *wait = c_fam_copy(fam, item, 0, unnamed, 0, 1024);
