@@ -17,6 +17,10 @@
 #  - fam_map of an item on node 2 sees what node 1 wrote, before and while mapped, and
 #    node 1 sees node 2's stores through the map;
 #  - fam_barrier_all with 4 PEs on nodes 1-2 (oshrun);
+#  - memory-side operations (fam_queue_operation / fam_aggregate_flush, our extension): queue
+#    on nodes 1 and 2 (an item interleaved over the lenders, results read back with fam_get);
+#    the other user, who may only read the item, gets FAM_ERR_NOPERM at the flush of its
+#    OP_ADD_INDEXED and OP_SCATTER, gathers, and the owner finds nothing changed;
 #  - bad input (unknown names, offsets past the end, sizes of zero, misaligned atomics) gives
 #    OpenFAM's exception and changes nothing: each program checks its own;
 #  - afterwards no test program runs, no GSAS page is allocated beyond what famd held before
@@ -31,7 +35,7 @@ FAMD_READY='famd: serving on node 0 interface 62'
 # Programs find famd through /etc/unimem/fam.conf (written on every node below; oshrun's PEs
 # inherit no environment but SHMEM_*); FAM_ENV adds what a step needs.
 FAM_ENV=""
-SINGLE="regions items data data-cpp atomics ordering options map interleave"
+SINGLE="regions items data data-cpp atomics ordering options map interleave queue"
 PROGS="$SINGLE perm persist barrier"
 # The programs' names on the guests: fam-PROG (their own names are too common for a shared bin).
 GUEST_PROGS=$(for p in $PROGS; do printf 'fam-%s ' "$p"; done)
@@ -169,6 +173,12 @@ grep -q '^exit=0$' <<<"$out" || fail "map reader failed"
 grep -q '^PE 0: map reader ok$' <<<"$out" || fail "map reader: no 'map reader ok'"
 fam_ok 1 root "map check" "/opt/unimem/bin/fam-map check fam-map-x"
 nothing_left "after the cross-node map"
+
+step "queued memory-side operations: the other user may only read: NOPERM, nothing changed"
+fam_ok 1 user "queue owner" "/opt/unimem/bin/fam-queue owner fam-queue-perm"
+fam_ok 2 other "queue other" "/opt/unimem/bin/fam-queue other fam-queue-perm"
+fam_ok 1 user "queue check" "/opt/unimem/bin/fam-queue check fam-queue-perm"
+nothing_left "after the queued operations across users"
 
 step "fam_barrier_all: 4 PEs on nodes 1-2"
 out=$(on_may_fail 0 "$FAM_ENV oshrun -np 4 --nodes 1-2 /opt/unimem/bin/fam-barrier fam-barrier-x 2>&1; echo status=\$?") || true

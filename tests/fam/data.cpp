@@ -94,7 +94,22 @@ static void body(fam *f) {
     f->fam_get_blocking(&v, d, idx[i] * EL, EL);
     CHECK(v == vals[i], "element %" PRIu64 " = %u, expected %u", idx[i], v, vals[i]);
   }
+  // The queued memory-side operations (a unimem extension): the C++ methods.
+  uint32_t addv[N] = {1, 2, 3, 4, 5, 6};
+  f->fam_queue_operation(OP_ADD_INDEXED, addv, d, N, idx, EL);
+  f->fam_aggregate_flush(d);
+  memset(got, 0, sizeof(got));
+  f->fam_queue_operation(OP_GATHER, got, d, N, idx, EL);
+  f->fam_aggregate_flush(d);
+  for (uint64_t i = 0; i < N; i++) {
+    uint32_t v = 0;
+    f->fam_get_blocking(&v, d, idx[i] * EL, EL);
+    CHECK(v == vals[i] + addv[i] && got[i] == v, "queued add to element %" PRIu64 ": %u, %u",
+          idx[i], v, got[i]);
+  }
+  f->fam_scatter_blocking(vals, d, N, idx, EL);
   uint64_t bad[1] = {nel};
+  EXPECT_FAM_ERROR(f->fam_queue_operation(OP_SCATTER, vals, d, 1, bad, EL), FAM_ERR_OUTOFRANGE);
   EXPECT_FAM_ERROR(f->fam_scatter_blocking(vals, d, 1, bad, EL), FAM_ERR_OUTOFRANGE);
   EXPECT_FAM_ERROR(f->fam_gather_blocking(got, d, N, nel - 2, 1, EL), FAM_ERR_OUTOFRANGE);
 
