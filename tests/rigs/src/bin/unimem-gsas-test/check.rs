@@ -485,6 +485,51 @@ fn ops(ctx: &Ctx, node: u16, json: bool) -> Result<i32> {
         u128::MAX - 1,
     );
     eq(&mut c, "CAS128 of the upper word", g.read(x + 8), u64::MAX);
+    // INDEXED batches applied by the home: scatter, add (an element twice, a 32-bit wrap),
+    // gather of both widths, across the two pages.
+    {
+        use gsas::indexed::{ADD, GATHER, SCATTER};
+        let (p, q) = (a + 128, a + gsas::PAGE_SIZE + 8);
+        eq(
+            &mut c,
+            "INDEXED SCATTER",
+            g.indexed(SCATTER, 8, &[(p, 40), (q, u64::MAX)], &mut []),
+            (),
+        );
+        eq(
+            &mut c,
+            "INDEXED ADD",
+            g.indexed(ADD, 8, &[(p, 1), (q, 2), (p, 1)], &mut []),
+            (),
+        );
+        eq(&mut c, "INDEXED ADD added twice", g.read(p), 42);
+        eq(&mut c, "INDEXED ADD wrapped", g.read(q), 1);
+        eq(
+            &mut c,
+            "INDEXED ADD of 32 bits",
+            g.indexed(ADD, 4, &[(p + 4, u64::from(u32::MAX))], &mut []),
+            (),
+        );
+        eq(
+            &mut c,
+            "INDEXED ADD of 32 bits, its half",
+            g.read(p),
+            42 | 0xffff_ffff << 32,
+        );
+        let mut out = [0u64; 3];
+        eq(
+            &mut c,
+            "INDEXED GATHER",
+            g.indexed(GATHER, 4, &[(p, 0), (p + 4, 0), (q, 0)], &mut out),
+            (),
+        );
+        eq(
+            &mut c,
+            "INDEXED GATHER results",
+            Ok(out),
+            [42, 0xffff_ffff, 1],
+        );
+    }
     // COPY by the home: across the page boundary, unaligned, then overlapping (memmove).
     let pattern: Vec<u8> = (0..300u32).map(|i| (i * 13 % 251) as u8).collect();
     let from = a + 100;
@@ -613,7 +658,30 @@ fn denied(ctx: &Ctx, a: u64, json: bool) -> Result<i32> {
     let mut buf = [0u8; 64];
     c.expect_err("BULK_READ", g.bulk_read(a, &mut buf), d);
     c.expect_err("BULK_WRITE", g.bulk_write(a, &[0xba; 64]), d);
-    c.expect_err("FREE", g.free(a & !(gsas::PAGE_SIZE - 1)), d);
+    {
+        use gsas::indexed::{ADD, GATHER, SCATTER};
+        c.expect_err("INDEXED ADD", g.indexed(ADD, 8, &[(a & !7, 1)], &mut []), d);
+        c.expect_err(
+            "INDEXED SCATTER",
+            g.indexed(SCATTER, 4, &[(a & !3, 1)], &mut []),
+            d,
+        );
+        c.expect_err(
+            "INDEXED GATHER",
+            g.indexed(GATHER, 8, &[(a & !7, 0)], &mut [0]),
+            d,
+        );
+        // A batch with one entry of another tree changes none of this tree's either.
+        let mine = g.alloc_shared_page(gsas::node_of(a), 1)?;
+        eq(&mut c, "WRITE own page", g.write(mine, 7), ());
+        c.expect_err(
+            "INDEXED SCATTER, one entry of another tree",
+            g.indexed(SCATTER, 8, &[(mine, 9), (a & !7, 1)], &mut []),
+            d,
+        );
+        eq(&mut c, "a refused batch changed nothing", g.read(mine), 7);
+        eq(&mut c, "FREE own page", g.free(mine), ());
+    }
     println!("denied: tree {:#x} of node {}", g.prot_id(), g.node());
     Ok(c.finish("denied"))
 }
@@ -694,6 +762,56 @@ fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
         g.copy(a, a + gsas::PAGE_SIZE, gsas::PAGE_SIZE + 8),
         fault,
     );
+    {
+        use gsas::indexed::{ADD, SCATTER};
+        c.expect_err(
+            "INDEXED of 0 entries",
+            g.raw(op::INDEXED, a, 8 << 32, 0),
+            inv,
+        );
+        c.expect_err(
+            "INDEXED of kind 3",
+            g.raw(op::INDEXED, a, 1 | 8 << 32 | 3 << 40, 0),
+            inv,
+        );
+        c.expect_err(
+            "INDEXED of 2-byte elements",
+            g.raw(op::INDEXED, a, 1 | 2 << 32, 0),
+            inv,
+        );
+        eq(&mut c, "WRITE before a failed INDEXED", g.write(a, 5), ());
+        c.expect_err(
+            "INDEXED ADD, one entry unaligned",
+            g.indexed(ADD, 8, &[(a, 1), (a + 4, 1)], &mut []),
+            una,
+        );
+        c.expect_err(
+            "INDEXED SCATTER, one entry outside the pool",
+            g.indexed(
+                SCATTER,
+                8,
+                &[(a, 1), (addr(n, gsas::OFFSET_MASK & !7), 1)],
+                &mut [],
+            ),
+            fault,
+        );
+        c.expect_err(
+            "INDEXED SCATTER, one entry on another node",
+            g.indexed(
+                SCATTER,
+                8,
+                &[(a, 1), (addr(other, offset_of(a)), 1)],
+                &mut [],
+            ),
+            fault,
+        );
+        eq(
+            &mut c,
+            "a failed INDEXED batch changed nothing",
+            g.read(a),
+            5,
+        );
+    }
     c.expect_err("FREE of an unaligned address", g.free(a + 8), una);
     c.expect_err(
         "FREE of the second page of an allocation",
