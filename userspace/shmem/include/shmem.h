@@ -696,6 +696,7 @@ static inline void shmem_clear_cache_inv(void) {}
 static inline void shmem_set_cache_inv(void) {}
 static inline void shmem_udcflush(void) {}
 
+#include "shmem/p2p15.h"
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 
 pub mod amo;
 pub mod capi;
+pub mod capi_p2p;
 pub mod coll;
 pub mod heap;
 pub mod job;
@@ -20,4 +21,6 @@ pub mod reduce;
 pub mod remote;
 pub mod ring;
 pub mod rma;
+pub mod signal;
+pub mod wait;
 pub mod window;
