@@ -3,7 +3,8 @@
 #  - the C test programs of tests/shmem (built on the host with oshcc) run with oshrun from
 #    node 0 as 6 PEs on nodes 1-3 (2 per node), each checking its own results: setup and
 #    the symmetric heap, static data, RMA, atomics, locks and point-to-point sync,
-#    collectives, two threads per PE calling at once (SHMEM_THREAD_MULTIPLE); the
+#    collectives, two threads per PE calling at once (SHMEM_THREAD_MULTIPLE); OpenSHMEM 1.5
+#    put-with-signal, multi-variable waits and tests, non-blocking atomics; the
 #    collectives again as 8 PEs on all 4 nodes;
 #  - standard OpenSHMEM programs compiled with oshcc unchanged: spec_example.c (written as the
 #    specification's examples, 1.3 calls included) and ring11.c (1.4, C11 generic interfaces);
@@ -19,7 +20,7 @@
 source "$(dirname "$0")/lib.sh"
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
-PROGS="setup rma amo sync coll threads ctx errors spec_example ring11"
+PROGS="setup rma amo sync coll threads ctx errors spec_example ring11 signal wait15 amo_nbi"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=shm
 
@@ -75,6 +76,21 @@ for p in setup rma amo sync coll threads ctx; do
   step "$p: 6 PEs on nodes 1-3"
   run_ok "$p" 6 1-3
 done
+# OpenSHMEM 1.5 point-to-point: put-with-signal (data then signal, across and within nodes),
+# the waits and tests on several variables, the non-blocking atomics.
+for p in signal wait15 amo_nbi; do
+  step "$p (1.5): 6 PEs on nodes 1-3"
+  run_ok "$p" 6 1-3
+done
+step "signal with every atomic through the services (SHMEM_LOCAL_ATOMICS=0)"
+RUN_ENV=SHMEM_LOCAL_ATOMICS=0 run_ok signal 6 1-3
+step "can fail: an unknown signal operator ends the job with a clear message"
+out=$(on_may_fail 0 "$(as_job "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/signal badop") 2>&1; echo status=\$?") || true
+echo "$out"
+grep -q '^status=1$' <<<"$out" || fail "signal badop: status"
+grep -q 'shmem: PE 0: shmem_long_put_signal: unknown signal operator 7' <<<"$out" || fail "signal badop: unclear message"
+! grep -q 'not reached' <<<"$out" || fail "signal badop: a PE got past the error"
+nothing_left "after signal badop"
 step "amo with every atomic through the services (SHMEM_LOCAL_ATOMICS=0; one-CPU nodes use CPU atomics by default)"
 RUN_ENV=SHMEM_LOCAL_ATOMICS=0 run_ok amo 6 1-3
 
