@@ -23,7 +23,7 @@ case ${1:-} in
     install -D -m 0755 "$pc_built/oshrun" "$dest$bindir/oshrun"
     install -D -m 0755 "$here/oshcc" "$dest$bindir/oshcc"
     install -D -m 0644 "$here/include/shmem.h" "$dest$incdir/shmem.h"
-    # The headers shmem.h includes (shmem/p2p15.h, ...), under incdir/shmem/.
+    # The headers shmem.h includes (shmem/p2p15.h, shmem/teams.h, ...), under incdir/shmem/.
     for h in "$here"/include/shmem/*.h; do
       install -D -m 0644 "$h" "$dest$incdir/shmem/${h##*/}"
     done

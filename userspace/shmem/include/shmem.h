@@ -106,16 +106,20 @@ typedef struct unimem_shmem_ctx *shmem_ctx_t;
 int shmem_ctx_create(long options, shmem_ctx_t *ctx);
 void shmem_ctx_destroy(shmem_ctx_t ctx);
 
-/* The context form of a routine: the routine itself (see above). */
+/* The context form of a routine: the routine itself (see above), on the PE of the context's
+ * team (shmem_team_create_ctx) that `pe` names. */
+int unimem_shmem_ctx_pe(shmem_ctx_t ctx, int pe);
 #define _SHMEM_UNPAREN(...) __VA_ARGS__
 #define _SHMEM_CTX_V(NAME, PARAMS, ARGS)                                                        \
   static inline void shmem_ctx_##NAME(shmem_ctx_t ctx, _SHMEM_UNPAREN PARAMS) {                 \
-    (void)ctx;                                                                                  \
+    if (ctx)                                                                                    \
+      pe = unimem_shmem_ctx_pe(ctx, pe);                                                        \
     shmem_##NAME ARGS;                                                                          \
   }
 #define _SHMEM_CTX_R(R, NAME, PARAMS, ARGS)                                                     \
   static inline R shmem_ctx_##NAME(shmem_ctx_t ctx, _SHMEM_UNPAREN PARAMS) {                    \
-    (void)ctx;                                                                                  \
+    if (ctx)                                                                                    \
+      pe = unimem_shmem_ctx_pe(ctx, pe);                                                        \
     return shmem_##NAME ARGS;                                                                   \
   }
 
@@ -677,6 +681,8 @@ _SHMEM_REDUCE_ARITH(double, double, _SHMEM_T_double)
 #define shmem_test(ivar, cmp, value) _SHMEM_G_WAIT(ivar, test)(ivar, cmp, value)
 
 #endif /* C11 */
+
+#include "shmem/teams.h"
 
 /* ---- Deprecated (1.3 and before) ---- */
 

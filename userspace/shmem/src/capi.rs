@@ -470,6 +470,9 @@ pub unsafe extern "C" fn unimem_shmem_reduce(
 /// ones. It records its options only to refuse unknown ones.
 pub struct Ctx {
     _options: c_long,
+    /// The handle of the context's team (`shmem_team_t`, [`crate::team`]): WORLD but for
+    /// `shmem_team_create_ctx`'s contexts.
+    pub(crate) team: usize,
 }
 
 /// `SHMEM_CTX_SERIALIZED | SHMEM_CTX_PRIVATE | SHMEM_CTX_NOSTORE`.
@@ -488,7 +491,12 @@ pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut *mut Ctx) -
         return 1;
     }
     // SAFETY: the caller's shmem_ctx_t (checked non-NULL).
-    unsafe { *ctx = Box::into_raw(Box::new(Ctx { _options: options })) };
+    unsafe {
+        *ctx = Box::into_raw(Box::new(Ctx {
+            _options: options,
+            team: crate::team::WORLD + 1,
+        }))
+    };
     0
 }
 
@@ -498,6 +506,9 @@ pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut *mut Ctx) -
 pub unsafe extern "C" fn shmem_ctx_destroy(ctx: *mut Ctx) {
     if ctx.is_null() {
         die("shmem_ctx_destroy: SHMEM_CTX_DEFAULT cannot be destroyed");
+    }
+    if ctx as usize == crate::capi_team::CTX_INVALID {
+        return;
     }
     // SAFETY: made by `shmem_ctx_create` (the caller's contract), destroyed once.
     drop(unsafe { Box::from_raw(ctx) });

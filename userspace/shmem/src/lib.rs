@@ -13,6 +13,7 @@
 pub mod amo;
 pub mod capi;
 pub mod capi_p2p;
+pub mod capi_team;
 pub mod coll;
 pub mod heap;
 pub mod job;
@@ -22,5 +23,7 @@ pub mod remote;
 pub mod ring;
 pub mod rma;
 pub mod signal;
+pub mod team;
+pub mod team_coll;
 pub mod wait;
 pub mod window;

@@ -433,6 +433,7 @@ pub fn finalize() {
             }
         }
     });
+    crate::team::reset();
     *JOB.lock().unwrap_or_else(|p| p.into_inner()) = None;
 }
 
