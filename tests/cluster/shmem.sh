@@ -4,8 +4,9 @@
 #    node 0 as 6 PEs on nodes 1-3 (2 per node), each checking its own results: setup and
 #    the symmetric heap, static data, RMA, atomics, locks and point-to-point sync,
 #    collectives, two threads per PE calling at once (SHMEM_THREAD_MULTIPLE); OpenSHMEM 1.5
-#    put-with-signal, multi-variable waits and tests, non-blocking atomics; the
-#    collectives again as 8 PEs on all 4 nodes;
+#    put-with-signal, multi-variable waits and tests, non-blocking atomics, teams (splits,
+#    SHARED, team contexts) and team collectives; the collectives and teams again as 8 PEs on
+#    all 4 nodes;
 #  - standard OpenSHMEM programs compiled with oshcc unchanged: spec_example.c (written as the
 #    specification's examples, 1.3 calls included) and ring11.c (1.4, C11 generic interfaces);
 #  - can fail: a PE out of range and a non-symmetric address end the job with a clear
@@ -20,7 +21,7 @@
 source "$(dirname "$0")/lib.sh"
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
-PROGS="setup rma amo sync coll threads ctx errors spec_example ring11 signal wait15 amo_nbi"
+PROGS="setup rma amo sync coll threads ctx errors spec_example ring11 signal wait15 amo_nbi teams team_coll"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=shm
 
@@ -72,7 +73,7 @@ if [ "$(cluster_arches | wc -l)" -gt 1 ]; then
   exit 0
 fi
 
-for p in setup rma amo sync coll threads ctx; do
+for p in setup rma amo sync coll threads ctx teams team_coll; do
   step "$p: 6 PEs on nodes 1-3"
   run_ok "$p" 6 1-3
 done
@@ -94,8 +95,10 @@ nothing_left "after signal badop"
 step "amo with every atomic through the services (SHMEM_LOCAL_ATOMICS=0; one-CPU nodes use CPU atomics by default)"
 RUN_ENV=SHMEM_LOCAL_ATOMICS=0 run_ok amo 6 1-3
 
-step "coll: 8 PEs on all 4 nodes (with oshrun's node)"
-run_ok coll 8 0-3
+for p in coll teams team_coll; do
+  step "$p: 8 PEs on all 4 nodes (with oshrun's node)"
+  run_ok "$p" 8 0-3
+done
 nothing_left "after the test programs"
 
 step "a standard OpenSHMEM program compiled with oshcc, unchanged"
