@@ -122,6 +122,7 @@ int main(void) {
       shmem_team_destroy(quarter);
     }
     split_2d(even, 2);
+    shmem_team_destroy(even);
   }
   shmem_barrier_all();
 
