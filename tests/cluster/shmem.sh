@@ -9,6 +9,8 @@
 #    all 4 nodes;
 #  - standard OpenSHMEM programs compiled with oshcc unchanged: spec_example.c (written as the
 #    specification's examples, 1.3 calls included) and ring11.c (1.4, C11 generic interfaces);
+#  - shmem_global_exit(STATUS) from the last PE while the others wait in a barrier: every PE
+#    stops and oshrun exits with STATUS (7, and 0);
 #  - can fail: a PE out of range and a non-symmetric address end the job with a clear
 #    message and a non-zero status, within seconds; SIGINT and SIGTERM to oshrun stop every
 #    PE; so does a PE that exits without shmem_finalize while others wait for it; oshrun killed
@@ -21,7 +23,7 @@
 source "$(dirname "$0")/lib.sh"
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
-PROGS="setup rma amo sync coll threads ctx errors spec_example ring11 signal wait15 amo_nbi teams team_coll"
+PROGS="setup rma amo sync coll threads ctx errors global_exit spec_example ring11 signal wait15 amo_nbi teams team_coll"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=shm
 
@@ -38,15 +40,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "every node: base modules, kram-daemon, unimem_gsas, gsasd; jobs run as $(who_runs)"
+# GSAS pools large enough for the heaps programs expect (tests-sos allocates 16-32 MiB): oshrun's
+# default heap with 2 PEs a node is then 128 MiB as root, 64 MiB as a user (user_pages_pct=50).
+# The pools live in the nodes' GAS partitions (host memory), not in the VMs' RAM; partitions of
+# at least SHMEM_POOL_MIB + 11 MiB are needed (kram-daemon lends from 3 MiB on; scripts/test.sh gives 2 GiB).
+SHMEM_POOL_MIB=${SHMEM_POOL_MIB:-320}
+export KRAM_CHUNKS=$((SHMEM_POOL_MIB + 8))
+GSAS_ARGS="$GSAS_ARGS pool_mib=$SHMEM_POOL_MIB"
+step "every node: base modules, kram-daemon ($KRAM_CHUNKS MiB), unimem_gsas (pool $SHMEM_POOL_MIB MiB), gsasd; jobs run as $(who_runs)"
 fork_nodes_up "$LOGS"
 
-# nothing_left: no PE or oshrun runs anywhere, and no GSAS page is allocated.
+# nothing_left: no PE or oshrun runs anywhere, and no GSAS page is allocated (within 30 s: a freed
+# heap of more than 1 MiB counts as used until the service's zeroing work has wiped it).
 nothing_left() {
   local n
   for n in $(seq 0 $((NODES - 1))); do
     on "$n" "! pidof oshrun $PROGS" >/dev/null || fail "node $n: $1: a PE or oshrun is still running"
-    expect_eq "$(on "$n" "cat $SYS/used_pages")" 0 "node $n: $1: GSAS pages still allocated"
+    on "$n" "for i in \$(seq 150); do [ \$(cat $SYS/used_pages) = 0 ] && exit 0; sleep 0.2; done; exit 1" ||
+      expect_eq "$(on "$n" "cat $SYS/used_pages")" 0 "node $n: $1: GSAS pages still allocated"
   done
 }
 
@@ -145,6 +156,19 @@ echo "$out"
 grep -q '^status=1$' <<<"$out" || fail "errors exit: status"
 grep -q 'oshrun: PE 0 exited without shmem_finalize .* stopping them' <<<"$out" || fail "errors exit: unclear message"
 nothing_left "after errors exit"
+
+step "shmem_global_exit(STATUS) from PE 5 while the others wait in a barrier: oshrun exits with STATUS"
+for code in 7 0; do
+  start=$SECONDS
+  out=$(on_may_fail 0 "$(as_job "oshrun -np 6 --nodes 1-3 /opt/unimem/bin/global_exit $code") 2>&1; echo status=\$?") || true
+  echo "$out"
+  grep -q "^status=$code\$" <<<"$out" || fail "global_exit $code: oshrun's status is not $code"
+  expect_eq "$(grep -c '^PE [0-4]: waiting$' <<<"$out")" 5 "global_exit $code: PEs waiting in the barrier"
+  grep -q "oshrun: PE 5 called shmem_global_exit($code)" <<<"$out" || fail "global_exit $code: no message"
+  ! grep -q 'not reached' <<<"$out" || fail "global_exit $code: a PE got past shmem_global_exit or the barrier"
+  [ $((SECONDS - start)) -lt 60 ] || fail "global_exit $code took $((SECONDS - start)) s"
+  nothing_left "after global_exit $code"
+done
 
 step "SIGINT and SIGTERM to oshrun stop every PE"
 for sig in INT:130 TERM:143; do

@@ -7,7 +7,8 @@
  *   oshrun -np 6 /opt/unimem/bin/prog
  *
  * Symmetric objects: the program's global and static variables (.data, .bss) and the
- * symmetric heap (shmem_malloc and friends; SHMEM_SYMMETRIC_SIZE bytes per PE, default 1M).
+ * symmetric heap (shmem_malloc and friends; SHMEM_SYMMETRIC_SIZE bytes per PE; oshrun
+ * sizes it from the GSAS pool when it is not set: docs/SHMEM.md).
  * Every put, get and atomic has completed when the call returns: shmem_quiet and shmem_fence
  * only order the calling PE's own accesses.
  *

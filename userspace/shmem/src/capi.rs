@@ -47,10 +47,17 @@ pub extern "C" fn shmem_finalize() {
     pe::finalize();
 }
 
+/// Ends the whole job with `status`: recorded in this PE's slot before the job is aborted, so
+/// that oshrun exits with it (its low 8 bits, as `exit(3)` keeps them) and the other PEs, which
+/// their agents stop, leave quietly.
 #[no_mangle]
 pub extern "C" fn shmem_global_exit(status: c_int) {
     if let Some(j) = pe::try_job() {
-        pe::with_gsas(|g| j.layout.abort(g));
+        // The agent stops every PE once the job is aborted: this one exits with its status.
+        let mut term = nix::sys::signal::SigSet::empty();
+        term.add(nix::sys::signal::SIGTERM);
+        let _ = term.thread_block();
+        pe::with_gsas(|g| j.layout.global_exit(g, j.me, status));
     }
     std::process::exit(status)
 }
@@ -121,19 +128,54 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
 // The symmetric heap. Collective: every PE makes the same calls, so the deterministic
 // allocator gives the same offsets everywhere; the barriers are the spec's.
 
+// Size 0 is no action: NULL, and no barrier (the spec's "when no action is performed").
+
 fn heap_alloc(size: usize, align: usize) -> *mut c_void {
     let j = job();
-    coll::barrier_all();
     if size == 0 {
         return null_mut();
     }
-    let off = j
-        .heap
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .alloc(size as u64, align as u64);
     coll::barrier_all();
-    off.map_or(null_mut(), |o| (j.heap_va + o as usize) as *mut c_void)
+    // The heap starts at a multiple of heap_va_align: aligned offsets are aligned addresses
+    // up to it; a larger alignment could not be the same offset on every PE.
+    let off = (align as u64 <= j.heap_va_align)
+        .then(|| {
+            j.heap
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .alloc(size as u64, align as u64)
+        })
+        .flatten();
+    coll::barrier_all();
+    match off {
+        Some(o) => (j.heap_va + o as usize) as *mut c_void,
+        None => {
+            heap_full_hint(&j, size, align);
+            null_mut()
+        }
+    }
+}
+
+/// Says once per PE, on PE 0, why an allocation returned NULL: usually a heap too small for
+/// the program, which SHMEM_SYMMETRIC_SIZE sets.
+fn heap_full_hint(j: &pe::Job, size: usize, align: usize) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if j.me != 0 {
+        return;
+    }
+    SAID.call_once(|| {
+        let free = j.heap_len - j.heap.lock().unwrap_or_else(|p| p.into_inner()).in_use();
+        eprintln!(
+            "shmem: PE 0: note: an allocation of {size} bytes (alignment {align}) returned NULL: the symmetric heap has {} bytes, {free} of them free{}; {} sets its size per PE (with K, M or G)",
+            j.heap_len,
+            if align as u64 > j.heap_va_align || !align.is_power_of_two() {
+                format!(" (alignments are powers of two up to {})", j.heap_va_align)
+            } else {
+                String::new()
+            },
+            pe::HEAP_ENV
+        );
+    });
 }
 
 #[no_mangle]

@@ -48,6 +48,10 @@ pub fn spin_until(j: &Job, mut cond: impl FnMut() -> bool) {
         if now.duration_since(last) > Duration::from_secs(1) {
             ABORT_CHECKED.with(|c| c.set(Some(now)));
             if with_gsas(|g| j.layout.aborted(g)) {
+                // A PE's shmem_global_exit: leave with its status, quietly.
+                if let Some((_, status)) = with_gsas(|g| j.layout.global_exit_status(g)) {
+                    std::process::exit(status);
+                }
                 eprintln!("shmem: PE {}: the job was aborted", j.me);
                 std::process::exit(1);
             }

@@ -57,7 +57,13 @@ pub mod slot {
     pub const FINALIZED: u64 = 72;
     /// The PE's build ([`program_word`]), written before the node word publishes the slot.
     pub const PROGRAM: u64 = 80;
+    /// [`GLOBAL_EXIT`] | status once the PE called `shmem_global_exit(status)` (0 otherwise):
+    /// written before the abort flag, so whoever sees the job aborted finds it.
+    pub const EXIT: u64 = 88;
 }
+
+/// Marks a slot's `EXIT` word as set ("GE" in the top bytes); the status is the low 8 bits.
+pub const GLOBAL_EXIT: u64 = 0x4745 << 48;
 
 /// Architectures a program word names (its top byte; 0: another one).
 const ARCHES: [&str; 2] = ["x86_64", "aarch64"];
@@ -168,6 +174,24 @@ impl Layout {
 
     pub fn abort(&self, g: &impl Remote) {
         let _ = g.write(self.word(hdr::ABORT), 1);
+    }
+
+    /// PE `pe` called `shmem_global_exit(status)`: records the status (as a process exit
+    /// status: its low 8 bits, as `exit(3)` keeps them) in its slot, then aborts the job.
+    pub fn global_exit(&self, g: &impl Remote, pe: usize, status: i32) {
+        let _ = g.write(
+            self.slot(pe, slot::EXIT),
+            GLOBAL_EXIT | u64::from(status as u8),
+        );
+        self.abort(g);
+    }
+
+    /// The first PE (by number) that called `shmem_global_exit`, and its status (0-255).
+    pub fn global_exit_status(&self, g: &impl Remote) -> Option<(usize, i32)> {
+        (0..self.npes).find_map(|pe| {
+            let w = g.read(self.slot(pe, slot::EXIT)).ok()?;
+            (w & !0xff == GLOBAL_EXIT).then_some((pe, (w & 0xff) as i32))
+        })
     }
 
     /// A barrier of every PE of the job on the header's `AUX_*` words, for a library that
@@ -354,6 +378,16 @@ mod tests {
         l.abort(&g);
         assert!(l.aborted(&g));
         assert!(l.ring(2) + RING_BYTES <= base + pages(3) * PAGE_SIZE);
+        assert_eq!(l.global_exit_status(&g), None);
+        l.global_exit(&g, 2, 7);
+        l.global_exit(&g, 1, 256 + 9);
+        assert_eq!(l.global_exit_status(&g), Some((1, 9)));
+        l.global_exit(&g, 0, -1);
+        assert_eq!(l.global_exit_status(&g), Some((0, 255)));
+        // Not a recorded exit: a word without the mark.
+        g.write(l.slot(0, slot::EXIT), 3).unwrap();
+        assert_eq!(l.global_exit_status(&g), Some((1, 9)));
+        const { assert!(slot::EXIT + 8 <= SLOT_BYTES) };
         assert!(l.slot(2, SLOT_BYTES) <= l.ring(0));
     }
 

@@ -15,7 +15,53 @@ pub const JOB_ENV: &str = "SHMEM_JOB";
 pub const PE_ENV: &str = "SHMEM_PE";
 /// The symmetric heap's size per PE (OpenSHMEM's name): bytes, or with a K, M or G suffix.
 pub const HEAP_ENV: &str = "SHMEM_SYMMETRIC_SIZE";
+/// The heap when `SHMEM_SYMMETRIC_SIZE` is not set and oshrun did not choose one
+/// ([`default_heap`]); also the least oshrun chooses.
 pub const DEFAULT_HEAP: u64 = 1 << 20;
+/// The most oshrun gives each PE by default (Open MPI's OSHMEM gives 256 MiB too).
+pub const MAX_DEFAULT_HEAP: u64 = 256 << 20;
+/// The GSAS service's statistics (docs/GSAS.md), on the node that reads them.
+pub const GSAS_SYSFS: &str = "/sys/kernel/unimem_gsas";
+
+/// The heap oshrun gives each PE when `SHMEM_SYMMETRIC_SIZE` is not set: the largest power of
+/// two, between [`DEFAULT_HEAP`] and [`MAX_DEFAULT_HEAP`], such that `pes_per_node` heaps, each
+/// PE's sync page and static data (1 MiB allowed for them) and the job descriptor
+/// (`descriptor` bytes) fit in what this user may hold of a node's GSAS pool of `pool` bytes:
+/// `user_pct` percent of it (`unimem_gsas user_pages_pct`), or all of it for an administrator
+/// (`None`). Every PE must have the same heap, and the pool is a module parameter of every node
+/// (`pool_mib`), so oshrun sizes it from its own node's pool.
+pub fn default_heap(pool: u64, user_pct: Option<u64>, pes_per_node: u64, descriptor: u64) -> u64 {
+    let usable = pool / 100 * user_pct.unwrap_or(100).min(100);
+    let per_pe = usable.saturating_sub(descriptor) / pes_per_node.max(1);
+    let heap = per_pe.saturating_sub(1 << 20);
+    if heap < DEFAULT_HEAP {
+        return DEFAULT_HEAP;
+    }
+    (1u64 << heap.ilog2()).min(MAX_DEFAULT_HEAP)
+}
+
+/// This node's GSAS pool and pages in use, in bytes, from the service's statistics.
+pub fn local_pool() -> Option<(u64, u64)> {
+    let read = |name: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("{GSAS_SYSFS}/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some((
+        read("pool_pages")? * PAGE_SIZE,
+        read("used_pages")? * PAGE_SIZE,
+    ))
+}
+
+/// Where the symmetric heap starts in the address space: a multiple of this, which follows
+/// from its length alone and so is the same on every PE. Offsets aligned to it or less (the
+/// heap allocator's) are then addresses aligned as much: `shmem_align` up to it is aligned in
+/// the address space; beyond it, `shmem_align` returns NULL.
+pub fn heap_va_align(heap_len: u64) -> u64 {
+    heap_len.next_power_of_two().clamp(2 << 20, 1 << 30)
+}
 
 /// Which symmetric region an address is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +89,8 @@ pub struct Job {
     pub static_len: u64,
     pub heap_va: usize,
     pub heap_len: u64,
+    /// `heap_va` is a multiple of it ([`heap_va_align`]).
+    pub heap_va_align: u64,
     pub sync_va: usize,
     pub peers: Vec<Peer>,
     pub heap: Mutex<Heap>,
@@ -246,8 +294,12 @@ fn init_inner() -> Result<Job, String> {
         let (seg_start, seg_end) = window::data_segment().unwrap_or((0, 0));
         let static_len = (seg_end - seg_start) as u64;
         let alloc = |what: &str, len: u64| {
-            g.alloc_shared_page(node, pages(len))
-                .map_err(|e| format!("allocating {len} bytes of {what} on node {node}: {e} (set {HEAP_ENV} smaller, or give unimem_gsas a larger pool)"))
+            g.alloc_shared_page(node, pages(len)).map_err(|e| {
+                format!(
+                    "allocating {len} bytes of {what} on node {node}: {e}: {}",
+                    pool_advice(node, heap_len)
+                )
+            })
         };
         let sync_addr = alloc("sync page", PAGE_SIZE)?;
         let mut mine = Mine {
@@ -275,7 +327,12 @@ fn init_inner() -> Result<Job, String> {
             record(&mine)?;
         }
         let sync_va = window::map(g, sync_addr, PAGE_SIZE as usize, None)?;
-        let heap_va = window::map(g, mine.heap_addr, heap_len as usize, None)?;
+        let heap_va = window::map_aligned(
+            g,
+            mine.heap_addr,
+            heap_len as usize,
+            heap_va_align(heap_len) as usize,
+        )?;
         if static_len > 0 {
             let tmp = window::map(g, mine.static_addr, static_len as usize, None)?;
             // SAFETY: both ranges are mapped and static_len long; they do not overlap.
@@ -351,12 +408,28 @@ fn init_inner() -> Result<Job, String> {
             static_len,
             heap_va,
             heap_len,
+            heap_va_align: heap_va_align(heap_len),
             sync_va,
             peers,
             heap: Mutex::new(Heap::new(heap_len)),
             local_atomics: crate::amo::local_atomics_allowed()?,
         })
     })
+}
+
+/// What to do when this node's GSAS pool cannot hold a PE's regions.
+fn pool_advice(node: u16, heap_len: u64) -> String {
+    let pool = match local_pool() {
+        Some((pool, used)) => format!(
+            "node {node}'s GSAS pool has {} MiB, {} MiB of it in use, and a user who is not an administrator may hold only unimem_gsas's user_pages_pct= (default 50%) of it",
+            pool >> 20,
+            used >> 20
+        ),
+        None => format!("node {node}'s GSAS pool cannot supply it"),
+    };
+    format!(
+        "{pool}; every PE of the node needs a symmetric heap of {heap_len} bytes ({HEAP_ENV}) and a little more: set {HEAP_ENV} smaller, place fewer PEs per node, or load unimem_gsas with a larger pool_mib= (its kram-daemon lending at least that many MiB, --chunks)"
+    )
 }
 
 fn record_slot(g: &Gsas, layout: &Layout, me: usize, s: &Slot) -> Result<(), String> {
@@ -440,6 +513,22 @@ pub fn finalize() {
 #[cfg(test)]
 mod tests {
     use super::parse_size;
+
+    #[test]
+    fn default_heaps() {
+        use super::{default_heap, DEFAULT_HEAP, MAX_DEFAULT_HEAP};
+        const M: u64 = 1 << 20;
+        // The module's default pool (16 MiB), 2 PEs a node: 4 MiB as root, 2 MiB as a user.
+        assert_eq!(default_heap(16 * M, None, 2, 12 * 4096), 4 * M);
+        assert_eq!(default_heap(16 * M, Some(50), 2, 12 * 4096), 2 * M);
+        // The shmem test's pools (320 MiB): 128 MiB as root, 64 MiB as a user.
+        assert_eq!(default_heap(320 * M, None, 2, 12 * 4096), 128 * M);
+        assert_eq!(default_heap(320 * M, Some(50), 2, 12 * 4096), 64 * M);
+        // Never below the old default (the PEs then say what is missing), never above the cap.
+        assert_eq!(default_heap(M, Some(50), 8, 0), DEFAULT_HEAP);
+        assert_eq!(default_heap(0, None, 0, 0), DEFAULT_HEAP);
+        assert_eq!(default_heap(4096 * M, None, 1, 0), MAX_DEFAULT_HEAP);
+    }
 
     #[test]
     fn sizes() {

@@ -26,6 +26,47 @@ pub fn map(g: &Gsas, addr: u64, len: usize, fixed: Option<usize>) -> Result<usiz
     Ok(p.as_ptr() as usize)
 }
 
+/// As [`map`], at an address that is a multiple of `align` (a power of two, at least a page):
+/// `len + align` bytes of address space are reserved (no memory), the pages are mapped over
+/// the aligned part of it and the rest is given back. Why: `shmem_align` must return
+/// addresses aligned in the address space, and the heap allocator aligns offsets into the
+/// heap, so the heap's start must be aligned at least as much.
+pub fn map_aligned(g: &Gsas, addr: u64, len: usize, align: usize) -> Result<usize, String> {
+    if !align.is_power_of_two() || align < PAGE {
+        return Err(format!(
+            "alignment {align:#x} is not a power of two of pages"
+        ));
+    }
+    let span = len
+        .checked_add(align)
+        .and_then(NonZeroUsize::new)
+        .ok_or("address range too large")?;
+    // SAFETY: a fresh inaccessible reservation, mapped over or unmapped below.
+    let res = unsafe {
+        mmap_anonymous(
+            None,
+            span,
+            ProtFlags::PROT_NONE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
+        )
+    }
+    .map_err(|e| format!("reserving {span:#x} bytes of address space: {e}"))?;
+    let start = res.as_ptr() as usize;
+    let at = start.next_multiple_of(align);
+    let end = start + span.get();
+    match map(g, addr, len, Some(at)) {
+        Ok(va) => {
+            unmap(start, at - start);
+            unmap(at + len, end - (at + len));
+            Ok(va)
+        }
+        Err(e) => {
+            unmap(start, span.get());
+            Err(e)
+        }
+    }
+}
+
 /// Unmaps `[va, va + len)`.
 pub fn unmap(va: usize, len: usize) {
     if let Some(p) = NonNull::new(va as *mut std::ffi::c_void) {

@@ -61,19 +61,52 @@ pub fn place(np: usize, nodes: &[u16]) -> Vec<u16> {
 }
 
 /// oshrun's SHMEM_* variables (but the job's own), as NAME=VALUE for the agents:
-/// remoteFork carries no environment. SHMEM_SYMMETRIC_SIZE is checked here.
-fn shmem_env() -> Result<Vec<String>> {
+/// remoteFork carries no environment. SHMEM_SYMMETRIC_SIZE is checked here; without it, the
+/// PEs get [`shmem::pe::default_heap`] for `pes_per_node` PEs on a node (at most).
+fn shmem_env(np: usize, pes_per_node: usize) -> Result<Vec<String>> {
     let mut out = Vec::new();
+    let mut heap_given = false;
     for (k, v) in std::env::vars() {
         if !k.starts_with("SHMEM_") || k == shmem::pe::JOB_ENV || k == shmem::pe::PE_ENV {
             continue;
         }
-        if k == shmem::pe::HEAP_ENV && shmem::pe::parse_size(&v).is_none_or(|n| n == 0) {
-            bail!("{k}={v:?} is not a size (bytes, or with K, M or G)");
+        if k == shmem::pe::HEAP_ENV {
+            if shmem::pe::parse_size(&v).is_none_or(|n| n == 0) {
+                bail!("{k}={v:?} is not a size (bytes, or with K, M or G)");
+            }
+            heap_given = true;
         }
         out.push(format!("{k}={v}"));
     }
+    if !heap_given {
+        let heap = match shmem::pe::local_pool() {
+            Some((pool, _)) => {
+                // SAFETY: geteuid has no preconditions.
+                let admin = unsafe { libc::geteuid() } == 0;
+                let pct = (!admin).then(user_pages_pct);
+                shmem::pe::default_heap(
+                    pool,
+                    pct,
+                    pes_per_node as u64,
+                    job::pages(np) * gsas::PAGE_SIZE,
+                )
+            }
+            None => shmem::pe::DEFAULT_HEAP,
+        };
+        log::info!("symmetric heap per PE: {heap} bytes ({pes_per_node} PEs per node at most)");
+        out.push(format!("{}={heap}", shmem::pe::HEAP_ENV));
+    }
     Ok(out)
+}
+
+/// The share of a node's GSAS pool a user may hold (`unimem_gsas user_pages_pct`, 50 unless
+/// the module shows another value).
+fn user_pages_pct() -> u64 {
+    std::fs::read_to_string("/sys/module/unimem_gsas/parameters/user_pages_pct")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|p| (1..=100).contains(p))
+        .unwrap_or(50)
 }
 
 struct Pe {
@@ -103,7 +136,13 @@ pub fn run(np: usize, nodes: Option<&str>, command: &[String]) -> Result<i32> {
         );
     }
     let prog = prog.to_string_lossy().into_owned();
-    let env = shmem_env()?;
+    let placement = place(np, &nodes);
+    let per_node = nodes
+        .iter()
+        .map(|n| placement.iter().filter(|&p| p == n).count())
+        .max()
+        .unwrap_or(1);
+    let env = shmem_env(np, per_node)?;
     let me = std::env::current_exe().context("oshrun's own path")?;
     let me = me.to_string_lossy().into_owned();
     let g = Gsas::open().context("opening GSAS (are unimem_mailbox and unimem_gsas loaded?)")?;
@@ -160,12 +199,17 @@ pub fn run(np: usize, nodes: Option<&str>, command: &[String]) -> Result<i32> {
             eprintln!("oshrun: {e:#}");
             layout.abort(&g);
         }
-        let first_failure = supervise(&g, &layout, &mut pes)?;
+        let (first_failure, global_exit) = supervise(&g, &layout, &mut pes)?;
         free_leftovers(&g, &layout, &pes);
         started?;
         let sig = SIGNAL.load(Ordering::SeqCst);
         if sig != 0 {
             return Ok(128 + sig);
+        }
+        // shmem_global_exit(status) ends the job with that status, whatever the stopped PEs
+        // exited with.
+        if let Some(status) = global_exit {
+            return Ok(status);
         }
         // The PE whose failure stopped the job tells what went wrong; the others were
         // stopped by oshrun (SIGTERM) and would all say 143.
@@ -187,9 +231,21 @@ pub fn run(np: usize, nodes: Option<&str>, command: &[String]) -> Result<i32> {
 /// Prints output, counts the heartbeat, collects exit statuses; aborts the job when a PE
 /// fails or a signal came. Returns when every started PE has exited (or the grace is over),
 /// with the status of the PE whose failure stopped the job: the first that failed other
-/// than by the SIGTERM its agent sends when the job is stopped.
-fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<Option<i32>> {
+/// than by the SIGTERM its agent sends when the job is stopped; and the status a PE gave
+/// `shmem_global_exit`, if one did.
+fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<(Option<i32>, Option<i32>)> {
     let mut aborted_at: Option<Instant> = None;
+    let mut global_exit: Option<i32> = None;
+    // A PE called shmem_global_exit (it records its status before it aborts the job): the job
+    // ends with that status, and the other PEs' statuses are the teardown's.
+    let look_for_global_exit = |global_exit: &mut Option<i32>| {
+        if global_exit.is_none() {
+            if let Some((pe, status)) = layout.global_exit_status(g) {
+                eprintln!("oshrun: PE {pe} called shmem_global_exit({status}): stopping every PE");
+                *global_exit = Some(status);
+            }
+        }
+    };
     let mut failures: Vec<i32> = Vec::new();
     let mut unfinalized: Option<(usize, Instant)> = None;
     let mut beat = 0u64;
@@ -208,6 +264,7 @@ fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<Option<i32>> {
         if aborted_at.is_none() {
             if g.read(layout.word(job::hdr::ABORT)).unwrap_or(0) != 0 {
                 aborted_at = Some(Instant::now());
+                look_for_global_exit(&mut global_exit);
             }
             let sig = SIGNAL.load(Ordering::SeqCst);
             if sig != 0 {
@@ -230,7 +287,10 @@ fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<Option<i32>> {
                             unfinalized = Some((i, Instant::now()));
                         }
                         if s.0 != 0 {
-                            eprintln!("oshrun: PE {i} (node {}): {s}", p.node);
+                            look_for_global_exit(&mut global_exit);
+                            if global_exit.is_none() {
+                                eprintln!("oshrun: PE {i} (node {}): {s}", p.node);
+                            }
                             failures.push(s.shell());
                             if aborted_at.is_none() {
                                 eprintln!("oshrun: stopping the other PEs");
@@ -280,11 +340,12 @@ fn supervise(g: &Gsas, layout: &Layout, pes: &mut [Pe]) -> Result<Option<i32>> {
     }
     let _ = std::io::stdout().flush();
     let stopped = 128 + nix::sys::signal::SIGTERM as i32;
-    Ok(failures
+    let first = failures
         .iter()
         .find(|&&f| f != stopped)
         .or(failures.first())
-        .copied())
+        .copied();
+    Ok((first, global_exit))
 }
 
 /// Prints what PE `i` wrote since the last look; whether there was anything.

@@ -18,10 +18,12 @@ use clap::{CommandFactory, Parser};
         PEs are placed in blocks: with N PEs on M nodes, the first N % M nodes get one more, \
         and each node's PEs have consecutive numbers. Every PE's output (stdout and stderr) is \
         printed here, line by line, as 'PE <n>: <line>'. The exit status is the worst of the \
-        PEs' (128 + signal for a PE killed by a signal). If a PE fails, or oshrun gets SIGINT \
+        PEs' (128 + signal for a PE killed by a signal), or the status a PE gave \
+        shmem_global_exit (its low 8 bits). If a PE fails, or oshrun gets SIGINT \
         or SIGTERM, the other PEs are stopped.\n\n\
         oshrun passes its SHMEM_* environment variables to the PEs, e.g. SHMEM_SYMMETRIC_SIZE \
-        (the symmetric heap per PE: bytes, or with K, M or G; default 1M). \
+        (the symmetric heap per PE: bytes, or with K, M or G; default: the largest power of two \
+        up to 256M whose heaps fit in this node's GSAS pool for the PEs placed on one node). \
         The program's path must be the same on every node (e.g. under /opt/unimem)."
 )]
 struct Cli {
