@@ -59,7 +59,7 @@ check:
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	rustfmt --edition 2021 --config newline_style=Unix --check kernel/*/*.rs kernel/common/*.rs
-	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh scripts/profile/*.sh scripts/peers/*.sh tests/cluster/*.sh tests/host/*.sh .ci/run userspace/*.sh userspace/*/*.sh userspace/shmem/oshcc userspace/fam/famcc
+	shellcheck -x -P SCRIPTDIR -S warning -e SC2043 scripts/*.sh scripts/lib/*.sh scripts/cluster scripts/bench/*.sh scripts/profile/*.sh scripts/peers/*.sh tests/cluster/*.sh tests/host/*.sh .ci/run userspace/*.sh userspace/*/*.sh userspace/shmem/oshcc userspace/shmem/oshc++ userspace/fam/famcc
 
 # The kernel modules in the kernel's own Rust format (its .rustfmt.toml: edition 2021, Unix
 # newlines, default width).

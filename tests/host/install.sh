@@ -30,7 +30,7 @@ local_files=(sbin/kram-daemon sbin/gsasd sbin/famd share/man/man8/famd.8 lib/sys
   bin/unimem-memtest bin/unimem-sl
   lib/libgsas.so lib/libgsas.a lib/pkgconfig/gsas.pc include/gsas.h
   bin/unimem-dht lib/libdht.so lib/libdht.a lib/pkgconfig/dht.pc include/dht.h share/man/man1/unimem-dht.1
-  bin/oshrun bin/oshcc lib/libshmem.so lib/pkgconfig/shmem.pc include/shmem.h include/shmem/p2p15.h include/shmem/teams.h share/man/man1/oshrun.1
+  bin/oshrun bin/oshcc bin/oshc++ lib/libshmem.so lib/pkgconfig/shmem.pc include/shmem.h include/shmem/p2p15.h include/shmem/teams.h share/man/man1/oshrun.1
   lib/systemd/system/kram-daemon.service lib/systemd/system/gsasd.service lib/tmpfiles.d/gsasd.conf
   lib/udev/rules.d/60-unimem.rules lib/sysusers.d/unimem.conf
   share/man/man8/kram-daemon.8 share/man/man8/gsasd.8 share/man/man1/unimem-gsas.1

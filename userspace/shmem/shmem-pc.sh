@@ -3,7 +3,7 @@
 #   shmem-pc.sh                   for the build tree: <target>/release/pkgconfig/shmem.pc, so that
 #                                 PKG_CONFIG_PATH=<target>/release/pkgconfig pkg-config --cflags --libs shmem
 #                                 finds include/shmem.h and <target>/release/libshmem.so
-#   shmem-pc.sh --install PREFIX  installs libshmem.so, shmem.h (+ shmem/*.h), shmem.pc, oshcc and oshrun under
+#   shmem-pc.sh --install PREFIX  installs libshmem.so, shmem.h (+ shmem/*.h), shmem.pc, oshcc, oshc++ and oshrun under
 #                                 PREFIX (lib/, include/, lib/pkgconfig/, bin/; LIBDIR, INCLUDEDIR
 #                                 and BINDIR override, DESTDIR stages the files under it)
 # CARGO_TARGET_DIR is honoured. Prints the path of the .pc file.
@@ -22,6 +22,7 @@ case ${1:-} in
     install -D -m 0755 "$pc_built/libshmem.so" "$dest$libdir/libshmem.so"
     install -D -m 0755 "$pc_built/oshrun" "$dest$bindir/oshrun"
     install -D -m 0755 "$here/oshcc" "$dest$bindir/oshcc"
+    install -D -m 0755 "$here/oshc++" "$dest$bindir/oshc++"
     install -D -m 0644 "$here/include/shmem.h" "$dest$incdir/shmem.h"
     # The headers shmem.h includes (shmem/p2p15.h, shmem/teams.h, ...), under incdir/shmem/.
     for h in "$here"/include/shmem/*.h; do
