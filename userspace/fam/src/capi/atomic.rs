@@ -10,7 +10,7 @@ use super::handles::{client, handle};
 use super::out;
 use crate::client::{AtomicOp, Value};
 use crate::meta::Item;
-use crate::Result;
+use crate::{FamError, Result};
 use std::sync::Arc;
 
 /// The client and item of a call.
@@ -51,9 +51,14 @@ macro_rules! nonfetch {
             call($what, || {
                 let h = unsafe { handle(fam_obj) }?;
                 let (c, item) = unsafe { target(fam_obj, d) }?;
-                // A misaligned or out-of-range offset fails here, as in OpenFAM; what the
-                // home answers (a refused write) is reported at fam_quiet.
-                crate::client::atomic::address(&item, offset, <$t as Value>::SIZE)?;
+                // A misaligned offset (or one straddling two stripes) fails here, as in
+                // OpenFAM; an offset past the end and what the home refuses are reported at
+                // fam_quiet, as there.
+                if let Err(e @ FamError::Invalid(_)) =
+                    crate::client::atomic::address(&item, offset, <$t as Value>::SIZE)
+                {
+                    return Err(e);
+                }
                 if let Err(e) = c.atomic(&item, offset, AtomicOp::$op, value) {
                     h.defer($what, e);
                 }

@@ -311,6 +311,13 @@ fn options_lookup() {
         }
         assert_eq!(o.check().unwrap_err().code(), crate::code::INVALID);
     }
+    for (model, ok) in [("shared_memory", true), ("SHM", true), ("shm", false)] {
+        let o = Options {
+            openfam_model: Some(model.into()),
+            ..Default::default()
+        };
+        assert_eq!(o.check().is_ok(), ok, "{model}");
+    }
     for r in ["NONE", "PMIX", "PMI2", "pmix"] {
         let o = Options {
             runtime: Some(r.into()),
