@@ -179,7 +179,8 @@ _SHMEM_TR_ALL(size, size_t)
 _SHMEM_TR_ARITH(float, float)
 _SHMEM_TR_ARITH(double, double)
 _SHMEM_TR_ARITH(longdouble, long double)
-#ifndef __cplusplus
+/* C++ has no _Complex but as GCC's and Clang's extension, which Sandia's cxx_ tests use. */
+#if !defined(__cplusplus) || defined(__GNUC__)
 _SHMEM_TEAM_REDUCE(complexf, float _Complex, sum)
 _SHMEM_TEAM_REDUCE(complexf, float _Complex, prod)
 _SHMEM_TEAM_REDUCE(complexd, double _Complex, sum)
