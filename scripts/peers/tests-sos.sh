@@ -124,11 +124,17 @@ for p in "${run[@]}"; do
     printf '%-40s compiled=no  status=-\n' "$p" | tee -a "$OUT/summary.txt"
     continue
   fi
-  out=$(on_may_fail 0 "cd /tmp; timeout -k 10 ${PEER_TIMEOUT:-300} oshrun -np $np --nodes $nodes /opt/unimem/bin/sos-$p 2>&1; echo status=\$?" 2>&1) || true
+  out=$(TIMEOUT=$((${PEER_TIMEOUT:-300} + 60)) on_may_fail 0 "cd /tmp; timeout -k 10 ${PEER_TIMEOUT:-300} oshrun -np $np --nodes $nodes /opt/unimem/bin/sos-$p 2>&1; echo status=\$?" 2>&1) || true
   echo "$out" >"$OUT/$p.log"
   st=$(sed -n 's/^status=//p' <<<"$out" | tail -1)
   printf '%-40s compiled=yes status=%s\n' "$p" "${st:-?}" | tee -a "$OUT/summary.txt"
   if [ "$st" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  # The next program needs the pool this one's heap had: wait until every node's GSAS pages are
+  # free again (a stopped job's are freed by its agents, and large heaps are zeroed first).
+  for n in $(seq 0 $((NODES - 1))); do
+    on "$n" "for i in \$(seq 300); do [ \$(cat /sys/kernel/unimem_gsas/used_pages) = 0 ] && exit 0; sleep 0.2; done; exit 1" >/dev/null 2>&1 ||
+      echo "  (node $n: GSAS pages still in use 60 s after $p)" | tee -a "$OUT/summary.txt"
+  done
 done
 counts="tests-sos test/unit as $np PEs on nodes $nodes: $passed passed, $failed failed, ${#not_built[@]} not compiled (of ${#all[@]})"
 echo "$counts" >>"$OUT/summary.txt"
