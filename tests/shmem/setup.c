@@ -55,6 +55,15 @@ int main(void) {
   for (int i = 0; i < 5000; i++)
     CHECK(b[i] == 0, "calloc: b[%d] = %d", i, b[i]);
   CHECK(shmem_addr_accessible(b + 4999, next), "heap accessible");
+  /* shmem_calloc zeroes before its closing barrier: a put right after it must stay (a large
+   * block, whose zeroing takes long, with the put at its end). */
+  long *z = shmem_calloc(1 << 17, sizeof(long));
+  CHECK(z != NULL, "calloc of 1 MiB failed");
+  shmem_long_p(&z[(1 << 17) - 1], me + 1, next);
+  shmem_barrier_all();
+  CHECK(z[(1 << 17) - 1] == prev + 1, "a put right after shmem_calloc was lost: %ld",
+        z[(1 << 17) - 1]);
+  shmem_free(z);
   for (int i = 0; i < 100; i++)
     a[i] = me * 1000 + i;
   shmem_barrier_all();

@@ -130,7 +130,9 @@ pub unsafe extern "C" fn shmem_info_get_name(name: *mut c_char) {
 
 // Size 0 is no action: NULL, and no barrier (the spec's "when no action is performed").
 
-fn heap_alloc(size: usize, align: usize) -> *mut c_void {
+/// `zero`: the block is zeroed before the closing barrier, so that no other PE can write to it
+/// (right after its own return) before this PE has cleared it (shmem_calloc).
+fn heap_alloc(size: usize, align: usize, zero: bool) -> *mut c_void {
     let j = job();
     if size == 0 {
         return null_mut();
@@ -146,6 +148,11 @@ fn heap_alloc(size: usize, align: usize) -> *mut c_void {
                 .alloc(size as u64, align as u64)
         })
         .flatten();
+    if let (Some(o), true) = (off, zero) {
+        // SAFETY: a fresh block of `size` bytes of this PE's heap (freed blocks are not zeroed
+        // by the allocator), which no other PE may touch before the barrier below.
+        unsafe { std::ptr::write_bytes((j.heap_va + o as usize) as *mut u8, 0, size) };
+    }
     coll::barrier_all();
     match off {
         Some(o) => (j.heap_va + o as usize) as *mut c_void,
@@ -180,12 +187,12 @@ fn heap_full_hint(j: &pe::Job, size: usize, align: usize) {
 
 #[no_mangle]
 pub extern "C" fn shmem_malloc(size: usize) -> *mut c_void {
-    heap_alloc(size, 16)
+    heap_alloc(size, 16, false)
 }
 
 #[no_mangle]
 pub extern "C" fn shmem_align(align: usize, size: usize) -> *mut c_void {
-    heap_alloc(size, align)
+    heap_alloc(size, align, false)
 }
 
 #[no_mangle]
@@ -193,12 +200,7 @@ pub extern "C" fn shmem_calloc(count: usize, size: usize) -> *mut c_void {
     let Some(n) = count.checked_mul(size) else {
         return null_mut();
     };
-    let p = heap_alloc(n, 16);
-    if !p.is_null() {
-        // SAFETY: a fresh block of n bytes (freed blocks are not zeroed by the allocator).
-        unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, n) };
-    }
-    p
+    heap_alloc(n, 16, true)
 }
 
 /// The heap offset of block `p`, or a fatal error naming `routine`.
@@ -247,7 +249,7 @@ pub extern "C" fn shmem_realloc(p: *mut c_void, size: usize) -> *mut c_void {
         .unwrap_or_else(|p| p.into_inner())
         .size_of(off)
         .unwrap_or(0);
-    let q = heap_alloc(size, 16);
+    let q = heap_alloc(size, 16, false);
     if !q.is_null() {
         // SAFETY: both blocks are live and at least the copied length long.
         unsafe {
