@@ -323,11 +323,12 @@ pub unsafe extern "C" fn unimem_shmem_strided(
     }
 }
 
-fn name(routine: *const c_char) -> String {
+/// The routine name the header passes (for messages), "shmem" for NULL.
+pub(crate) fn name(routine: *const c_char) -> String {
     if routine.is_null() {
         return "shmem".into();
     }
-    // SAFETY: shmem.h passes a string literal.
+    // SAFETY: shmem.h and the headers it includes pass a string literal.
     unsafe { std::ffi::CStr::from_ptr(routine) }
         .to_string_lossy()
         .into_owned()

@@ -4,22 +4,13 @@
 //! `unimem_shmem_put_signal` and `unimem_shmem_wait15`; the non-blocking atomics are header
 //! code over `unimem_shmem_amo` (they complete at once, as every atomic here does).
 
+use crate::capi::name;
 use crate::capi::shmem_malloc;
 use crate::coll;
 use crate::pe::{die, job};
 use crate::signal::{self, PutSignal};
 use crate::wait::{self, Kind, Set, Ty, Values};
 use std::ffi::{c_char, c_int, c_long, c_void};
-
-fn name(routine: *const c_char) -> String {
-    if routine.is_null() {
-        return "shmem".into();
-    }
-    // SAFETY: shmem/p2p15.h passes a string literal.
-    unsafe { std::ffi::CStr::from_ptr(routine) }
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// The put-with-signal routines: `n` bytes, then the signal (`sig_op` 0 SET, 1 ADD).
 #[no_mangle]
