@@ -7,17 +7,25 @@
 #     through node 1's service);
 #   - across nodes: PE 0 on node 1, PE 1 on node 2 (everything through node 2's service);
 # putmem + quiet and getmem latency and bandwidth over 8 B - 1 MiB, atomic fetch_add,
-# compare_swap and add + quiet, barrier_all. Each configuration runs SHMEM_BENCH_RUNS times
-# (default 3), interleaved; a figure is the median over the runs of each run's median.
+# compare_swap and add + quiet, barrier_all; and the OpenSHMEM 1.5 operations, each against
+# what a 1.4 program does instead: put_signal (putmem_signal + quiet; 8 B, 4 KiB, 64 KiB)
+# against put_set (putmem + fence + atomic set + quiet), fetch_add_nbi + quiet against
+# fetch_add, and the team reduction sum_reduce on SHMEM_TEAM_WORLD against sum_to_all over the
+# same 2 PEs (1 and 1024 longs). Each configuration runs SHMEM_BENCH_RUNS times (default 3),
+# interleaved; a figure is the median over the runs of each run's median.
 # With Open MPI installed on the host (Debian openmpi-bin, libopenmpi-dev: /usr/bin/oshcc is
 # its wrapper), the same source built with Open MPI's oshcc runs on node 1 with its oshrun as a
 # third configuration, openmpi_one_node (its runtime and libraries are copied into node 1's root
 # file system, a snapshot, from the host); the nodes have no network between them, so Open MPI
-# is not run across nodes. Open MPI 4.1's PEs crash in shmem_finalize here (UCX, after every
-# result is printed): a run counts when its results are complete.
+# is not run across nodes. Open MPI 4.1 implements OpenSHMEM 1.4 only: shmem_bench.c compiles
+# its 1.5 parts only where shmem.h has them, so Open MPI reports the 1.4 baselines (put_set,
+# fetch_add, sum_to_all) and its columns stay empty for the 1.5 operations. Open MPI 4.1's PEs
+# crash in shmem_finalize here (UCX, after every result is printed): a run counts when its
+# results are complete.
 # Writes environment.csv, runs.csv (every run), summary.csv (per configuration, and the ratios
-# across/one node and ours/Open MPI on one node, goal <= 1.0) and shmem.png to
-# build/bench/shmem/<UTC timestamp>/ (SHMEM_BENCH_OUT), and prints the summary.
+# across/one node and ours/Open MPI on one node, goal <= 1.0), v15_over_v14.csv (per
+# configuration, each 1.5 operation's time over its 1.4 way's: below 1.0 it saves time) and
+# shmem.png to build/bench/shmem/<UTC timestamp>/ (SHMEM_BENCH_OUT), and prints both tables.
 #   env: SHMEM_BENCH_REPS (100 operations per size and run; a tenth from 64 KiB up),
 #        SHMEM_BENCH_RUNS, SHMEM_BENCH_NO_PLOT=1, BENCH_RUN, SHMEM_BENCH_OUT,
 #        SHMEM_BENCH_OMPI_OSHCC (Open MPI's oshcc; default /usr/bin/oshcc; "none": skip it).
@@ -153,6 +161,17 @@ awk -F, 'NR > 1 { k = $3 "," $4; key[k] = 1; v[$1 "," k] = v[$1 "," k] " " $6; b
 { grep '^op,' "$OUT/summary.tmp"; grep -v '^op,' "$OUT/summary.tmp"; } >"$OUT/summary.csv"
 rm -f "$OUT/summary.tmp"
 column -s, -t <"$OUT/summary.csv" | tee "$OUT/summary.txt"
+
+# v15_over_v14.csv: a 1.5 operation against the 1.4 way of doing the same, same run and size.
+awk -F, 'BEGIN { base["put_signal"] = "put_set"; base["fetch_add_nbi"] = "fetch_add"; base["sum_reduce"] = "sum_to_all" }
+  function ratio(x, y) { return (x == "" || y == "" || y + 0 == 0) ? "" : sprintf("%.2f", x / y) }
+  NR > 1 { one[$1 "," $2] = $3; cross[$1 "," $2] = $4; if ($1 in base) k[++n] = $1 "," $2 }
+  END { print "op,size,baseline,one_node_ratio,cross_node_ratio"
+    for (i = 1; i <= n; i++) { split(k[i], a, ","); b = base[a[1]] "," a[2]
+      print k[i] "," base[a[1]] "," ratio(one[k[i]], one[b]) "," ratio(cross[k[i]], cross[b]) } }' \
+  "$OUT/summary.csv" >"$OUT/v15_over_v14.csv"
+echo
+column -s, -t <"$OUT/v15_over_v14.csv" | tee "$OUT/v15_over_v14.txt"
 
 if [ "${SHMEM_BENCH_NO_PLOT:-0}" != 1 ]; then
   bench_plot "$UNIMEM_ROOT/scripts/bench/plot_shmem.py" "$OUT"
