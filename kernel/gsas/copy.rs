@@ -30,7 +30,7 @@ impl Service {
         match pool.pages.check(first, last, tree) {
             Err(status::DENIED) => {
                 let creds = self.issuer_creds(claim);
-                if pool.pages.granted(first, last, &creds, need) {
+                if pool.pages.granted(first, last, &creds, tree, need) {
                     Ok(())
                 } else {
                     Err(status::DENIED)

@@ -26,6 +26,7 @@ mod copy;
 mod daemon;
 mod fork;
 mod indexed;
+mod keeps;
 mod lease;
 mod mappers;
 mod memory;

@@ -4,6 +4,7 @@
 
 use crate::{
     gsas::{grant::Grant, owner::Creds, status},
+    keeps::Keeps,
     mappers::Mappers,
 };
 use kernel::{alloc::KVVec, prelude::*};
@@ -52,6 +53,8 @@ pub(crate) struct Pool {
     start: KVVec<u32>,
     /// Other nodes that map allocations, and the rounds that remove their mappings.
     pub(crate) remote: Mappers,
+    /// What trees kept of other trees' allocations (`op::KEEP`).
+    pub(crate) keeps: Keeps,
     /// Pages not free (allocated or being zeroed).
     pub(crate) used: usize,
     /// Allocations not freed yet.
@@ -84,6 +87,7 @@ impl Pool {
             grant,
             start,
             remote: Mappers::new(pages)?,
+            keeps: Keeps::new()?,
             used: 0,
             allocations: 0,
             unzeroed: 0,
@@ -154,10 +158,30 @@ impl Pool {
     }
 
     /// Whether pages `first..=last`, which `check` found to be another tree's, lie in one
-    /// allocation whose grant lets `creds` do `need` (`grant::need`).
-    pub(crate) fn granted(&self, first: usize, last: usize, creds: &Creds, need: u32) -> bool {
-        self.allocation_of(first)
-            .is_some_and(|(start, n)| last < start + n && self.grant[start].allows(creds, need))
+    /// allocation whose grant lets `creds` do `need` (`grant::need`), or of which `tree` kept
+    /// that much (`op::KEEP`).
+    pub(crate) fn granted(
+        &self,
+        first: usize,
+        last: usize,
+        creds: &Creds,
+        tree: u32,
+        need: u32,
+    ) -> bool {
+        self.allocation_of(first).is_some_and(|(start, n)| {
+            last < start + n
+                && (self.grant[start].allows(creds, need) || self.keeps.allows(start, tree, need))
+        })
+    }
+
+    /// The first page of the allocation page `page` is part of, and its grant if it is not
+    /// `tree`'s own; `None` if the page is not allocated.
+    pub(crate) fn grant_of(&self, page: usize, tree: u32) -> Option<(usize, Option<Grant>)> {
+        let (start, _) = self.allocation_of(page)?;
+        Some((
+            start,
+            (self.owner[start] != tree).then(|| self.grant[start]),
+        ))
     }
 
     /// The length of the allocation that starts at `first`, if `tree` (or an `admin`) may act
@@ -220,6 +244,7 @@ impl Pool {
         self.len[first] = 0;
         self.tag[first] = 0;
         self.grant[first] = Grant::default();
+        self.keeps.drop_allocation(first);
         self.allocations -= 1;
         // Also when `STUCK`: never counted down, so the module stays loaded and the pool is
         // never given back while a node may still map these pages.
@@ -290,9 +315,10 @@ impl Pool {
             .sum()
     }
 
-    /// Whether an allocation of `tree` exists (pages being zeroed are nobody's).
+    /// Whether an allocation of `tree` exists (pages being zeroed are nobody's), or a keep.
     pub(crate) fn holds(&self, tree: u32) -> bool {
-        (0..self.pages()).any(|i| self.len[i] != 0 && self.owner[i] == tree)
+        self.keeps.holds(tree)
+            || (0..self.pages()).any(|i| self.len[i] != 0 && self.owner[i] == tree)
     }
 
     /// The zeroed pages of a freed allocation are free again.

@@ -94,7 +94,7 @@ impl Service {
             Err(status::DENIED) => {
                 let creds = self.issuer_creds(claim);
                 let need = grant::map_need(approval.write);
-                if !pool.pages.granted(first, last, &creds, need) {
+                if !pool.pages.granted(first, last, &creds, tree, need) {
                     return Err(status::DENIED);
                 }
             }

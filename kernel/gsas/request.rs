@@ -135,9 +135,14 @@ impl Service {
                 // tree live from then on (`claims.rs`). A free looks for what is left.
                 match base {
                     op::ALLOC => self.set_live(tree, true),
-                    op::FREE | op::FREE_TAG => self.refresh_live(&inner, tree),
+                    op::KEEP if req.arg1 == 1 => self.set_live(tree, true),
+                    op::FREE | op::FREE_TAG | op::KEEP => self.refresh_live(&inner, tree),
                     _ => {}
                 }
+            }
+            // Trees whose keeps went with a freed allocation, a release or to make room.
+            while let Some(t) = inner.pool.as_mut().and_then(|p| p.pages.keeps.take_gone()) {
+                self.refresh_live(&inner, t);
             }
             resp.status = result.err().unwrap_or(status::OK);
             self.stats.status(resp.status);
@@ -286,6 +291,9 @@ impl Service {
                 };
             }
             return Ok(());
+        }
+        if base == op::KEEP {
+            return self.keep(pool, claim, tree, page, req.arg1 == 1, value);
         }
         if base == op::COPY {
             return self.copy_in_pool(pool, claim, tree, off, req.arg1, req.arg2);

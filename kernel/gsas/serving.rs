@@ -135,7 +135,7 @@ impl Service {
                     } else {
                         grant::READ
                     };
-                    if pool.pages.granted(first, last, &creds, need) {
+                    if pool.pages.granted(first, last, &creds, tree, need) {
                         Ok(())
                     } else {
                         Err(EACCES)

@@ -17,7 +17,7 @@ use core::{
 use kernel::prelude::*;
 
 /// Request opcodes by counter index (the base opcode, width flag removed).
-const OPS: [(u8, &str); 29] = [
+const OPS: [(u8, &str); 30] = [
     (op::NOP, "nop"),
     (op::READ, "read"),
     (op::WRITE, "write"),
@@ -47,6 +47,7 @@ const OPS: [(u8, &str); 29] = [
     (op::FREE_TAG, "free_tag"),
     (op::GRANT, "grant"),
     (op::MAP, "map"),
+    (op::KEEP, "keep"),
 ];
 
 /// Counters other than the per-opcode ones.

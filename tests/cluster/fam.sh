@@ -10,6 +10,8 @@
 #    0640, 0604, 0660 and 0606, the other user (other uid and group) gets FAM_ERR_NOPERM exactly
 #    where the mode says, by name and through a global descriptor, and a refused write changes
 #    nothing (the owner reads it back);
+#  - an open descriptor keeps its access when its item's mode narrows (to 0200, then 0), as
+#    OpenFAM's do; after fam_close, and in the next process, the mode decides again;
 #  - names survive famd restarting: regions and items made, famd stopped (SIGTERM) and
 #    started again on its state file, then found by name on another node with their data;
 #  - a region interleaved over the 3 lenders reads back what was written, its large items
@@ -142,6 +144,9 @@ for case in 0600:none 0640:none 0604:read 0660:none 0606:write; do
   fam_ok 2 other "perm other" "/opt/unimem/bin/fam-perm other $region item $expect $global"
   fam_ok 1 user "perm check" "/opt/unimem/bin/fam-perm check $region item $expect"
 done
+step "an open descriptor keeps its access across narrower modes (GSAS KEEP), until closed"
+fam_ok 1 user "perm keep" "/opt/unimem/bin/fam-perm keep fam-keep item"
+fam_ok 1 user "perm keep-after" "/opt/unimem/bin/fam-perm keep-after fam-keep item"
 nothing_left "after the permission checks"
 
 step "names survive famd restarting"

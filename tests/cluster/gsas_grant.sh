@@ -15,11 +15,15 @@
 #    with rw (a store lands in the page); a wider grant leaves mappings held across it, a
 #    narrower one removes every mapping of the allocation (the holders die of SIGBUS; the
 #    owning tree maps again);
+#  - KEEP: a tree keeps what the grant gave its user when it kept it, across a narrower
+#    grant, and only that (not writes it was not granted); another tree of the same user does
+#    not; a tree with nothing granted keeps nothing; unkeep lets go; a keep goes with its
+#    allocation (the next allocation in its place is not kept);
 #  - mode 0 takes everything back; no kernel warnings.
 source "$(dirname "$0")/lib.sh"
 [ "$NODES" -ge 2 ] || fail "needs 2 nodes"
 BG=grant
-OWNER=0x0e0a01 OTHER_TREE=0x0e0a02
+OWNER=0x0e0a01 OTHER_TREE=0x0e0a02 KEEPER=0x0e0a03 STRANGER=0x0e0a04
 A=''
 cleanup() {
   [ -z "$A" ] || on 0 "unimem-gsas --tree $OWNER free $A" >/dev/null 2>&1 || true
@@ -143,6 +147,33 @@ for h in userhold ownerhold; do
 done
 out=$(allowed 1 root "unimem-gsas-test --tree $OWNER map-hold --addr $A --read-only")
 grep -q 'mapped word=0x88' <<<"$out" || fail "the owning tree could not map its page again: $out"
+
+step "KEEP: a tree keeps what the grant gave its user, as an open file keeps its access"
+# Root's trees other than the owner's are users like any other here (uid 0 in the grant).
+grant 0 0 0400
+expect_eq "$(allowed 0 root "unimem-gsas --tree $KEEPER keep $A")" r "what $KEEPER kept"
+grant 0 0 0
+expect_eq "$(allowed 0 root "unimem-gsas --tree $KEEPER read $A")" 0x88 "the kept read after the grant went"
+denied 0 root "unimem-gsas --tree $KEEPER write $A 5"
+denied 0 root "unimem-gsas --tree $STRANGER read $A"
+out=$(try 0 root "unimem-gsas --tree $STRANGER keep $A") && fail "a keep with nothing granted worked: $out"
+grep -q denied <<<"$out" || fail "a keep with nothing granted: no denial: $out"
+on 0 "unimem-gsas --tree $KEEPER unkeep $A" || fail "unkeep"
+denied 0 root "unimem-gsas --tree $KEEPER read $A"
+expect_eq "$(value)" 0x88 "the page after the denied writes"
+
+step "a keep goes with its allocation: the next allocation in its place is not kept"
+C=$(on 0 "unimem-gsas --tree $OWNER alloc --node 1") || fail "alloc C"
+on 0 "unimem-gsas --tree $OWNER grant $C --uid 0 --gid 0 --mode 0600" || fail "grant C"
+expect_eq "$(allowed 0 root "unimem-gsas --tree $KEEPER keep $C")" rw "what $KEEPER kept of C"
+on 0 "unimem-gsas --tree $OWNER free $C" || fail "free C"
+D=$(on 0 "unimem-gsas --tree $OWNER alloc --node 1") || fail "alloc D"
+expect_eq "$D" "$C" "the next allocation's address (first fit)"
+on 0 "unimem-gsas --tree $OWNER write $D 0x5ec2e8" || fail "write D's secret"
+denied 0 root "unimem-gsas --tree $KEEPER read $D"
+denied 0 root "unimem-gsas --tree $KEEPER write $D 1"
+expect_eq "$(on 0 "unimem-gsas --tree $OWNER read $D")" 0x5ec2e8 "D after the denied write"
+on 0 "unimem-gsas --tree $OWNER free $D" || fail "free D"
 
 step "mode 0 took everything back"
 for who in user other; do denied 0 "$who" "unimem-gsas read $A"; done

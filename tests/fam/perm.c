@@ -15,7 +15,16 @@
  *                                  refused as by name
  *   perm check REGION ITEM EXPECT  the owner again: the item holds what it wrote, or with
  *                                  EXPECT write the other's pattern 2 over its first 4 KiB and
- *                                  101 at the end; nothing else changed; destroys REGION */
+ *                                  101 at the end; nothing else changed; destroys REGION
+ *   perm keep REGION ITEM          an open descriptor keeps its access across narrower modes,
+ *                                  as OpenFAM's do (an open file's after a chmod): creates
+ *                                  REGION and ITEM 0600, narrows the item to 0200 and then 0,
+ *                                  reading and writing through its descriptor all along; after
+ *                                  fam_close nothing is kept and the mode (0) decides
+ *   perm keep-after REGION ITEM    a new process, after that one ended: what it kept is gone
+ *                                  (mode 0 refuses the owner's reads); mode 0600 gives them
+ *                                  back, the data is what the keeping process wrote; destroys
+ *                                  REGION */
 #include "check.h"
 
 #define SIZE 8192u
@@ -171,12 +180,67 @@ static void check(const char *region, const char *item, enum expect e) {
   free(buf);
 }
 
+static void keep(const char *region, const char *item) {
+  void *r = CHECK_PTR(c_fam_create_region(fam, region, 2 * SIZE, 0700, NULL));
+  void *d = CHECK_PTR(c_fam_allocate_named(fam, item, SIZE, 0600, r));
+  uint8_t *buf = ft_alloc(SIZE);
+  ft_fill(buf, SIZE, 1, 0);
+  CHECK_OK(c_fam_put_blocking(fam, buf, d, 0, SIZE));
+  CHECK_OK(c_fam_change_permissions_data(fam, d, 0200));
+  memset(buf, 0, SIZE);
+  CHECK_OK(c_fam_get_blocking(fam, buf, d, 0, SIZE));
+  CHECK_PATTERN(buf, SIZE, 1, 0, "read through the open descriptor after mode 0200");
+  CHECK_OK(c_fam_change_permissions_data(fam, d, 0));
+  ft_fill(buf, HALF, 4, 0);
+  CHECK_OK(c_fam_put_blocking(fam, buf, d, 0, HALF));
+  memset(buf, 0, SIZE);
+  CHECK_OK(c_fam_get_blocking(fam, buf, d, 0, SIZE));
+  CHECK_PATTERN(buf, HALF, 4, 0, "read back through the open descriptor after mode 0");
+  CHECK_PATTERN(buf + HALF, SIZE - HALF, 1, HALF, "past the write, after mode 0");
+  /* A descriptor built from the global one, without a lookup: the process's keep covers it
+   * while an open descriptor of the item keeps the item; after the close, the mode decides. */
+  Fam_Global_Descriptor g = unimem_fam_desc_global(d);
+  void *gd = NULL;
+  CHECK_OK(unimem_fam_desc_new(UNIMEM_FAM_DESC_ITEM, &g, SIZE, &gd));
+  CHECK_OK(c_fam_get_blocking(fam, buf, gd, 0, 64));
+  CHECK_OK(c_fam_close(fam, d));
+  EXPECT_ERR(c_fam_get_blocking(fam, buf, gd, 0, 64), FAM_ERR_NOPERM);
+  EXPECT_ERR(c_fam_put_blocking(fam, buf, gd, 0, 64), FAM_ERR_NOPERM);
+  unimem_fam_desc_release(gd);
+  unimem_fam_desc_release(d);
+  unimem_fam_desc_release(r);
+  free(buf);
+}
+
+static void keep_after(const char *region, const char *item) {
+  /* The owner looks it up (ownership), but mode 0 gives it nothing to keep. */
+  void *d = CHECK_PTR(c_fam_lookup(fam, item, region));
+  uint8_t *buf = ft_alloc(SIZE);
+  EXPECT_ERR(c_fam_get_blocking(fam, buf, d, 0, 64), FAM_ERR_NOPERM);
+  CHECK_OK(c_fam_change_permissions_data(fam, d, 0600));
+  CHECK_OK(c_fam_get_blocking(fam, buf, d, 0, SIZE));
+  CHECK_PATTERN(buf, HALF, 4, 0, "the keeping process's write");
+  CHECK_PATTERN(buf + HALF, SIZE - HALF, 1, HALF, "past it");
+  CHECK_OK(c_fam_deallocate(fam, d));
+  unimem_fam_desc_release(d);
+  void *r = CHECK_PTR(c_fam_lookup_region(fam, region));
+  CHECK_OK(c_fam_destroy_region(fam, r));
+  unimem_fam_desc_release(r);
+  free(buf);
+}
+
 int main(int argc, char **argv) {
-  CHECK(argc >= 5, "usage: perm owner REGION ITEM MODE | perm other REGION ITEM EXPECT "
-                   "[RID:OFF] | perm check REGION ITEM EXPECT");
+  CHECK(argc >= 4, "usage: perm owner REGION ITEM MODE | perm other REGION ITEM EXPECT "
+                   "[RID:OFF] | perm check REGION ITEM EXPECT | perm keep|keep-after REGION ITEM");
   const char *role = argv[1], *region = argv[2], *item = argv[3];
   fam = ft_init();
-  if (strcmp(role, "owner") == 0) {
+  CHECK(argc >= 5 || strncmp(role, "keep", 4) == 0, "perm %s: REGION ITEM and one more argument",
+        role);
+  if (strcmp(role, "keep") == 0) {
+    keep(region, item);
+  } else if (strcmp(role, "keep-after") == 0) {
+    keep_after(region, item);
+  } else if (strcmp(role, "owner") == 0) {
     mode_t mode = (mode_t)strtoul(argv[4], NULL, 8);
     void *r = CHECK_PTR(c_fam_create_region(fam, region, 2 * SIZE, mode, NULL));
     void *d = CHECK_PTR(c_fam_allocate_named(fam, item, SIZE, mode, r));

@@ -126,6 +126,15 @@ pub mod op {
     /// [`remote_map::map_value`](super::remote_map::map_value). The issuer's kernel then maps
     /// the pages once (`mailbox::MMAP_REMOTE`). See docs/GSAS.md, "Mapping another node's pages".
     pub const MAP: u8 = 0x44;
+    /// Keeps, for the issuer's tree, what the grant of the allocation that starts at
+    /// `address` lets the issuer do now (`arg1` 1), across later GRANTs that take it away,
+    /// until the tree lets it go (`arg1` 0) or the allocation is freed: an open file's access
+    /// after a `chmod`, which is what OpenFAM's descriptors keep. Value = the bits kept
+    /// ([`grant::READ`] | [`grant::WRITE`]; both for the tree's own allocation, where nothing
+    /// is recorded); `DENIED` if the grant gives the issuer nothing; `NO_MEMORY` if the home
+    /// keeps [`MAX_KEEPS`](super::MAX_KEEPS) already (for trees that still hold interfaces);
+    /// `INVALID` for another `arg1`. Letting go of what is not kept is not an error.
+    pub const KEEP: u8 = 0x45;
     /// remoteFork: start a program on the node the request is sent to, in the issuer's
     /// protection tree. The issuer's bulk-out page holds `arg1` bytes (1..=`fork::BLOB_MAX`),
     /// the program's absolute path and its arguments, each ended by a NUL ([`fork::check`]).
@@ -153,9 +162,8 @@ pub mod op {
             READ | WRITE | FETCH_ADD | CAS | SWAP | FETCH_AND | FETCH_OR | FETCH_XOR
             | FETCH_MIN | FETCH_MAX | FETCH_UMIN | FETCH_UMAX => true,
             NOP | READ128 | READ256 | WRITE128 | CAS128 | BULK_READ | BULK_WRITE | COPY
-            | INDEXED | ALLOC | FREE | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT | MAP => {
-                opcode & WIDTH32 == 0
-            }
+            | INDEXED | ALLOC | FREE | FORK | WAIT | IFACE_STATE | FREE_TAG | GRANT | MAP
+            | KEEP => opcode & WIDTH32 == 0,
             _ => false,
         }
     }
@@ -181,6 +189,8 @@ pub const BULK_MAX: u64 = PAGE_SIZE;
 pub const COPY_MAX: u64 = 16 * PAGE_SIZE;
 /// Largest allocation per request, in pages.
 pub const MAX_ALLOC_PAGES: u64 = 1 << 16;
+/// Most [`op::KEEP`]s a home records (a tree's keep of one allocation is one).
+pub const MAX_KEEPS: usize = 256;
 /// Largest mapping one [`op::MAP`] approves, in pages (an allocation's largest size).
 pub const MAX_MAP_PAGES: u64 = MAX_ALLOC_PAGES;
 
@@ -547,7 +557,7 @@ impl RequestError {
 
 /// Checks the parts of a request that need no memory state: opcode and alignment.
 pub fn check(p: &Payload) -> Result<(), RequestError> {
-    if !op::valid(p.opcode) {
+    if !op::valid(p.opcode) || (p.opcode == op::KEEP && p.arg1 > 1) {
         return Err(RequestError::Opcode(p.opcode));
     }
     match op::size(p.opcode) {
@@ -652,14 +662,20 @@ pub mod grant {
         /// uid is `uid`, else the group's if its gid is `gid`, else the others' (as a file's
         /// mode: an owner denied is not let in by the group bits). Nothing for `need` 0.
         pub const fn allows(&self, c: &Creds, need: u32) -> bool {
-            let bits = if c.uid == self.uid {
-                self.mode >> 6
-            } else if c.gid == self.gid {
-                self.mode >> 3
-            } else {
-                self.mode
-            } & 7;
+            let bits = self.bits_for(c);
             need != 0 && bits & need == need
+        }
+
+        /// The mode bits that apply to `c` ([`READ`] | [`WRITE`] | 1, as a file's `rwx`).
+        pub const fn bits_for(&self, c: &Creds) -> u32 {
+            let shift = if c.uid == self.uid {
+                6
+            } else if c.gid == self.gid {
+                3
+            } else {
+                0
+            };
+            (self.mode >> shift) & 7
         }
 
         /// Whether this grant lets everybody do at least what `old` let them: then a change
@@ -1204,12 +1220,40 @@ mod tests {
             op::FREE,
             op::FREE_TAG,
             op::GRANT,
+            op::KEEP,
             op::ALLOC,
             op::FORK,
             op::NOP,
         ] {
             assert_eq!(grant::need(o), 0, "opcode {o:#x}");
         }
+    }
+
+    #[test]
+    fn keep_requests_are_checked() {
+        assert_eq!(check(&request(op::KEEP, 0, 1, 0)), Ok(()));
+        assert_eq!(check(&request(op::KEEP, 0, 0, 0)), Ok(()));
+        for bad in [
+            request(op::KEEP, 0, 2, 0),
+            request(op::KEEP, 0, u64::MAX, 0),
+            request(op::KEEP | op::WIDTH32, 0, 1, 0),
+        ] {
+            assert_eq!(
+                check(&bad).map_err(RequestError::status),
+                Err(status::INVALID),
+                "{bad:?}"
+            );
+        }
+        // What is kept is the bits that apply to the issuer, as `allows` reads them.
+        let g = grant::Grant {
+            uid: 1000,
+            gid: 100,
+            mode: 0o640,
+        };
+        let user = |uid, gid| owner::Creds { uid, gid, flags: 0 };
+        assert_eq!(g.bits_for(&user(1000, 1)), grant::READ | grant::WRITE);
+        assert_eq!(g.bits_for(&user(7, 100)), grant::READ);
+        assert_eq!(g.bits_for(&user(7, 7)), 0);
     }
 
     #[test]
@@ -1316,6 +1360,7 @@ mod tests {
             op::FREE_TAG,
             op::GRANT,
             op::MAP,
+            op::KEEP,
         ];
         for (i, &o) in all.iter().enumerate() {
             assert_eq!(o & op::WIDTH32, 0, "{o:#x} has the width bit");

@@ -61,6 +61,7 @@ pub fn op_name(opcode: u8) -> &'static str {
         (op::FREE_TAG, _) => "FREE_TAG",
         (op::GRANT, _) => "GRANT",
         (op::MAP, _) => "MAP",
+        (op::KEEP, _) => "KEEP",
         _ => "opcode",
     }
 }

@@ -412,6 +412,19 @@ impl<T: Transport> Gsas<T> {
             .map(drop)
     }
 
+    /// Keeps what the grant of the allocation that `addr` lies in lets this tree's user do now
+    /// (`grant::READ` | `grant::WRITE`, the value), across later grants that take it away,
+    /// until [`unkeep`](Self::unkeep) or the allocation is freed: an open file's access after
+    /// a `chmod`. `EACCES` if the grant gives this user nothing.
+    pub fn keep(&self, addr: u64) -> Result<u32> {
+        Ok(self.call_at(op::KEEP, addr, 1, 0)?.word() as u32)
+    }
+
+    /// Lets go of what [`keep`](Self::keep) kept of the allocation that `addr` lies in.
+    pub fn unkeep(&self, addr: u64) -> Result<()> {
+        self.call_at(op::KEEP, addr, 0, 0).map(drop)
+    }
+
     /// The allocation count of interface `iface` of `node` while a thread of this handle's
     /// tree holds it, else `None` (free, or another tree's). With [`iface`](Self::iface) and
     /// [`node`](Self::node) it names a holder: a lock whose holder's count moved on, or whose

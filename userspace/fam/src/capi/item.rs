@@ -83,12 +83,18 @@ pub unsafe extern "C" fn c_fam_deallocate(fam_obj: *mut c_void, d: *mut c_void) 
 pub unsafe extern "C" fn c_fam_close(fam_obj: *mut c_void, d: *mut c_void) -> c_int {
     call("fam_close", || {
         // SAFETY: contract.
-        unsafe { client(fam_obj) }?;
+        let c = unsafe { client(fam_obj) }?;
         let d = unsafe { desc(d, "data item descriptor") }?;
         if d.kind != super::desc::KIND_ITEM {
             return Err(FamError::Invalid("fam_close of a region descriptor".into()));
         }
-        d.close()
+        let item = d.lock().item.clone();
+        d.close()?;
+        // What its lookup kept, let go (the item's allocations stay).
+        if let Some(item) = item {
+            c.keep(&item, false);
+        }
+        Ok(())
     })
 }
 

@@ -36,6 +36,10 @@ pub trait Memory: Send {
         entries: &[(u64, u64)],
         out: &mut [u64],
     ) -> gsas::Result<()>;
+    /// Keeps (`on`) or lets go of what the grant of the allocation `addr` lies in lets this
+    /// user do now, across later grants that take it away (GSAS `KEEP`): what a descriptor
+    /// keeps in OpenFAM. The bits kept.
+    fn keep(&self, addr: u64, on: bool) -> gsas::Result<u32>;
     /// Maps `len` bytes of GSAS memory at `addr`, of this node or another (at `fixed` if
     /// given), writable if `write`: another node's pages after that node's service approved
     /// them (GSAS `MAP`), this node's checked by its service at `mmap`.
@@ -118,6 +122,13 @@ impl<T: Transport + PageMap + Send> Memory for Gsas<T> {
         out: &mut [u64],
     ) -> gsas::Result<()> {
         Gsas::indexed(self, kind, elem_size, entries, out)
+    }
+    fn keep(&self, addr: u64, on: bool) -> gsas::Result<u32> {
+        if on {
+            Gsas::keep(self, addr)
+        } else {
+            Gsas::unkeep(self, addr).map(|()| 0)
+        }
     }
     fn map(
         &self,

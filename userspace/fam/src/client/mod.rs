@@ -32,6 +32,9 @@ pub mod queue;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use unimem_wire::fam::{Interleave, MemoryType, Redundancy, Request};
 
 pub use atomic::{AtomicOp, Value};
@@ -64,6 +67,8 @@ pub struct Client {
     pe: Pe,
     /// `fam_queue_operation`'s queues, per item.
     queues: Queues,
+    /// Open descriptors per item id whose allocations this process keeps ([`Client::keep`]).
+    kept: Mutex<HashMap<u64, usize>>,
 }
 
 impl Client {
@@ -90,6 +95,7 @@ impl Client {
             pool,
             pe,
             queues: Queues::default(),
+            kept: Mutex::default(),
         })
     }
 
@@ -102,6 +108,7 @@ impl Client {
             pool,
             pe,
             queues: Queues::default(),
+            kept: Mutex::default(),
         }
     }
 
@@ -171,12 +178,49 @@ impl Client {
 
     /// Allocates an item (`name` empty: anonymous) in `region`.
     pub fn allocate(&self, region: u64, name: &str, size: u64, mode: u32) -> Result<Item> {
-        self.link.item(&Request::Allocate {
+        let item = self.link.item(&Request::Allocate {
             region,
             name,
             size,
             mode,
-        })
+        })?;
+        self.keep(&item, true);
+        Ok(item)
+    }
+
+    /// A descriptor keeps the access its allocation or lookup found, as an open file keeps
+    /// its access after a `chmod` (OpenFAM's descriptors hold the keys they were given): the
+    /// first open descriptor of an item keeps each of its allocations on its home (`on`), the
+    /// last one closed lets go. Best effort: a home that cannot keep it (its table is full)
+    /// checks the item's current mode, which is the stricter rule.
+    pub fn keep(&self, item: &Item, on: bool) {
+        {
+            let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+            let n = kept.entry(item.id.0).or_insert(0);
+            let was = *n;
+            *n = if on { was + 1 } else { was.saturating_sub(1) };
+            let last = *n == 0;
+            if last {
+                kept.remove(&item.id.0);
+            }
+            // Only the first open and the last close reach the homes.
+            if (on && was != 0) || (!on && (was == 0 || !last)) {
+                return;
+            }
+        }
+        let _ = self.pool.with(|m| {
+            for e in &item.extents {
+                if let Err(err) = m.keep(e.addr, on) {
+                    log::debug!(
+                        "item {} at {:#x}: {} failed: {err}",
+                        item.name,
+                        e.addr,
+                        if on { "keep" } else { "unkeep" }
+                    );
+                }
+            }
+            Ok(())
+        });
     }
 
     // ---- backups (famd writes them on its node) ----
@@ -212,11 +256,19 @@ impl Client {
     }
 
     pub fn deallocate(&self, item: u64) -> Result<()> {
-        self.link.done(&Request::Deallocate { item })
+        self.link.done(&Request::Deallocate { item })?;
+        // Its allocations, and what was kept of them, are gone.
+        self.kept
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&item);
+        Ok(())
     }
 
     pub fn lookup(&self, item: &str, region: &str) -> Result<Item> {
-        self.link.item(&Request::Lookup { item, region })
+        let found = self.link.item(&Request::Lookup { item, region })?;
+        self.keep(&found, true);
+        Ok(found)
     }
 
     pub fn change_item_permissions(&self, item: u64, mode: u32) -> Result<()> {

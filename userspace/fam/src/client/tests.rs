@@ -363,6 +363,53 @@ fn job_environment() {
 }
 
 #[test]
+fn descriptors_keep_their_items_allocations_until_the_last_closes() {
+    let g = Gas::new(0);
+    let ext = [
+        fam::Extent {
+            node: 1,
+            addr: addr(1, 0x3000),
+            len: 0x1000,
+        },
+        fam::Extent {
+            node: 2,
+            addr: addr(2, 0x5000),
+            len: 0x1000,
+        },
+    ];
+    let c = client(
+        &g,
+        FakeFamd::new(move |op, _| {
+            Some(if op == fam::op::DEALLOCATE {
+                Response::ok(op, Reply::Done)
+            } else {
+                item_desc_reply(op, 4, 100, &ext)
+            })
+        }),
+    );
+    let a = c.lookup("x", "r").unwrap();
+    let kept = vec![(addr(1, 0x3000), true), (addr(2, 0x5000), true)];
+    assert_eq!(
+        g.keeps(),
+        kept,
+        "the first descriptor keeps every allocation"
+    );
+    let b = c.lookup("x", "r").unwrap();
+    c.keep(&a, false);
+    assert_eq!(g.keeps(), kept, "a second descriptor is still open");
+    c.keep(&b, false);
+    let mut all = kept.clone();
+    all.extend([(addr(1, 0x3000), false), (addr(2, 0x5000), false)]);
+    assert_eq!(g.keeps(), all, "the last close lets go");
+    // A close too many sends nothing; a deallocated item's count is forgotten.
+    c.keep(&b, false);
+    let _ = c.lookup("x", "r").unwrap();
+    c.deallocate(4).unwrap();
+    let _ = c.lookup("x", "r").unwrap();
+    assert_eq!(g.keeps().iter().filter(|k| k.1).count(), 6);
+}
+
+#[test]
 fn owned_item_from_description() {
     let ext = [fam::Extent {
         node: 2,

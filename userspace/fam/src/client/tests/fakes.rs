@@ -31,6 +31,8 @@ struct Shared {
     copies: u64,
     /// INDEXED requests served.
     indexed: u64,
+    /// KEEP requests: address, and whether it kept (else let go).
+    keeps: Vec<(u64, bool)>,
     /// Before the next CAS, this (node, offset) word is set to this value (another writer).
     interfere: Option<(u16, u64, u64)>,
 }
@@ -67,6 +69,11 @@ impl Gas {
     /// INDEXED requests served so far.
     pub fn indexed(&self) -> u64 {
         self.shared.lock().unwrap().indexed
+    }
+
+    /// KEEP requests served so far: address, and whether it kept (else let go).
+    pub fn keeps(&self) -> Vec<(u64, bool)> {
+        self.shared.lock().unwrap().keeps.clone()
     }
 
     /// COPY requests served so far.
@@ -127,6 +134,11 @@ impl FakeTransport {
         }
         if s.denied.contains(&home) {
             return status::DENIED;
+        }
+        if p.opcode == op::KEEP {
+            s.keeps.push((p.address, p.arg1 == 1));
+            value[..8].copy_from_slice(&6u64.to_le_bytes());
+            return status::OK;
         }
         if p.opcode == op::INDEXED {
             s.indexed += 1;

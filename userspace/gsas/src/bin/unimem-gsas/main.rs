@@ -67,6 +67,18 @@ enum Cmd {
         #[arg(long, value_parser = parse_mode)]
         mode: u32,
     },
+    /// Keep what the grant of the allocation ADDR lies in lets this user do now, for this
+    /// tree, across later grants that take it away (as an open file keeps its access after a
+    /// chmod); prints what is kept (r, w, rw).
+    Keep {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+    },
+    /// Let go of what `keep` kept of the allocation ADDR lies in.
+    Unkeep {
+        #[arg(value_parser = parse_u64)]
+        addr: u64,
+    },
     /// Free every allocation of this tree on NODE tagged TAG; prints each address freed.
     FreeTag {
         #[arg(long)]
@@ -286,6 +298,18 @@ fn run(cli: Cli) -> Result<i32> {
             mode,
         } => {
             ctx.open()?.grant(addr, uid, gid, mode)?;
+            Ok(0)
+        }
+        Cmd::Keep { addr } => {
+            use unimem_wire::gsas::grant::{READ, WRITE};
+            let bits = ctx.open()?.keep(addr)?;
+            let r = if bits & READ != 0 { "r" } else { "" };
+            let w = if bits & WRITE != 0 { "w" } else { "" };
+            println!("{r}{w}");
+            Ok(0)
+        }
+        Cmd::Unkeep { addr } => {
+            ctx.open()?.unkeep(addr)?;
             Ok(0)
         }
         Cmd::FreeTag { node, tag } => {
