@@ -5,8 +5,9 @@
 #    the symmetric heap, static data, RMA, atomics, locks and point-to-point sync,
 #    collectives, two threads per PE calling at once (SHMEM_THREAD_MULTIPLE); OpenSHMEM 1.5
 #    put-with-signal, multi-variable waits and tests, non-blocking atomics, teams (splits,
-#    SHARED, team contexts) and team collectives; the collectives and teams again as 8 PEs on
-#    all 4 nodes;
+#    SHARED, team contexts: their SHMEM_TEAM_NUM_CONTEXTS limit and team PE numbers, C11 forms
+#    too) and team collectives (zero-element ones with NULL buffers too); the collectives and
+#    teams again as 8 PEs on all 4 nodes;
 #  - standard OpenSHMEM programs compiled with oshcc unchanged: spec_example.c (written as the
 #    specification's examples, 1.3 calls included) and ring11.c (1.4, C11 generic interfaces);
 #  - shmem_global_exit(STATUS) from the last PE while the others wait in a barrier: every PE
@@ -23,7 +24,7 @@
 source "$(dirname "$0")/lib.sh"
 SYS=/sys/kernel/unimem_gsas
 LOGS=/tmp/gsasd
-PROGS="setup rma amo sync coll threads ctx errors global_exit spec_example ring11 signal wait15 amo_nbi teams team_coll"
+PROGS="setup rma amo sync coll threads ctx errors global_exit spec_example ring11 signal wait15 amo_nbi teams team_coll team_ctx nop_coll"
 [ "$NODES" -ge 4 ] || fail "needs 4 nodes"
 BG=shm
 
@@ -84,7 +85,7 @@ if [ "$(cluster_arches | wc -l)" -gt 1 ]; then
   exit 0
 fi
 
-for p in setup rma amo sync coll threads ctx teams team_coll; do
+for p in setup rma amo sync coll threads ctx teams team_coll team_ctx nop_coll; do
   step "$p: 6 PEs on nodes 1-3"
   run_ok "$p" 6 1-3
 done
@@ -106,7 +107,7 @@ nothing_left "after signal badop"
 step "amo with every atomic through the services (SHMEM_LOCAL_ATOMICS=0; one-CPU nodes use CPU atomics by default)"
 RUN_ENV=SHMEM_LOCAL_ATOMICS=0 run_ok amo 6 1-3
 
-for p in coll teams team_coll; do
+for p in coll teams team_coll team_ctx nop_coll; do
   step "$p: 8 PEs on all 4 nodes (with oshrun's node)"
   run_ok "$p" 8 0-3
 done

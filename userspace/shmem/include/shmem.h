@@ -108,19 +108,21 @@ int shmem_ctx_create(long options, shmem_ctx_t *ctx);
 void shmem_ctx_destroy(shmem_ctx_t ctx);
 
 /* The context form of a routine: the routine itself (see above), on the PE of the context's
- * team (shmem_team_create_ctx) that `pe` names. */
+ * team (shmem_team_create_ctx) that `pe` names. Every context form (typed, sized, C11 generic,
+ * put-with-signal, non-blocking atomics) translates `pe` through _shmem_ctx_pe alone. */
 int unimem_shmem_ctx_pe(shmem_ctx_t ctx, int pe);
+static inline int _shmem_ctx_pe(shmem_ctx_t ctx, int pe) {
+  return ctx ? unimem_shmem_ctx_pe(ctx, pe) : pe;
+}
 #define _SHMEM_UNPAREN(...) __VA_ARGS__
 #define _SHMEM_CTX_V(NAME, PARAMS, ARGS)                                                        \
   static inline void shmem_ctx_##NAME(shmem_ctx_t ctx, _SHMEM_UNPAREN PARAMS) {                 \
-    if (ctx)                                                                                    \
-      pe = unimem_shmem_ctx_pe(ctx, pe);                                                        \
+    pe = _shmem_ctx_pe(ctx, pe);                                                                \
     shmem_##NAME ARGS;                                                                          \
   }
 #define _SHMEM_CTX_R(R, NAME, PARAMS, ARGS)                                                     \
   static inline R shmem_ctx_##NAME(shmem_ctx_t ctx, _SHMEM_UNPAREN PARAMS) {                    \
-    if (ctx)                                                                                    \
-      pe = unimem_shmem_ctx_pe(ctx, pe);                                                        \
+    pe = _shmem_ctx_pe(ctx, pe);                                                                \
     return shmem_##NAME ARGS;                                                                   \
   }
 
@@ -545,34 +547,43 @@ _SHMEM_REDUCE_ARITH(double, double, _SHMEM_T_double)
 
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__cplusplus)
 
-#define _SHMEM_G_RMA(x, OP)                                                                     \
-  _Generic(*(x), float: shmem_float_##OP, double: shmem_double_##OP,                            \
-           long double: shmem_longdouble_##OP, char: shmem_char_##OP,                          \
-           signed char: shmem_schar_##OP, short: shmem_short_##OP, int: shmem_int_##OP,         \
-           long: shmem_long_##OP, long long: shmem_longlong_##OP,                               \
-           unsigned char: shmem_uchar_##OP, unsigned short: shmem_ushort_##OP,                  \
-           unsigned int: shmem_uint_##OP, unsigned long: shmem_ulong_##OP,                      \
-           unsigned long long: shmem_ulonglong_##OP)
+#define _SHMEM_G_RMA_P(P, x, OP)                                                                \
+  _Generic(*(x), float: P##float_##OP, double: P##double_##OP,                                  \
+           long double: P##longdouble_##OP, char: P##char_##OP,                                 \
+           signed char: P##schar_##OP, short: P##short_##OP, int: P##int_##OP,                  \
+           long: P##long_##OP, long long: P##longlong_##OP,                                     \
+           unsigned char: P##uchar_##OP, unsigned short: P##ushort_##OP,                        \
+           unsigned int: P##uint_##OP, unsigned long: P##ulong_##OP,                            \
+           unsigned long long: P##ulonglong_##OP)
 
-#define _SHMEM_G_AMO(x, OP)                                                                     \
-  _Generic(*(x), int: shmem_int_atomic_##OP, long: shmem_long_atomic_##OP,                      \
-           long long: shmem_longlong_atomic_##OP, unsigned int: shmem_uint_atomic_##OP,         \
-           unsigned long: shmem_ulong_atomic_##OP,                                              \
-           unsigned long long: shmem_ulonglong_atomic_##OP)
-#define _SHMEM_G_AMO_EXT(x, OP)                                                                 \
-  _Generic(*(x), int: shmem_int_atomic_##OP, long: shmem_long_atomic_##OP,                      \
-           long long: shmem_longlong_atomic_##OP, unsigned int: shmem_uint_atomic_##OP,         \
-           unsigned long: shmem_ulong_atomic_##OP,                                              \
-           unsigned long long: shmem_ulonglong_atomic_##OP, float: shmem_float_atomic_##OP,     \
-           double: shmem_double_atomic_##OP)
-#define _SHMEM_G_AMO_BIT(x, OP)                                                                 \
-  _Generic(*(x), int: shmem_int32_atomic_##OP, long: shmem_int64_atomic_##OP,                   \
-           unsigned int: shmem_uint_atomic_##OP, unsigned long: shmem_ulong_atomic_##OP,        \
-           unsigned long long: shmem_ulonglong_atomic_##OP)
+#define _SHMEM_G_AMO_P(P, x, OP)                                                                \
+  _Generic(*(x), int: P##int_atomic_##OP, long: P##long_atomic_##OP,                            \
+           long long: P##longlong_atomic_##OP, unsigned int: P##uint_atomic_##OP,               \
+           unsigned long: P##ulong_atomic_##OP,                                                 \
+           unsigned long long: P##ulonglong_atomic_##OP)
+#define _SHMEM_G_AMO_EXT_P(P, x, OP)                                                            \
+  _Generic(*(x), int: P##int_atomic_##OP, long: P##long_atomic_##OP,                            \
+           long long: P##longlong_atomic_##OP, unsigned int: P##uint_atomic_##OP,               \
+           unsigned long: P##ulong_atomic_##OP,                                                 \
+           unsigned long long: P##ulonglong_atomic_##OP, float: P##float_atomic_##OP,           \
+           double: P##double_atomic_##OP)
+#define _SHMEM_G_AMO_BIT_P(P, x, OP)                                                            \
+  _Generic(*(x), int: P##int32_atomic_##OP, long: P##int64_atomic_##OP,                         \
+           unsigned int: P##uint_atomic_##OP, unsigned long: P##ulong_atomic_##OP,              \
+           unsigned long long: P##ulonglong_atomic_##OP)
+/* Each selector names the world routine (shmem_) or its context form (shmem_ctx_). */
+#define _SHMEM_G_RMA(x, OP) _SHMEM_G_RMA_P(shmem_, x, OP)
+#define _SHMEM_G_RMA_CTX(x, OP) _SHMEM_G_RMA_P(shmem_ctx_, x, OP)
+#define _SHMEM_G_AMO(x, OP) _SHMEM_G_AMO_P(shmem_, x, OP)
+#define _SHMEM_G_AMO_CTX(x, OP) _SHMEM_G_AMO_P(shmem_ctx_, x, OP)
+#define _SHMEM_G_AMO_EXT(x, OP) _SHMEM_G_AMO_EXT_P(shmem_, x, OP)
+#define _SHMEM_G_AMO_EXT_CTX(x, OP) _SHMEM_G_AMO_EXT_P(shmem_ctx_, x, OP)
+#define _SHMEM_G_AMO_BIT(x, OP) _SHMEM_G_AMO_BIT_P(shmem_, x, OP)
+#define _SHMEM_G_AMO_BIT_CTX(x, OP) _SHMEM_G_AMO_BIT_P(shmem_ctx_, x, OP)
 
 /* Each generic routine also takes a context first, as in 1.4 (shmem_put(ctx, dest, ...)): the
- * argument count tells the forms apart; the context is evaluated and, as for the typed context
- * forms, orders nothing more. */
+ * argument count tells the forms apart, and that form is the typed shmem_ctx_ routine, so `pe`
+ * is a PE of the context's team (as for the typed context forms, it orders nothing more). */
 #define _SHMEM_NARGS(...) _SHMEM_NARGS_(__VA_ARGS__, 7, 6, 5, 4, 3, 2, 1, 0)
 #define _SHMEM_NARGS_(_1, _2, _3, _4, _5, _6, _7, N, ...) N
 #define _SHMEM_CAT(a, b) _SHMEM_CAT_(a, b)
@@ -582,96 +593,96 @@ _SHMEM_REDUCE_ARITH(double, double, _SHMEM_T_double)
 #define shmem_put(...) _SHMEM_G_CALL(put, __VA_ARGS__)
 #define _shmem_g_put_4(dest, source, nelems, pe) _SHMEM_G_RMA(dest, put)(dest, source, nelems, pe)
 #define _shmem_g_put_5(ctx, dest, source, nelems, pe) \
-  ((void)(ctx), _SHMEM_G_RMA(dest, put)(dest, source, nelems, pe))
+  _SHMEM_G_RMA_CTX(dest, put)(ctx, dest, source, nelems, pe)
 #define shmem_get(...) _SHMEM_G_CALL(get, __VA_ARGS__)
 #define _shmem_g_get_4(dest, source, nelems, pe) _SHMEM_G_RMA(dest, get)(dest, source, nelems, pe)
 #define _shmem_g_get_5(ctx, dest, source, nelems, pe) \
-  ((void)(ctx), _SHMEM_G_RMA(dest, get)(dest, source, nelems, pe))
+  _SHMEM_G_RMA_CTX(dest, get)(ctx, dest, source, nelems, pe)
 #define shmem_put_nbi(...) _SHMEM_G_CALL(put_nbi, __VA_ARGS__)
 #define _shmem_g_put_nbi_4(dest, source, nelems, pe) \
   _SHMEM_G_RMA(dest, put_nbi)(dest, source, nelems, pe)
 #define _shmem_g_put_nbi_5(ctx, dest, source, nelems, pe) \
-  ((void)(ctx), _SHMEM_G_RMA(dest, put_nbi)(dest, source, nelems, pe))
+  _SHMEM_G_RMA_CTX(dest, put_nbi)(ctx, dest, source, nelems, pe)
 #define shmem_get_nbi(...) _SHMEM_G_CALL(get_nbi, __VA_ARGS__)
 #define _shmem_g_get_nbi_4(dest, source, nelems, pe) \
   _SHMEM_G_RMA(dest, get_nbi)(dest, source, nelems, pe)
 #define _shmem_g_get_nbi_5(ctx, dest, source, nelems, pe) \
-  ((void)(ctx), _SHMEM_G_RMA(dest, get_nbi)(dest, source, nelems, pe))
+  _SHMEM_G_RMA_CTX(dest, get_nbi)(ctx, dest, source, nelems, pe)
 #define shmem_p(...) _SHMEM_G_CALL(p, __VA_ARGS__)
 #define _shmem_g_p_3(dest, value, pe) _SHMEM_G_RMA(dest, p)(dest, value, pe)
-#define _shmem_g_p_4(ctx, dest, value, pe) ((void)(ctx), _SHMEM_G_RMA(dest, p)(dest, value, pe))
+#define _shmem_g_p_4(ctx, dest, value, pe) _SHMEM_G_RMA_CTX(dest, p)(ctx, dest, value, pe)
 #define shmem_g(...) _SHMEM_G_CALL(g, __VA_ARGS__)
 #define _shmem_g_g_2(source, pe) _SHMEM_G_RMA(source, g)(source, pe)
-#define _shmem_g_g_3(ctx, source, pe) ((void)(ctx), _SHMEM_G_RMA(source, g)(source, pe))
+#define _shmem_g_g_3(ctx, source, pe) _SHMEM_G_RMA_CTX(source, g)(ctx, source, pe)
 #define shmem_iput(...) _SHMEM_G_CALL(iput, __VA_ARGS__)
 #define _shmem_g_iput_6(dest, source, dst, sst, nelems, pe) \
   _SHMEM_G_RMA(dest, iput)(dest, source, dst, sst, nelems, pe)
 #define _shmem_g_iput_7(ctx, dest, source, dst, sst, nelems, pe) \
-  ((void)(ctx), _SHMEM_G_RMA(dest, iput)(dest, source, dst, sst, nelems, pe))
+  _SHMEM_G_RMA_CTX(dest, iput)(ctx, dest, source, dst, sst, nelems, pe)
 #define shmem_iget(...) _SHMEM_G_CALL(iget, __VA_ARGS__)
 #define _shmem_g_iget_6(dest, source, dst, sst, nelems, pe) \
   _SHMEM_G_RMA(dest, iget)(dest, source, dst, sst, nelems, pe)
 #define _shmem_g_iget_7(ctx, dest, source, dst, sst, nelems, pe) \
-  ((void)(ctx), _SHMEM_G_RMA(dest, iget)(dest, source, dst, sst, nelems, pe))
+  _SHMEM_G_RMA_CTX(dest, iget)(ctx, dest, source, dst, sst, nelems, pe)
 #define shmem_atomic_fetch(...) _SHMEM_G_CALL(atomic_fetch, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_2(source, pe) _SHMEM_G_AMO_EXT(source, fetch)(source, pe)
 #define _shmem_g_atomic_fetch_3(ctx, source, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_EXT(source, fetch)(source, pe))
+  _SHMEM_G_AMO_EXT_CTX(source, fetch)(ctx, source, pe)
 #define shmem_atomic_set(...) _SHMEM_G_CALL(atomic_set, __VA_ARGS__)
 #define _shmem_g_atomic_set_3(dest, value, pe) _SHMEM_G_AMO_EXT(dest, set)(dest, value, pe)
 #define _shmem_g_atomic_set_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_EXT(dest, set)(dest, value, pe))
+  _SHMEM_G_AMO_EXT_CTX(dest, set)(ctx, dest, value, pe)
 #define shmem_atomic_swap(...) _SHMEM_G_CALL(atomic_swap, __VA_ARGS__)
 #define _shmem_g_atomic_swap_3(dest, value, pe) _SHMEM_G_AMO_EXT(dest, swap)(dest, value, pe)
 #define _shmem_g_atomic_swap_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_EXT(dest, swap)(dest, value, pe))
+  _SHMEM_G_AMO_EXT_CTX(dest, swap)(ctx, dest, value, pe)
 #define shmem_atomic_compare_swap(...) _SHMEM_G_CALL(atomic_compare_swap, __VA_ARGS__)
 #define _shmem_g_atomic_compare_swap_4(dest, cond, value, pe) \
   _SHMEM_G_AMO(dest, compare_swap)(dest, cond, value, pe)
 #define _shmem_g_atomic_compare_swap_5(ctx, dest, cond, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO(dest, compare_swap)(dest, cond, value, pe))
+  _SHMEM_G_AMO_CTX(dest, compare_swap)(ctx, dest, cond, value, pe)
 #define shmem_atomic_fetch_inc(...) _SHMEM_G_CALL(atomic_fetch_inc, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_inc_2(dest, pe) _SHMEM_G_AMO(dest, fetch_inc)(dest, pe)
 #define _shmem_g_atomic_fetch_inc_3(ctx, dest, pe) \
-  ((void)(ctx), _SHMEM_G_AMO(dest, fetch_inc)(dest, pe))
+  _SHMEM_G_AMO_CTX(dest, fetch_inc)(ctx, dest, pe)
 #define shmem_atomic_inc(...) _SHMEM_G_CALL(atomic_inc, __VA_ARGS__)
 #define _shmem_g_atomic_inc_2(dest, pe) _SHMEM_G_AMO(dest, inc)(dest, pe)
-#define _shmem_g_atomic_inc_3(ctx, dest, pe) ((void)(ctx), _SHMEM_G_AMO(dest, inc)(dest, pe))
+#define _shmem_g_atomic_inc_3(ctx, dest, pe) _SHMEM_G_AMO_CTX(dest, inc)(ctx, dest, pe)
 #define shmem_atomic_fetch_add(...) _SHMEM_G_CALL(atomic_fetch_add, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_add_3(dest, value, pe) _SHMEM_G_AMO(dest, fetch_add)(dest, value, pe)
 #define _shmem_g_atomic_fetch_add_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO(dest, fetch_add)(dest, value, pe))
+  _SHMEM_G_AMO_CTX(dest, fetch_add)(ctx, dest, value, pe)
 #define shmem_atomic_add(...) _SHMEM_G_CALL(atomic_add, __VA_ARGS__)
 #define _shmem_g_atomic_add_3(dest, value, pe) _SHMEM_G_AMO(dest, add)(dest, value, pe)
 #define _shmem_g_atomic_add_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO(dest, add)(dest, value, pe))
+  _SHMEM_G_AMO_CTX(dest, add)(ctx, dest, value, pe)
 #define shmem_atomic_fetch_and(...) _SHMEM_G_CALL(atomic_fetch_and, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_and_3(dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_and)(dest, value, pe)
 #define _shmem_g_atomic_fetch_and_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_and)(dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, fetch_and)(ctx, dest, value, pe)
 #define shmem_atomic_fetch_or(...) _SHMEM_G_CALL(atomic_fetch_or, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_or_3(dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_or)(dest, value, pe)
 #define _shmem_g_atomic_fetch_or_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_or)(dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, fetch_or)(ctx, dest, value, pe)
 #define shmem_atomic_fetch_xor(...) _SHMEM_G_CALL(atomic_fetch_xor, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_xor_3(dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_xor)(dest, value, pe)
 #define _shmem_g_atomic_fetch_xor_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_xor)(dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, fetch_xor)(ctx, dest, value, pe)
 #define shmem_atomic_and(...) _SHMEM_G_CALL(atomic_and, __VA_ARGS__)
 #define _shmem_g_atomic_and_3(dest, value, pe) _SHMEM_G_AMO_BIT(dest, and)(dest, value, pe)
 #define _shmem_g_atomic_and_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, and)(dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, and)(ctx, dest, value, pe)
 #define shmem_atomic_or(...) _SHMEM_G_CALL(atomic_or, __VA_ARGS__)
 #define _shmem_g_atomic_or_3(dest, value, pe) _SHMEM_G_AMO_BIT(dest, or)(dest, value, pe)
 #define _shmem_g_atomic_or_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, or)(dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, or)(ctx, dest, value, pe)
 #define shmem_atomic_xor(...) _SHMEM_G_CALL(atomic_xor, __VA_ARGS__)
 #define _shmem_g_atomic_xor_3(dest, value, pe) _SHMEM_G_AMO_BIT(dest, xor)(dest, value, pe)
 #define _shmem_g_atomic_xor_4(ctx, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, xor)(dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, xor)(ctx, dest, value, pe)
 
 #define _SHMEM_G_WAIT(x, OP)                                                                    \
   _Generic(*(x), short: shmem_short_##OP, int: shmem_int_##OP, long: shmem_long_##OP,           \

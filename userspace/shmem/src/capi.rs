@@ -518,6 +518,8 @@ pub struct Ctx {
     /// The handle of the context's team (`shmem_team_t`, [`crate::team`]): WORLD but for
     /// `shmem_team_create_ctx`'s contexts.
     pub(crate) team: usize,
+    /// A team context's place among its team's contexts, given back when it is destroyed.
+    pub(crate) seat: Option<crate::team_ctx::Seat>,
 }
 
 /// `SHMEM_CTX_SERIALIZED | SHMEM_CTX_PRIVATE | SHMEM_CTX_NOSTORE`.
@@ -540,6 +542,7 @@ pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut *mut Ctx) -
         *ctx = Box::into_raw(Box::new(Ctx {
             _options: options,
             team: crate::team::WORLD + 1,
+            seat: None,
         }))
     };
     0

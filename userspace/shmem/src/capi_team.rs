@@ -8,6 +8,7 @@ use crate::capi::Ctx;
 use crate::pe::{die, job};
 use crate::team::{self, Team, NUM_CONTEXTS, SHARED, WORLD};
 use crate::team_coll::{self, Args, Combine, Kind};
+use crate::team_ctx::{self, Seat};
 use std::ffi::{c_int, c_long, c_void};
 use std::ptr::null_mut;
 use std::sync::Arc;
@@ -56,7 +57,7 @@ pub unsafe extern "C" fn shmem_team_get_config(
     }
     if mask & NUM_CONTEXTS != 0 {
         // SAFETY: the caller's config (checked non-NULL).
-        unsafe { (*config).num_contexts = t.contexts };
+        unsafe { (*config).num_contexts = t.contexts.configured() };
     }
     0
 }
@@ -69,15 +70,17 @@ pub extern "C" fn shmem_team_translate_pe(from: Handle, pe: c_int, to: Handle) -
     }
 }
 
-/// `num_contexts` of a split's configuration, if the mask asks for it.
+/// `num_contexts` of a split's configuration, if the mask asks for it (a negative count
+/// allows no context, as 0 does).
 /// # Safety
 /// `config` is NULL or a `shmem_team_config_t`.
-unsafe fn contexts(config: *const Config, mask: c_long) -> c_int {
+unsafe fn contexts(config: *const Config, mask: c_long) -> Option<usize> {
     if mask & NUM_CONTEXTS != 0 && !config.is_null() {
         // SAFETY: the caller's config (checked non-NULL).
-        unsafe { (*config).num_contexts.max(0) }
+        let n = unsafe { (*config).num_contexts };
+        Some(usize::try_from(n).unwrap_or(0))
     } else {
-        0
+        None
     }
 }
 
@@ -196,6 +199,8 @@ pub extern "C" fn shmem_team_ptr(t: Handle, dest: *const c_void, pe: c_int) -> *
     }
 }
 
+/// A context of team `t`: non-zero and `SHMEM_CTX_INVALID` for an invalid team, unknown
+/// options, or a team whose configured `num_contexts` are all open ([`crate::team_ctx`]).
 /// # Safety
 /// `ctx` is NULL or a `shmem_ctx_t` to write.
 #[no_mangle]
@@ -207,16 +212,20 @@ pub unsafe extern "C" fn shmem_team_create_ctx(
     if ctx.is_null() {
         die("shmem_team_create_ctx: ctx is NULL");
     }
-    if team_of(t).is_none() {
+    let Some(seat) = team_of(t).and_then(Seat::take) else {
+        log::debug!("shmem_team_create_ctx: an invalid team, or all its num_contexts are open");
         // SAFETY: the caller's shmem_ctx_t (checked non-NULL).
         unsafe { *ctx = CTX_INVALID as *mut Ctx };
         return -1;
-    }
+    };
     // SAFETY: as above.
     let r = unsafe { crate::capi::shmem_ctx_create(options, ctx) };
     if r == 0 {
-        // SAFETY: just made by shmem_ctx_create.
-        unsafe { (**ctx).team = t as usize };
+        // SAFETY: just made by shmem_ctx_create; the context gives the seat back when destroyed.
+        unsafe {
+            (**ctx).team = t as usize;
+            (**ctx).seat = Some(seat);
+        }
     } else {
         // SAFETY: as above.
         unsafe { *ctx = CTX_INVALID as *mut Ctx };
@@ -246,30 +255,30 @@ pub unsafe extern "C" fn shmem_ctx_get_team(ctx: *mut Ctx, team: *mut Handle) ->
     }
 }
 
-/// The world PE of PE `pe` of context `ctx`'s team: what the context forms of RMA and
-/// atomics (shmem.h's `_SHMEM_CTX_V`) address.
+/// The world PE of PE `pe` of context `ctx`'s team: the one translation of every context
+/// form of RMA, atomics and put-with-signal (shmem.h's `_shmem_ctx_pe`, which the typed
+/// `shmem_ctx_*` routines and the C11 generic forms with a context all go through).
 /// # Safety
 /// As `shmem_ctx_get_team`.
 #[no_mangle]
 pub unsafe extern "C" fn unimem_shmem_ctx_pe(ctx: *mut Ctx, pe: c_int) -> c_int {
-    let h = match ctx as usize {
+    let c = match ctx as usize {
         0 => return pe,
         CTX_INVALID => die("a shmem_ctx_* routine was called with SHMEM_CTX_INVALID"),
         // SAFETY: a context shmem_ctx_create made (the caller's contract).
-        _ => unsafe { (*ctx).team },
+        _ => unsafe { &*ctx },
     };
-    if h == WORLD + 1 {
+    // shmem_ctx_create's contexts, and team contexts of WORLD: world numbers already.
+    let Some(seat) = c.seat.as_ref().filter(|_| c.team != WORLD + 1) else {
         return pe;
-    }
-    let Some(t) = team_of(h as Handle) else {
-        die("a shmem_ctx_* routine was called on a context whose team was destroyed")
     };
-    match t.world(pe) {
-        Some(w) => w as c_int,
-        None => die(&format!(
-            "shmem_ctx_*: PE {pe} is not a PE of the context's team (size {})",
-            t.pes.len()
-        )),
+    // The seat keeps the team's list, but a destroyed team's contexts must not be used.
+    if !team_of(c.team as Handle).is_some_and(|t| Arc::ptr_eq(&t, seat.team())) {
+        die("a shmem_ctx_* routine was called on a context whose team was destroyed")
+    }
+    match team_ctx::world_pe(seat.team(), pe) {
+        Ok(w) => w as c_int,
+        Err(why) => die(&format!("shmem_ctx_*: {why}")),
     }
 }
 

@@ -64,14 +64,23 @@ fn load(va: usize) -> u64 {
     unsafe { (va as *const u64).read_volatile() }
 }
 
-/// Writes a barrier word of PE `pe`: a plain store where it is mapped here (this node's
-/// memory: no atomic is needed, nobody else writes the word meanwhile), through the home
-/// service otherwise.
+/// Writes a barrier (or collect length) word of PE `pe`: a plain store where it is mapped
+/// here (this node's memory: no atomic is needed, nobody else writes the word meanwhile),
+/// through the home service otherwise.
 fn store(j: &Job, routine: &str, pe: usize, region: Region, off: u64, v: u64) {
     match j.va(pe, region, off) {
         // SAFETY: a word of a mapped symmetric region.
         Some(va) => unsafe { (va as *mut u64).write_volatile(v) },
         None => with_gsas(|g| must(routine, g.write(j.addr(pe, region, off), v))),
+    }
+}
+
+/// Reads a word of PE `pe` (only its owner writes it): a load where it is mapped here, through
+/// the home service otherwise.
+fn fetch(j: &Job, routine: &str, pe: usize, region: Region, off: u64) -> u64 {
+    match j.va(pe, region, off) {
+        Some(va) => load(va),
+        None => with_gsas(|g| must(routine, g.read(j.addr(pe, region, off)))),
     }
 }
 
@@ -180,10 +189,21 @@ pub fn barrier(j: &Job, routine: &str, set: &Set, ps: usize) {
     set_barrier(j, routine, set, p);
 }
 
-/// Bytes at a local pointer, for the collectives' own buffers.
+/// Bytes at a local pointer, for the collectives' own buffers (none for `len` 0: the
+/// pointer may then be NULL, which no slice may be made of).
 fn local<'a>(ptr: usize, len: usize) -> &'a mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
     // SAFETY: the caller's destination array holds len bytes (the C contract).
     unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) }
+}
+
+/// A collective's buffer of `len` bytes, checked symmetric. An empty one is not looked at:
+/// the spec lets a zero-element collective pass any pointer, NULL included (it still
+/// synchronizes its PEs, so the callers keep their barriers).
+fn buffer(j: &Job, routine: &str, what: &str, ptr: usize, len: usize) -> Option<(Region, u64)> {
+    (len > 0).then(|| j.symmetric(routine, what, ptr, len))
 }
 
 pub struct Coll {
@@ -202,10 +222,10 @@ pub fn broadcast(j: &Job, routine: &str, c: &Coll, len: usize, root: i32, set: &
         ));
     }
     let p = psync(j, routine, c.psync);
-    let (sr, soff) = j.symmetric(routine, "source", c.src, len);
-    j.symmetric(routine, "dest", c.dest, len);
+    let s = buffer(j, routine, "source", c.src, len);
+    buffer(j, routine, "dest", c.dest, len);
     set_barrier(j, routine, set, p);
-    if set.me != root as usize {
+    if let Some((sr, soff)) = s.filter(|_| set.me != root as usize) {
         get_at(
             j,
             routine,
@@ -222,16 +242,11 @@ pub fn broadcast(j: &Job, routine: &str, c: &Coll, len: usize, root: i32, set: &
 /// sources of the set's PEs, in set order, concatenated into every PE's `dest`.
 pub fn collect(j: &Job, routine: &str, c: &Coll, len: usize, set: &Set, fixed: bool) {
     let p = psync(j, routine, c.psync);
-    let (sr, soff) = j.symmetric(routine, "source", c.src, len);
+    buffer(j, routine, "source", c.src, len);
     let me_pe = set.pes[set.me];
     if !fixed {
         // Published as len + 1, so a PE that has not written it yet cannot pass for 0.
-        with_gsas(|g| {
-            must(
-                routine,
-                g.write(j.addr(me_pe, p.0, p.1 + PS_LEN), len as u64 + 1),
-            )
-        });
+        store(j, routine, me_pe, p.0, p.1 + PS_LEN, len as u64 + 1);
     }
     set_barrier(j, routine, set, p);
     let lens: Vec<usize> = if fixed {
@@ -240,7 +255,7 @@ pub fn collect(j: &Job, routine: &str, c: &Coll, len: usize, set: &Set, fixed: b
         set.pes
             .iter()
             .map(|&pe| {
-                let v = with_gsas(|g| must(routine, g.read(j.addr(pe, p.0, p.1 + PS_LEN))));
+                let v = fetch(j, routine, pe, p.0, p.1 + PS_LEN);
                 if v == 0 || v - 1 > j.heap_len.max(j.static_len) {
                     die(&format!(
                         "{routine}: PE {pe} published a bad length {v} (pSync reused too early?)"
@@ -251,15 +266,19 @@ pub fn collect(j: &Job, routine: &str, c: &Coll, len: usize, set: &Set, fixed: b
             .collect()
     };
     let total: usize = lens.iter().sum();
-    j.symmetric(routine, "dest", c.dest, total);
+    buffer(j, routine, "dest", c.dest, total);
     let mut at = c.dest;
     for (k, &pe) in set.pes.iter().enumerate() {
-        get_at(j, routine, pe, sr, soff, local(at, lens[k]));
+        // The source is the same symmetric object on every PE: located with each PE's length,
+        // as this PE's own may be 0 (and its pointer anything) while others send data.
+        if let Some((sr, soff)) = buffer(j, routine, "source", c.src, lens[k]) {
+            get_at(j, routine, pe, sr, soff, local(at, lens[k]));
+        }
         at += lens[k];
     }
     set_barrier(j, routine, set, p);
     if !fixed {
-        with_gsas(|g| must(routine, g.write(j.addr(me_pe, p.0, p.1 + PS_LEN), 0)));
+        store(j, routine, me_pe, p.0, p.1 + PS_LEN, 0);
     }
 }
 
@@ -271,16 +290,18 @@ pub fn reduce(j: &Job, routine: &str, c: &Coll, n: usize, ty: Ty, op: Op, set: &
     }
     let len = n * ty.size();
     let p = psync(j, routine, c.psync);
-    let (sr, soff) = j.symmetric(routine, "source", c.src, len);
-    j.symmetric(routine, "dest", c.dest, len);
+    let s = buffer(j, routine, "source", c.src, len);
+    buffer(j, routine, "dest", c.dest, len);
     set_barrier(j, routine, set, p);
     let mut acc = vec![0u8; len];
     let mut x = vec![0u8; len];
-    for (k, &pe) in set.pes.iter().enumerate() {
-        let buf = if k == 0 { &mut acc } else { &mut x };
-        get_at(j, routine, pe, sr, soff, buf);
-        if k > 0 {
-            reduce::combine(ty, op, &mut acc, &x);
+    if let Some((sr, soff)) = s {
+        for (k, &pe) in set.pes.iter().enumerate() {
+            let buf = if k == 0 { &mut acc } else { &mut x };
+            get_at(j, routine, pe, sr, soff, buf);
+            if k > 0 {
+                reduce::combine(ty, op, &mut acc, &x);
+            }
         }
     }
     set_barrier(j, routine, set, p);
@@ -298,10 +319,18 @@ pub fn alltoall(j: &Job, routine: &str, c: &Coll, s: &Strided, set: &Set) {
     }
     let p = psync(j, routine, c.psync);
     let n = set.pes.len();
-    let span = |stride: isize| (n * s.nelems).saturating_sub(1) * stride as usize * s.size + s.size;
-    let (sr, soff) = j.symmetric(routine, "source", c.src, span(s.sst));
-    j.symmetric(routine, "dest", c.dest, span(s.dst));
+    // Bytes from the first element to the end of the last one (none for no elements).
+    let span = |stride: isize| match n * s.nelems {
+        0 => 0,
+        all => (all - 1) * stride as usize * s.size + s.size,
+    };
+    let src = buffer(j, routine, "source", c.src, span(s.sst));
+    buffer(j, routine, "dest", c.dest, span(s.dst));
     set_barrier(j, routine, set, p);
+    let Some((sr, soff)) = src else {
+        set_barrier(j, routine, set, p);
+        return;
+    };
     for (k, &pe) in set.pes.iter().enumerate() {
         for i in 0..s.nelems {
             let from = ((set.me * s.nelems + i) * s.sst as usize * s.size) as u64;
@@ -325,7 +354,73 @@ pub fn alltoall(j: &Job, routine: &str, c: &Coll, s: &Strided, set: &Set) {
 
 #[cfg(test)]
 mod tests {
-    use super::members;
+    use super::*;
+    use crate::solo::Solo;
+
+    /// The active set of the one-PE job.
+    fn solo_set() -> Set {
+        Set {
+            pes: vec![0],
+            me: 0,
+        }
+    }
+
+    #[test]
+    fn zero_elements_take_null_buffers() {
+        let mut m = Solo::new(64);
+        let psync = m.at(0);
+        let j = m.job();
+        let set = solo_set();
+        let c = Coll {
+            dest: 0,
+            src: 0,
+            psync,
+        };
+        broadcast(&j, "shmem_broadcast64", &c, 0, 0, &set);
+        collect(&j, "shmem_collect64", &c, 0, &set, false);
+        collect(&j, "shmem_fcollect64", &c, 0, &set, true);
+        reduce(&j, "shmem_int_sum_to_all", &c, 0, Ty::I32, Op::Sum, &set);
+        for (dst, sst) in [(1, 1), (3, 2)] {
+            let st = Strided {
+                dst,
+                sst,
+                nelems: 0,
+                size: 8,
+            };
+            alltoall(&j, "shmem_alltoalls64", &c, &st, &set);
+        }
+        // The pSync is back to its initial value, the collect length word included.
+        assert!(m.heap[..PSYNC_LONGS].iter().all(|&w| w == 0));
+    }
+
+    #[test]
+    fn one_pe_collectives_move_data() {
+        let mut m = Solo::new(64);
+        let (psync, src, dest) = (m.at(0), m.at(8), m.at(16));
+        m.heap[8..12].copy_from_slice(&[1, 2, 3, 4]);
+        let j = m.job();
+        let set = solo_set();
+        let c = Coll { dest, src, psync };
+        collect(&j, "shmem_collect64", &c, 3 * 8, &set, false);
+        alltoall(
+            &j,
+            "shmem_alltoalls64",
+            &Coll {
+                dest: m.at(24),
+                ..c
+            },
+            &Strided {
+                dst: 2,
+                sst: 1,
+                nelems: 2,
+                size: 8,
+            },
+            &set,
+        );
+        assert_eq!(m.heap[16..20], [1, 2, 3, 0]);
+        assert_eq!(m.heap[24..27], [1, 0, 2]);
+        assert!(m.heap[..PSYNC_LONGS].iter().all(|&w| w == 0));
+    }
 
     #[test]
     fn active_sets() {

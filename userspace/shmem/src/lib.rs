@@ -23,7 +23,10 @@ pub mod remote;
 pub mod ring;
 pub mod rma;
 pub mod signal;
+#[cfg(test)]
+mod solo;
 pub mod team;
 pub mod team_coll;
+pub mod team_ctx;
 pub mod wait;
 pub mod window;

@@ -18,6 +18,7 @@
 use crate::coll::{self, Set};
 use crate::pe::{job, Job, Region};
 use crate::rma::get_at;
+use crate::team_ctx::Contexts;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Slots per PE (bits of the agreement mask).
@@ -35,15 +36,15 @@ const _: () = assert!(coll::PSYNC_LONGS as u64 * 8 <= AGREE);
 /// `SHMEM_TEAM_NUM_CONTEXTS`: the only configuration field.
 pub const NUM_CONTEXTS: i64 = 1;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Team {
     /// World PE numbers, in team order.
     pub pes: Vec<usize>,
     /// This PE's index in `pes`.
     pub me: usize,
     pub slot: usize,
-    /// `shmem_team_config_t.num_contexts` as given at the split (0 if not).
-    pub contexts: i32,
+    /// The contexts open on the team, and `num_contexts` if the split configured it.
+    pub contexts: Contexts,
 }
 
 impl Team {
@@ -86,7 +87,7 @@ fn table() -> MutexGuard<'static, Option<Table>> {
             pes: (0..j.npes).collect(),
             me: j.me,
             slot: WORLD,
-            contexts: 0,
+            contexts: Contexts::default(),
         }));
         let nodes: Vec<u16> = j.peers.iter().map(|p| p.slot.node).collect();
         let pes = shared(&nodes, j.node);
@@ -95,7 +96,7 @@ fn table() -> MutexGuard<'static, Option<Table>> {
             pes,
             me,
             slot: SHARED,
-            contexts: 0,
+            contexts: Contexts::default(),
         }));
         *t = Some(v);
     }
@@ -194,10 +195,14 @@ fn agree(j: &Job, routine: &str, parent: &Team, mine: u64) -> u64 {
 }
 
 /// A new team per axis, from `parent` (collective over it): `axes[i]` holds the parent
-/// indices of this PE's team on axis `i` and its `num_contexts`. Returns each axis' handle
+/// indices of this PE's team on axis `i` and its `num_contexts` (`None`: not configured). Returns each axis' handle
 /// (0 where this PE is not a member), or `None` when the parent's members have no slots
 /// free in common.
-pub fn create(routine: &str, parent: &Team, axes: &[(Vec<usize>, i32)]) -> Option<Vec<usize>> {
+pub fn create(
+    routine: &str,
+    parent: &Team,
+    axes: &[(Vec<usize>, Option<usize>)],
+) -> Option<Vec<usize>> {
     let j = job();
     let mine = used_mask(table().as_ref().expect("made by table"));
     let all = agree(&j, routine, parent, mine);
@@ -216,7 +221,7 @@ pub fn create(routine: &str, parent: &Team, axes: &[(Vec<usize>, i32)]) -> Optio
                 pes,
                 me,
                 slot,
-                contexts: *contexts,
+                contexts: Contexts::new(*contexts),
             }));
             slot + 1
         })
@@ -242,7 +247,7 @@ mod tests {
             pes: pes.to_vec(),
             me,
             slot: 5,
-            contexts: 0,
+            contexts: Contexts::default(),
         }
     }
 

@@ -69,21 +69,15 @@ pub fn run(j: &Job, t: &Team, kind: Kind, a: &Args) {
         src: a.src,
         psync: t.words(j),
     };
+    // Zero elements (any pointers, NULL included) are the collectives' of coll.rs to pass:
+    // they still synchronize the team.
     let len = a.nelems * a.width;
-    // Nothing to move: the collective is still one (it synchronizes), without the buffers.
-    if len == 0 && kind != Kind::Collect {
-        if kind == Kind::Broadcast {
-            check_root(routine, a.root, t);
-        }
-        coll::barrier(j, routine, &set, c.psync);
-        return;
-    }
     match kind {
         Kind::Broadcast => {
             check_root(routine, a.root, t);
             coll::broadcast(j, routine, &c, len, a.root, &set);
             // 1.5: the root's dest receives the data too.
-            if t.me == a.root as usize && a.dest != a.src {
+            if t.me == a.root as usize && a.dest != a.src && len > 0 {
                 // SAFETY: the caller's arrays of len bytes (the C contract); they may overlap.
                 unsafe { std::ptr::copy(a.src as *const u8, a.dest as *mut u8, len) };
             }
@@ -129,6 +123,8 @@ pub fn reduce(j: &Job, t: &Team, dest: usize, src: usize, n: usize, size: usize,
     let set = t.set();
     let words = t.words(j);
     let len = n * size;
+    // Zero elements: nothing to combine and any pointers (NULL included), as the spec
+    // allows; the team still synchronizes.
     if len == 0 {
         coll::barrier(j, routine, &set, words);
         return;
@@ -156,6 +152,36 @@ pub fn reduce(j: &Job, t: &Team, dest: usize, src: usize, n: usize, size: usize,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::solo::Solo;
+    use crate::team_ctx::Contexts;
+
+    #[test]
+    fn zero_elements_take_null_buffers() {
+        let mut m = Solo::new(8);
+        let j = m.job();
+        let world = Team {
+            pes: vec![0],
+            me: 0,
+            slot: crate::team::WORLD,
+            contexts: Contexts::default(),
+        };
+        for code in 0..5 {
+            let kind = Kind::from_code(code).expect("a kind");
+            let a = Args {
+                dest: 0,
+                src: 0,
+                nelems: 0,
+                width: 4,
+                root: 0,
+                dst: 1,
+                sst: 1,
+            };
+            run(&j, &world, kind, &a);
+        }
+        reduce(&j, &world, 0, 0, 0, 4, sum_i32);
+        // The team's words (its pSync) are back to 0, the collect length included.
+        assert!(m.sync.iter().all(|&w| w == 0));
+    }
 
     unsafe extern "C" fn sum_i32(acc: *mut u8, x: *const u8, n: usize) {
         let (a, b) = unsafe {

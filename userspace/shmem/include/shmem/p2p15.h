@@ -113,7 +113,7 @@ _SHMEM_PUT_SIGNAL(putmem, void, 1)
   }                                                                                             \
   static inline void shmem_ctx_##N##_atomic_##NAME##_nbi(shmem_ctx_t ctx, T *fetch,             \
                                                          _SHMEM_UNPAREN PARAMS) {               \
-    (void)ctx;                                                                                  \
+    pe = _shmem_ctx_pe(ctx, pe);                                                                \
     shmem_##N##_atomic_##NAME##_nbi(fetch, _SHMEM_UNPAREN ARGS);                                \
   }
 #define _SHMEM_NBI_VALUE(N, T, NAME, OP)                                                        \
@@ -252,54 +252,53 @@ _SHMEM_WAIT15(ptrdiff, ptrdiff_t)
 #define _shmem_g_put_signal_7(dest, source, nelems, sig_addr, signal, sig_op, pe) \
   _SHMEM_G_RMA(dest, put_signal)(dest, source, nelems, sig_addr, signal, sig_op, pe)
 #define _shmem_g_put_signal_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
-  ((void)(ctx), _SHMEM_G_RMA(dest, put_signal)(dest, source, nelems, sig_addr, signal, sig_op, pe))
+  _SHMEM_G_RMA_CTX(dest, put_signal)(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
 #define shmem_put_signal_nbi(...) _SHMEM_P2P_CALL(put_signal_nbi, __VA_ARGS__)
 #define _shmem_g_put_signal_nbi_7(dest, source, nelems, sig_addr, signal, sig_op, pe) \
   _SHMEM_G_RMA(dest, put_signal_nbi)(dest, source, nelems, sig_addr, signal, sig_op, pe)
 #define _shmem_g_put_signal_nbi_8(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe) \
-  ((void)(ctx),                                                                              \
-   _SHMEM_G_RMA(dest, put_signal_nbi)(dest, source, nelems, sig_addr, signal, sig_op, pe))
+  _SHMEM_G_RMA_CTX(dest, put_signal_nbi)(ctx, dest, source, nelems, sig_addr, signal, sig_op, pe)
 
 #define shmem_atomic_fetch_nbi(...) _SHMEM_P2P_CALL(atomic_fetch_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_nbi_3(fetch, source, pe) \
   _SHMEM_G_AMO_EXT(source, fetch_nbi)(fetch, source, pe)
 #define _shmem_g_atomic_fetch_nbi_4(ctx, fetch, source, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_EXT(source, fetch_nbi)(fetch, source, pe))
+  _SHMEM_G_AMO_EXT_CTX(source, fetch_nbi)(ctx, fetch, source, pe)
 #define shmem_atomic_swap_nbi(...) _SHMEM_P2P_CALL(atomic_swap_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_swap_nbi_4(fetch, dest, value, pe) \
   _SHMEM_G_AMO_EXT(dest, swap_nbi)(fetch, dest, value, pe)
 #define _shmem_g_atomic_swap_nbi_5(ctx, fetch, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_EXT(dest, swap_nbi)(fetch, dest, value, pe))
+  _SHMEM_G_AMO_EXT_CTX(dest, swap_nbi)(ctx, fetch, dest, value, pe)
 #define shmem_atomic_compare_swap_nbi(...) _SHMEM_P2P_CALL(atomic_compare_swap_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_compare_swap_nbi_5(fetch, dest, cond, value, pe) \
   _SHMEM_G_AMO(dest, compare_swap_nbi)(fetch, dest, cond, value, pe)
 #define _shmem_g_atomic_compare_swap_nbi_6(ctx, fetch, dest, cond, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO(dest, compare_swap_nbi)(fetch, dest, cond, value, pe))
+  _SHMEM_G_AMO_CTX(dest, compare_swap_nbi)(ctx, fetch, dest, cond, value, pe)
 #define shmem_atomic_fetch_inc_nbi(...) _SHMEM_P2P_CALL(atomic_fetch_inc_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_inc_nbi_3(fetch, dest, pe) \
   _SHMEM_G_AMO(dest, fetch_inc_nbi)(fetch, dest, pe)
 #define _shmem_g_atomic_fetch_inc_nbi_4(ctx, fetch, dest, pe) \
-  ((void)(ctx), _SHMEM_G_AMO(dest, fetch_inc_nbi)(fetch, dest, pe))
+  _SHMEM_G_AMO_CTX(dest, fetch_inc_nbi)(ctx, fetch, dest, pe)
 #define shmem_atomic_fetch_add_nbi(...) _SHMEM_P2P_CALL(atomic_fetch_add_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_add_nbi_4(fetch, dest, value, pe) \
   _SHMEM_G_AMO(dest, fetch_add_nbi)(fetch, dest, value, pe)
 #define _shmem_g_atomic_fetch_add_nbi_5(ctx, fetch, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO(dest, fetch_add_nbi)(fetch, dest, value, pe))
+  _SHMEM_G_AMO_CTX(dest, fetch_add_nbi)(ctx, fetch, dest, value, pe)
 #define shmem_atomic_fetch_and_nbi(...) _SHMEM_P2P_CALL(atomic_fetch_and_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_and_nbi_4(fetch, dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_and_nbi)(fetch, dest, value, pe)
 #define _shmem_g_atomic_fetch_and_nbi_5(ctx, fetch, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_and_nbi)(fetch, dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, fetch_and_nbi)(ctx, fetch, dest, value, pe)
 #define shmem_atomic_fetch_or_nbi(...) _SHMEM_P2P_CALL(atomic_fetch_or_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_or_nbi_4(fetch, dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_or_nbi)(fetch, dest, value, pe)
 #define _shmem_g_atomic_fetch_or_nbi_5(ctx, fetch, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_or_nbi)(fetch, dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, fetch_or_nbi)(ctx, fetch, dest, value, pe)
 #define shmem_atomic_fetch_xor_nbi(...) _SHMEM_P2P_CALL(atomic_fetch_xor_nbi, __VA_ARGS__)
 #define _shmem_g_atomic_fetch_xor_nbi_4(fetch, dest, value, pe) \
   _SHMEM_G_AMO_BIT(dest, fetch_xor_nbi)(fetch, dest, value, pe)
 #define _shmem_g_atomic_fetch_xor_nbi_5(ctx, fetch, dest, value, pe) \
-  ((void)(ctx), _SHMEM_G_AMO_BIT(dest, fetch_xor_nbi)(fetch, dest, value, pe))
+  _SHMEM_G_AMO_BIT_CTX(dest, fetch_xor_nbi)(ctx, fetch, dest, value, pe)
 
 #define shmem_wait_until_all(ivars, nelems, status, cmp, cmp_value) \
   _SHMEM_G_WAIT(ivars, wait_until_all)(ivars, nelems, status, cmp, cmp_value)

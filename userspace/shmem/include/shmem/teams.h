@@ -11,7 +11,8 @@
  * The team collectives return 0, or non-zero for an invalid team; as the 1.4 routines, they
  * end the job on an error in their data (a buffer that is not symmetric, a root that is not
  * a PE of the team). The broadcast writes dest on the root too (1.5). The reductions combine
- * in team order with C's arithmetic of the type.
+ * in team order with C's arithmetic of the type. With 0 elements, source and dest may be NULL
+ * (they are not looked at); the team still synchronizes.
  */
 #ifndef SHMEM_TEAMS_H
 #define SHMEM_TEAMS_H
@@ -42,7 +43,10 @@ void shmem_team_destroy(shmem_team_t team);
 int shmem_team_sync(shmem_team_t team);
 /* NULL where shmem_ptr is (PEs of other nodes), and for a PE not in the team. */
 void *shmem_team_ptr(shmem_team_t team, const void *dest, int pe);
-/* A context of a team: its RMA and atomics take PE numbers of the team. */
+/* A context of a team: its RMA and atomics (typed, and the C11 forms with a context first) take
+ * PE numbers of the team. A team split with SHMEM_TEAM_NUM_CONTEXTS in its mask has at most
+ * num_contexts contexts at once: one more returns non-zero and SHMEM_CTX_INVALID until one is
+ * destroyed. Without that mask, no limit (and shmem_team_get_config reports 0). */
 int shmem_team_create_ctx(shmem_team_t team, long options, shmem_ctx_t *ctx);
 int shmem_ctx_get_team(shmem_ctx_t ctx, shmem_team_t *team);
 
