@@ -11,7 +11,8 @@
 # and, in the same run on the same nodes, raw READ256 throughput (random 32-byte blocks of a page
 # on each of the 4 nodes, as gets spread over the table). The whole sweep runs DHT_BENCH_RUNS
 # times; a point is the median over the runs of its median window. Prints the ratios gets /
-# READ256 (goal >= 0.8) and N nodes / 1 node (scaling efficiency = ops(N) / (N x ops(1))).
+# READ256 (goal >= 0.8) and N nodes / 1 node (scaling efficiency = ops(N) / (N x ops(1)); called
+# scaling only when nodes x vCPUs fit the host's cores, else a node-count ratio: bench_scales).
 # Writes environment.csv, dht_runs.csv (every run), dht_throughput.csv (medians, efficiency,
 # ratio to READ256), summary.txt and dht.png to build/bench/dht/<UTC timestamp>/.
 #
@@ -144,6 +145,8 @@ done
 {
 echo
 echo "unimem DHT benchmark: $NODES nodes ($BENCH_ACCEL), ${UNIMEM_SMP:-1} vCPU each, $(nproc) host cores, kernel $BENCH_KERNEL, commit $BENCH_COMMIT"
+bench_scales "${NODE_COUNTS[-1]}" ||
+  echo "host: $(nproc) cores for up to $(( ${NODE_COUNTS[-1]} * ${UNIMEM_SMP:-1} )) vCPUs: figures across node counts are not scaling (the nodes share the cores)"
 echo "ops/s summed over the issuing nodes (the table spread over all $NODES); median over $RUNS run(s) of the median of $WINDOWS windows of $(calc %.2f "$SECONDS_PER_POINT / $WINDOWS") s"
 for w in read256 "${WORKLOADS[@]}"; do
   echo
@@ -155,7 +158,8 @@ for w in read256 "${WORKLOADS[@]}"; do
     mix50) echo "50% dhtPut, 50% dhtGet from empty (Figure 18)" ;;
   esac
   printf '%-14s' "threads/node"; for t in "${THREADS[@]}"; do printf ' %10s' "$t"; done
-  printf '  | efficiency vs %s node(s)' "${NODE_COUNTS[0]}"; [ "$w" = get ] && printf '  | x READ256'; echo
+  if bench_scales "${NODE_COUNTS[-1]}"; then eff=efficiency; else eff="ratio (not scaling)"; fi
+  printf '  | %s vs %s node(s)' "$eff" "${NODE_COUNTS[0]}"; [ "$w" = get ] && printf '  | x READ256'; echo
   for nn in "${NODE_COUNTS[@]}"; do
     printf '%-14s' "$nn node(s)"
     for t in "${THREADS[@]}"; do printf ' %10.0f' "${OPS[$w,$nn,$t]}"; done
@@ -177,7 +181,7 @@ echo "gets / raw READ256: median $rm over the points (min $rlo, max $rhi); goal 
 for w in "${WORKLOADS[@]}" read256; do
   scal=()
   for t in "${THREADS[@]}"; do scal+=("$(calc %.2f "${OPS[$w,$last,$t]} / ${OPS[$w,$first,$t]}")"); done
-  echo "$w: $last node(s) / $first node(s) per threads per node (${THREADS[*]}): ${scal[*]} (linear: $(calc %.2f "$last / $first"))"
+  echo "$w $(bench_scaling_word "$last"): $last node(s) / $first node(s) per threads per node (${THREADS[*]}): ${scal[*]} (linear: $(calc %.2f "$last / $first"))"
 done
 echo "fill: $(jv ops_per_s "$fill") puts/s (4 threads of node 0, $KEYS keys)"
 echo

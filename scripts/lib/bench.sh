@@ -93,8 +93,27 @@ bench_point() {
 
 # bench_tcg_note NODES: the summary's last words.
 bench_tcg_note() {
-  echo "Under TCG every guest instruction is emulated and $1 one-vCPU VMs share $(nproc) host cores:"
+  local smp=${UNIMEM_SMP:-1} what
+  if [ "$smp" = 1 ]; then what="one-vCPU VMs"; else what="VMs of $smp vCPUs"; fi
+  echo "Under TCG every guest instruction is emulated and $1 $what share $(nproc) host cores:"
   echo "compare figures of the same run with each other (the ratios), not with the seed's hardware."
+}
+
+# bench_scales NODES: whether figures across node counts up to NODES may be called scaling:
+# only while every vCPU of the cluster has a host core of its own. With more vCPUs than cores,
+# more nodes only share the same cores, and the ratio says nothing about a machine with a core
+# per node.
+bench_scales() {
+  [ $(( $1 * ${UNIMEM_SMP:-1} )) -le "$(nproc)" ]
+}
+
+# bench_scaling_word NODES: "scaling", or what the node-count ratio is when it is not.
+bench_scaling_word() {
+  if bench_scales "$1"; then
+    echo "scaling"
+  else
+    echo "node-count ratio, not scaling ($1 nodes x ${UNIMEM_SMP:-1} vCPU > $(nproc) host cores)"
+  fi
 }
 
 # bench_results PLOTSCRIPT NO_PLOT: the plot (unless NO_PLOT is 1), then the files of the run.
