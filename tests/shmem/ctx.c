@@ -19,7 +19,9 @@ int main(void) {
   CHECK(shmem_ctx_create(SHMEM_CTX_PRIVATE | SHMEM_CTX_SERIALIZED, &ctx) == 0, "create");
   CHECK(ctx != SHMEM_CTX_DEFAULT, "a created context is not the default one");
   CHECK(shmem_ctx_create(1L << 20, &bad) != 0, "unknown options accepted");
-  CHECK(bad == SHMEM_CTX_DEFAULT, "a refused create wrote the context");
+  /* 1.5: a context that cannot be made is SHMEM_CTX_INVALID (1.4 left it untouched). */
+  CHECK(bad == SHMEM_CTX_INVALID, "a refused create did not set SHMEM_CTX_INVALID");
+  shmem_ctx_destroy(bad); /* destroying SHMEM_CTX_INVALID does nothing */
 
   for (int i = 0; i < ROUNDS; i++) {
     shmem_ctx_long_atomic_add(ctx, &sum, me + 1, 0);

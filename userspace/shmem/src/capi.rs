@@ -534,7 +534,10 @@ pub unsafe extern "C" fn shmem_ctx_create(options: c_long, ctx: *mut *mut Ctx) -
         die("shmem_ctx_create: ctx is NULL");
     }
     if options & !CTX_OPTIONS != 0 {
-        // The spec's answer to a context that cannot be made: nonzero, *ctx untouched.
+        // 1.5's answer to a context that cannot be made: nonzero, and *ctx SHMEM_CTX_INVALID
+        // (1.4 left it untouched).
+        // SAFETY: the caller's shmem_ctx_t (checked non-NULL).
+        unsafe { *ctx = crate::capi_team::CTX_INVALID as *mut Ctx };
         return 1;
     }
     // SAFETY: the caller's shmem_ctx_t (checked non-NULL).
