@@ -19,7 +19,7 @@ int main(void) {
   CHECK(n >= 2, "needs 2 PEs, got %d", n);
   CHECK(me >= 0 && me < n, "me %d of %d", me, n);
   shmem_info_get_version(&major, &minor);
-  CHECK(major == 1 && minor == 4, "version %d.%d", major, minor);
+  CHECK(major == 1 && minor == 5 && minor == SHMEM_MINOR_VERSION, "version %d.%d", major, minor);
   shmem_info_get_name(name);
   CHECK(strlen(name) > 0 && strlen(name) < SHMEM_MAX_NAME_LEN, "name");
   CHECK(shmem_pe_accessible(n - 1) && !shmem_pe_accessible(n) && !shmem_pe_accessible(-1), "pe_accessible");

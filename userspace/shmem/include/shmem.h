@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * shmem.h: OpenSHMEM 1.4 for unimem, over GSAS (seed 001's Gmem). C interface of libshmem
+ * shmem.h: OpenSHMEM 1.5 for unimem, over GSAS (seed 001's Gmem). C interface of libshmem
  * (userspace/shmem); see docs/SHMEM.md.
  *
  *   oshcc prog.c -o prog            (or: cc prog.c $(pkg-config --cflags --libs shmem))
@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define SHMEM_MAJOR_VERSION 1
-#define SHMEM_MINOR_VERSION 4
+#define SHMEM_MINOR_VERSION 5
 #define SHMEM_MAX_NAME_LEN 256
 #define SHMEM_VENDOR_STRING "unimem OpenSHMEM over GSAS"
 

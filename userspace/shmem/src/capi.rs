@@ -109,7 +109,7 @@ pub unsafe extern "C" fn shmem_info_get_version(major: *mut c_int, minor: *mut c
             *major = 1;
         }
         if !minor.is_null() {
-            *minor = 4;
+            *minor = 5;
         }
     }
 }
