@@ -18,7 +18,8 @@
 #    span 3 memory servers, a non-interleaved one 1;
 #  - fam_map of an item on node 2 sees what node 1 wrote, before and while mapped, and
 #    node 1 sees node 2's stores through the map;
-#  - fam_barrier_all with 4 PEs on nodes 1-2 (oshrun);
+#  - fam_barrier_all with 4 PEs on nodes 1-2 (oshrun); fam_abort(5) on one of 3 PEs ends the
+#    job on every PE, and oshrun exits with 5;
 #  - memory-side operations (fam_queue_operation / fam_aggregate_flush, our extension): queue
 #    on nodes 1 and 2 (an item interleaved over the lenders, results read back with fam_get);
 #    the other user, who may only read the item, gets FAM_ERR_NOPERM at the flush of its
@@ -191,6 +192,13 @@ echo "$out"
 grep -q '^status=0$' <<<"$out" || fail "barrier: status"
 expect_eq "$(grep -c 'PE [0-3]: barrier ok$' <<<"$out")" 4 "barrier: PEs that passed"
 nothing_left "after the barrier"
+
+step "fam_abort(5) on PE 0 of 3 on nodes 1-2 ends the job everywhere with status 5"
+out=$(on_may_fail 0 "$FAM_ENV oshrun -np 3 --nodes 1-2 /opt/unimem/bin/fam-barrier fam-abort-x abort 5 2>&1; echo status=\$?") || true
+echo "$out"
+grep -q '^status=5$' <<<"$out" || fail "fam_abort(5): oshrun's status"
+if grep -q 'survived' <<<"$out"; then fail "a PE survived fam_abort"; fi
+nothing_left "after fam_abort"
 
 step "famd stops cleanly; nothing left; a clean kernel log"
 famd_down

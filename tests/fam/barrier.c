@@ -4,7 +4,11 @@
  * shared counter); after a barrier every PE reads every slot and the counter. Repeated for
  * several rounds, each with new values, so a barrier that lets a PE through early is seen.
  * PE 0 destroys the region at the end.
- *   barrier [NAME]   run by oshrun as N PEs; NAME default "fam-barrier-test" */
+ *   barrier [NAME]   run by oshrun as N PEs; NAME default "fam-barrier-test"
+ *   barrier NAME abort STATUS
+ *                    after a barrier PE 0 calls fam_abort(STATUS): the job must end on every
+ *                    PE with STATUS (oshrun's exit status); the others wait at most 60 s and
+ *                    say "survived" if nothing ended them */
 #include "check.h"
 
 #define ROUNDS 5
@@ -14,6 +18,18 @@ int main(int argc, char **argv) {
   c_fam *fam = ft_init();
   int me = FT_PE, n = ft_int_option(fam, "PE_COUNT");
   CHECK(n >= 1 && me < n, "PE_ID %d of PE_COUNT %d", me, n);
+  if (argc > 3 && strcmp(argv[2], "abort") == 0) {
+    CHECK_OK(unimem_fam_barrier_all(fam));
+    if (me == 0) {
+      printf("PE 0: fam_abort(%s)\n", argv[3]);
+      fflush(stdout);
+      c_fam_abort(fam, atoi(argv[3]));
+      CHECK(0, "fam_abort returned");
+    }
+    sleep(60);
+    printf("PE %d: survived fam_abort\n", me);
+    return 1;
+  }
   uint64_t size = (uint64_t)(n + 1) * sizeof(uint64_t);
   void *r = NULL, *d = NULL;
   if (me == 0) {

@@ -137,18 +137,12 @@ pub unsafe extern "C" fn c_fam_abort(fam_obj: *mut c_void, status: c_int) -> c_i
     call("fam_abort", || {
         // SAFETY: contract.
         let c = unsafe { handle(fam_obj) }?.client()?;
-        // Under oshrun, the job's abort flag makes its agents stop every PE.
-        if let Some(layout) = c.pe().job {
-            let _ = c.with_memory(|m| {
-                m.word(
-                    unimem_wire::gsas::op::WRITE,
-                    layout.word(shmem::job::hdr::ABORT),
-                    1,
-                    0,
-                )
-                .map_err(|e| FamError::Libfabric(e.to_string()))
-            });
-        }
+        // Under oshrun the job ends on every PE, and oshrun exits with `status`.
+        let pe = *c.pe();
+        let _ = c.with_memory(|m| {
+            crate::client::pe::abort(m, &pe, status);
+            Ok(())
+        });
         std::process::exit(status)
     })
 }

@@ -119,3 +119,15 @@ pub fn barrier(m: &dyn Memory, pe: &Pe) -> Result<()> {
             false => FamError::Libfabric(e),
         })
 }
+
+/// `fam_abort(status)` under oshrun: the job ends everywhere with `status`, as OpenFAM's
+/// launcher (PMIx_Abort) ends it, the way `shmem_global_exit` does (the status in this PE's
+/// slot, then the job's abort flag; oshrun exits with the first status recorded). This
+/// process stays to exit with its own status: its agent's SIGTERM is blocked first.
+pub fn abort(m: &dyn Memory, pe: &Pe, status: i32) {
+    let Some(layout) = pe.job else { return };
+    let mut term = nix::sys::signal::SigSet::empty();
+    term.add(nix::sys::signal::SIGTERM);
+    let _ = term.thread_block();
+    layout.global_exit(&Gas(m), pe.id as usize, status);
+}
