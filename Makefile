@@ -14,7 +14,7 @@ MO_DIR := $(shell bash -c 'source scripts/lib/common.sh; if modules_apart; then 
 MODULES_SRC = $(if $(MO_DIR),$(shell bash -c 'source scripts/lib/common.sh; modules_src_copy'),$(CURDIR)/kernel)
 KMAKE = $(MAKE) -C $(KDIR) M=$(MODULES_SRC) $(if $(MO_DIR),MO=$(MO_DIR)) $(CACHE_ARGS) $(UNIMEM_CONFIG)
 
-.PHONY: all modules kconfig-check modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install uninstall
+.PHONY: all modules kconfig-check modules-clippy modules-fmt userspace gsas-pc clean check test setup cluster install uninstall dist
 
 all: modules userspace
 
@@ -68,6 +68,12 @@ modules-fmt:
 
 setup:
 	scripts/setup.sh
+
+# One relocatable archive that runs the virtual cluster and the benchmarks on any x86-64 Linux
+# (kernel, guest image, modules, tools, QEMU with its libraries): build/unimem-<commit>.tar.xz.
+# Packs what `make` built and builds nothing (scripts/dist.sh --help). Phony: dist/ is a directory.
+dist:
+	scripts/dist.sh
 
 test:
 	scripts/test.sh

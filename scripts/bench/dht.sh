@@ -52,9 +52,9 @@ OUT=${DHT_BENCH_OUT:-$UNIMEM_BUILD/bench/dht/$STAMP}
 # A protection tree no node makes (node field 13, another serial than gsas.sh's).
 TREE=0x0d0011
 
-[ -f "$UNIMEM_ROOT/kernel/gsas/unimem_gsas.ko" ] || die "kernel/gsas/unimem_gsas.ko missing: run 'make' first"
+[ -f "$UNIMEM_BUILT/kernel/gsas/unimem_gsas.ko" ] || die "kernel/gsas/unimem_gsas.ko missing: run 'make' first"
 for b in unimem-dht unimem-dht-test unimem-gsas unimem-gsas-test; do
-  [ -x "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
+  [ -x "$UNIMEM_BUILT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
 done
 mkdir -p "$OUT"
 log "starting a $NODES-node cluster in $RUN; results in $OUT"

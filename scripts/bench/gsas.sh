@@ -43,10 +43,10 @@ TREE=0x0d0001
 SEED_LOCAL_US=2.6 SEED_REMOTE_US=4.6
 
 for f in unimem_mailbox unimem_gsas; do
-  [ -f "$UNIMEM_ROOT/kernel/${f#unimem_}/$f.ko" ] || die "kernel/${f#unimem_}/$f.ko missing: run 'make' first"
+  [ -f "$UNIMEM_BUILT/kernel/${f#unimem_}/$f.ko" ] || die "kernel/${f#unimem_}/$f.ko missing: run 'make' first"
 done
 for b in unimem-gsas unimem-gsas-test; do
-  [ -x "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
+  [ -x "$UNIMEM_BUILT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
 done
 mkdir -p "$OUT"
 log "starting a $NODES-node cluster in $RUN; results in $OUT"

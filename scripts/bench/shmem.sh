@@ -47,9 +47,9 @@ OMPI_OSHCC=${SHMEM_BENCH_OMPI_OSHCC:-/usr/bin/oshcc}
 # Open MPI's packages whose files (and their libraries) node 1 gets.
 OMPI_PKGS=(openmpi-bin openmpi-common libopenmpi3 libucx0 libpmix2 libhwloc15 libhwloc-plugins)
 
-[ -f "$UNIMEM_ROOT/kernel/gsas/unimem_gsas.ko" ] || die "kernel/gsas/unimem_gsas.ko missing: run 'make' first"
+[ -f "$UNIMEM_BUILT/kernel/gsas/unimem_gsas.ko" ] || die "kernel/gsas/unimem_gsas.ko missing: run 'make' first"
 for b in oshrun gsasd libshmem.so; do
-  [ -e "$UNIMEM_ROOT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
+  [ -e "$UNIMEM_BUILT/target/release/$b" ] || die "target/release/$b missing: run 'make' first"
 done
 "$UNIMEM_ROOT/userspace/shmem/shmem-pc.sh" >/dev/null
 mkdir -p "$OUT"
@@ -71,7 +71,7 @@ trap cleanup EXIT
 OSHCC_RPATH=/opt/unimem/lib "$UNIMEM_ROOT/userspace/shmem/oshcc" -O2 -Wall -Werror \
   -o "$RUN/share/bin/shmem_bench" "$UNIMEM_ROOT/scripts/bench/shmem_bench.c"
 mkdir -p "$RUN/share/lib" "$RUN/share/ompi"
-cp "$UNIMEM_ROOT/target/release/libshmem.so" "$RUN/share/lib/"
+cp "$UNIMEM_BUILT/target/release/libshmem.so" "$RUN/share/lib/"
 # The baseline comes from Debian's Open MPI, installed through the machine's apt sources if absent.
 if [ "$OMPI_OSHCC" = /usr/bin/oshcc ] && [ ! -x /usr/bin/oshcc ]; then
   (apt_install openmpi-bin libopenmpi-dev) || log "could not install Open MPI: its OpenSHMEM is not measured"

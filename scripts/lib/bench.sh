@@ -9,10 +9,10 @@ calc() { awk "BEGIN { printf \"$1\", $2 }"; }
 # stats V...: "median min max" of the values.
 stats() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f %.3f %.3f", m, v[1], v[NR] }'; }
 
-# bench_needs PATH...: dies unless each PATH (relative to the tree) was built.
+# bench_needs PATH...: dies unless each PATH (relative to the tree, or to a prebuilt one) was built.
 bench_needs() {
   local f
-  for f in "$@"; do [ -e "$UNIMEM_ROOT/$f" ] || die "$f missing: run 'make' first"; done
+  for f in "$@"; do [ -e "$UNIMEM_BUILT/$f" ] || die "$f missing: run 'make' first"; done
 }
 
 # rotated REP WORD...: the words rotated left by REP - 1: the order of the configurations in
@@ -32,8 +32,13 @@ bench_environment() {
   if [ -n "${UNIMEM_ACCEL:-}" ]; then BENCH_ACCEL=$UNIMEM_ACCEL
   elif [ -w /dev/kvm ] && { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }; then BENCH_ACCEL=kvm
   else BENCH_ACCEL=tcg; fi
-  BENCH_COMMIT=$(git -C "$UNIMEM_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-  git -C "$UNIMEM_ROOT" diff --quiet HEAD 2>/dev/null || BENCH_COMMIT="$BENCH_COMMIT-dirty"
+  if prebuilt; then
+    # The commit the archive was made from (scripts/dist.sh wrote it into the marker).
+    BENCH_COMMIT=$(sed -n 's/^commit=//p' "$UNIMEM_PREBUILT/prebuilt/PREBUILT")
+  else
+    BENCH_COMMIT=$(git -C "$UNIMEM_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    git -C "$UNIMEM_ROOT" diff --quiet HEAD 2>/dev/null || BENCH_COMMIT="$BENCH_COMMIT-dirty"
+  fi
   BENCH_KERNEL=$(on 0 "uname -r")
   {
     echo "key,value"
@@ -49,16 +54,22 @@ bench_environment() {
 }
 
 # bench_plot SCRIPT DIR: runs the plotting SCRIPT on DIR with matplotlib from a venv in the cache
-# (installed with pip on first use); without it, says so (the CSVs are complete anyway).
+# (installed with pip on first use; a prebuilt tree installs nothing and uses the host's python3
+# if it has matplotlib); without it, says so (the CSVs are complete anyway).
 bench_plot() {
-  local venv=$UNIMEM_CACHE/bench-venv
-  if ! "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+  local venv=$UNIMEM_CACHE/bench-venv py
+  py=$venv/bin/python
+  if prebuilt; then
+    py=python3
+  elif ! "$py" -c 'import matplotlib' 2>/dev/null; then
     log "installing matplotlib into $venv"
     { python3 -m venv "$venv" && "$venv/bin/pip" install -q matplotlib; } >&2 ||
       log "could not install matplotlib: no plot (the CSVs are complete)"
   fi
-  if "$venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    "$venv/bin/python" "$1" "$2" || log "plotting failed (the CSVs are complete)"
+  if "$py" -c 'import matplotlib' 2>/dev/null; then
+    "$py" "$1" "$2" || log "plotting failed (the CSVs are complete)"
+  elif prebuilt; then
+    log "no python3 with matplotlib on this host: no plot (the CSVs are complete)"
   fi
 }
 

@@ -28,6 +28,28 @@ BINDGEN="$UNIMEM_CACHE/bindgen-$BINDGEN_VERSION/bin/bindgen"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# A prebuilt tree (`make dist`, scripts/dist.sh): UNIMEM_PREBUILT=DIR, or this tree itself when
+# it carries the archive's marker. Kernel, guest image, modules, binaries (UNIMEM_BUILT: kernel/
+# and target/release laid out as in a checkout) and QEMU then come from DIR, and nothing is built
+# or installed. DIR/prebuilt/bin goes first on PATH: QEMU and the host tools, run by the packed
+# loader with the packed libraries.
+if [ -z "${UNIMEM_PREBUILT:-}" ] && [ -f "$UNIMEM_ROOT/prebuilt/PREBUILT" ]; then UNIMEM_PREBUILT=$UNIMEM_ROOT; fi
+if [ -n "${UNIMEM_PREBUILT:-}" ]; then
+  [ -f "$UNIMEM_PREBUILT/prebuilt/PREBUILT" ] ||
+    die "UNIMEM_PREBUILT=$UNIMEM_PREBUILT is not an unpacked unimem archive (no prebuilt/PREBUILT; see make dist)"
+  UNIMEM_PREBUILT=$(cd "$UNIMEM_PREBUILT" && pwd)
+  export UNIMEM_PREBUILT
+  case :$PATH: in *":$UNIMEM_PREBUILT/prebuilt/bin:"*) ;; *) export PATH=$UNIMEM_PREBUILT/prebuilt/bin:$PATH ;; esac
+fi
+UNIMEM_BUILT=${UNIMEM_PREBUILT:-$UNIMEM_ROOT}
+prebuilt() { [ -n "${UNIMEM_PREBUILT:-}" ]; }
+# The scripts that build refuse in a prebuilt tree: checked here, by name, rather than in each
+# of them, because build-guest.sh's own text is part of the guest image's cache key.
+case ${0##*/} in
+  build-*.sh|setup*.sh|fetch-kernel-source.sh|test-against.sh)
+    ! prebuilt || die "${0##*/} builds, and a prebuilt tree ($UNIMEM_PREBUILT) builds nothing: use a source checkout without UNIMEM_PREBUILT" ;;
+esac
 # with_heartbeat WHAT LOG CMD...: runs CMD with its output in LOG and, while it runs, logs every
 # UNIMEM_HEARTBEAT seconds (60) how long WHAT has taken and LOG's last line, so that a long
 # step (a kernel build) shows progress and where to look. Returns CMD's status.
@@ -50,6 +72,7 @@ with_heartbeat() {
 # (sudo unless root). A first install on a fresh machine has been seen to fail in dpkg's
 # configure step; finishing the configuration and retrying once makes it converge.
 apt_install() {
+  ! prebuilt || die "a prebuilt tree installs nothing: install the Debian packages $* yourself if you need them"
   local sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
   log "apt: installing $*"
   $sudo apt-get update -qq
@@ -93,7 +116,7 @@ arm64_kernel() {
 # binaries with some of an earlier commit's in their place).
 userspace_bin() {
   if [ "${1:-$(kernel_arch)}" = arm64 ]; then echo "$UNIMEM_ROOT/target/arm64/aarch64-unknown-linux-gnu/release"
-  else echo "${UNIMEM_USERSPACE_BIN:-$UNIMEM_ROOT/target/release}"; fi
+  else echo "${UNIMEM_USERSPACE_BIN:-$UNIMEM_BUILT/target/release}"; fi
 }
 arch_cc() { if [ "$1" = arm64 ]; then echo aarch64-linux-gnu-gcc; else echo gcc; fi; }
 # A cluster's run directory RUN (scripts/cluster): the share its ARCH nodes mount at /opt/unimem,
@@ -148,7 +171,7 @@ kernel_dir() { echo "$(kernel_cache)/$(kernel_key)"; }
 modules_out() {
   if debug_kernel; then echo "$UNIMEM_BUILD/modules-debug/out"
   elif arm64_kernel; then echo "$UNIMEM_BUILD/modules-arm64/out"
-  else echo "$UNIMEM_ROOT/kernel"; fi
+  else echo "$UNIMEM_BUILT/kernel"; fi
 }
 # Whether the modules are built apart from their sources (Kbuild's MO=): every flavour but the
 # normal x86_64 kernel.
