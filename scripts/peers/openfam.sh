@@ -7,6 +7,7 @@
 # of $POOL_MIB MiB, default 512): by default every byte the programs touch is on other nodes.
 # With PEER_NP=N (N > 1) each program runs as N PEs under oshrun on nodes $PEER_NODES (default
 # 0-1; lenders then default to 2,3), as OpenFAM's own runs under mpirun do.
+# The PEs' nodes have $PEER_MEM of memory (default 2G), the others 512M.
 # Then OpenFAM's applications, unchanged (test/apps; they include its common/fam_options.h, a
 # list of option names): SpMV on the small matrix it ships (csr_perload loads it, fam_spmv
 # multiplies; the product is checked here against one computed from the same files) and GUPS
@@ -42,6 +43,7 @@ OUT=${PEER_OUT:-$RUN/results}
 np=${PEER_NP:-1}
 [[ "$np" =~ ^[1-9][0-9]*$ ]] || die "PEER_NP=$np: a number of PEs"
 if [ "$np" -gt 1 ]; then lenders=${PEER_LENDERS:-2,3}; else lenders=${PEER_LENDERS:-1,2,3}; fi
+PEER_NODES=${PEER_NODES:-0-1}
 export UNIMEM_RUN=$RUN UNIMEM_GAS_SIZE=${UNIMEM_GAS_SIZE:-8G}
 mkdir -p "$OUT/bin" "$OUT/gen/common"
 version=$(cat "$src/VERSION" 2>/dev/null || echo 0.0.0)
@@ -93,8 +95,20 @@ if [ ${#apps[@]} -gt 0 ]; then
   app_cc fam_GUPS "$src/test/apps/OSB_GUPs/fam_GUPS.cpp" -I"$src/test/apps/OSB_GUPs" -I"$src/test/apps/OSB_GUPs/include"
 fi
 
-log "starting a 4-node cluster in $RUN"
-"$UNIMEM_ROOT/scripts/cluster" up -n 4 --mem-of "0=${PEER_MEM:-2G}"
+pe=${PEER_NODE:-0}
+# The PEs' nodes get PEER_MEM (OpenFAM's multithreaded tests malloc hundreds of MiB): node
+# $pe, and with PEER_NP the nodes of PEER_NODES (a list, ranges a-b allowed).
+pe_nodes=$pe
+if [ "$np" -gt 1 ]; then
+  pe_nodes=""
+  for r in ${PEER_NODES//,/ }; do
+    case $r in *-*) pe_nodes="$pe_nodes $(seq -s ' ' "${r%-*}" "${r#*-}")" ;; *) pe_nodes="$pe_nodes $r" ;; esac
+  done
+fi
+mem_args=()
+for n in $pe_nodes; do mem_args+=(--mem-of "$n=${PEER_MEM:-2G}"); done
+log "starting a 4-node cluster in $RUN (nodes$pe_nodes with ${PEER_MEM:-2G} of memory)"
+"$UNIMEM_ROOT/scripts/cluster" up -n 4 "${mem_args[@]}"
 # shellcheck source=tests/cluster/lib.sh
 source "$UNIMEM_ROOT/tests/cluster/lib.sh"
 # PEER_KEEP=1 leaves the cluster up (UNIMEM_RUN=$RUN scripts/cluster down ends it), to look
@@ -122,10 +136,9 @@ famd_fresh() {
   wait_log 0 famd 'serving on node' 30
 }
 famd_fresh
-pe=${PEER_NODE:-0}
 for n in "${built[@]}"; do cp "$OUT/bin/$n" "$(node_share "$pe")/bin/ofam-$n"; done
 launch=""
-[ "$np" -gt 1 ] && launch="oshrun -np $np --nodes ${PEER_NODES:-0-1}"
+[ "$np" -gt 1 ] && launch="oshrun -np $np --nodes $PEER_NODES"
 log "running each program${launch:+ as $launch}, on node $pe, famd's lenders $lenders"
 : >"$OUT/summary.txt"
 passed=0 failed=0
