@@ -75,15 +75,7 @@ impl Keeps {
             return Ok(());
         }
         if self.list.len() >= MAX_KEEPS {
-            let mut i = 0;
-            while i < self.list.len() {
-                let t = self.list[i].tree;
-                if alive(t) {
-                    i += 1;
-                } else {
-                    self.remove(i);
-                }
-            }
+            self.remove_where(|k| !alive(k.tree));
         }
         if self.list.len() >= MAX_KEEPS {
             return Err(status::NO_MEMORY);
@@ -96,25 +88,12 @@ impl Keeps {
 
     /// `tree` lets go of the allocation at `start` (nothing if it kept nothing of it).
     fn release(&mut self, start: usize, tree: u32) {
-        if let Some(i) = self
-            .list
-            .iter()
-            .position(|k| k.start == start && k.tree == tree)
-        {
-            self.remove(i);
-        }
+        self.remove_where(|k| k.start == start && k.tree == tree);
     }
 
     /// The allocation at `start` is freed: every keep of it goes.
     pub(crate) fn drop_allocation(&mut self, start: usize) {
-        let mut i = 0;
-        while i < self.list.len() {
-            if self.list[i].start == start {
-                self.remove(i);
-            } else {
-                i += 1;
-            }
-        }
+        self.remove_where(|k| k.start == start);
     }
 
     /// A tree whose keeps went since the last call (its live bit may have to be cleared).
@@ -122,13 +101,19 @@ impl Keeps {
         self.gone.pop()
     }
 
-    fn remove(&mut self, i: usize) {
-        if let Ok(k) = self.list.remove(i) {
-            if !self.gone.contains(&k.tree) {
-                // At most `MAX_KEEPS` distinct trees, and room was reserved for them.
-                let _ = self.gone.push_within_capacity(k.tree);
+    /// Removes the keeps `pred` picks; their trees are noted for [`Keeps::take_gone`].
+    fn remove_where(&mut self, pred: impl Fn(&Keep) -> bool) {
+        let gone = &mut self.gone;
+        self.list.retain(|k| {
+            if !pred(k) {
+                return true;
             }
-        }
+            if !gone.contains(&k.tree) {
+                // At most `MAX_KEEPS` distinct trees, and room was reserved for them.
+                let _ = gone.push_within_capacity(k.tree);
+            }
+            false
+        });
     }
 }
 

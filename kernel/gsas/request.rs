@@ -136,7 +136,7 @@ impl Service {
                 match base {
                     op::ALLOC => self.set_live(tree, true),
                     op::KEEP if req.arg1 == 1 => self.set_live(tree, true),
-                    op::FREE | op::FREE_TAG | op::KEEP => self.refresh_live(&inner, tree),
+                    op::FREE | op::FREE_TAG => self.refresh_live(&inner, tree),
                     _ => {}
                 }
             }
