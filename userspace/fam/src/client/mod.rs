@@ -194,19 +194,23 @@ impl Client {
     /// last one closed lets go. Best effort: a home that cannot keep it (its table is full)
     /// checks the item's current mode, which is the stricter rule.
     pub fn keep(&self, item: &Item, on: bool) {
-        {
+        let reach = {
             let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
             let n = kept.entry(item.id.0).or_insert(0);
             let was = *n;
             *n = if on { was + 1 } else { was.saturating_sub(1) };
-            let last = *n == 0;
-            if last {
+            if *n == 0 {
                 kept.remove(&item.id.0);
             }
             // Only the first open and the last close reach the homes.
-            if (on && was != 0) || (!on && (was == 0 || !last)) {
-                return;
+            if on {
+                was == 0
+            } else {
+                was == 1
             }
+        };
+        if !reach {
+            return;
         }
         let _ = self.pool.with(|m| {
             for e in &item.extents {
