@@ -24,7 +24,10 @@ use kernel::{
 struct Progress {
     /// Set by `lease` while it runs or once it succeeded.
     lender: Option<u32>,
+    /// Asked for at most this many chunks, then (from the OFFER) the size of the range.
     chunks: u32,
+    /// The fewest chunks an OFFER may hold.
+    min: u32,
     first: Option<u32>,
     clock: Option<Arc<LeaseClock>>,
     acked: bool,
@@ -125,7 +128,7 @@ impl Borrow {
             instance,
             epoch,
             progress <- new_mutex!(
-                Progress { lender: None, chunks: 0, first: None, clock: None, acked: false, revoked: false, held: false },
+                Progress { lender: None, chunks: 0, min: 0, first: None, clock: None, acked: false, revoked: false, held: false },
                 "kram_borrow::progress"
             ),
             changed <- new_condvar!("kram_borrow::changed"),
@@ -151,10 +154,37 @@ impl Borrow {
             .map_err(Failure::error)
     }
 
+    /// [`Borrow::lease`] of at least `min` and at most `chunks` chunks, as many as the lender
+    /// has (a v2 REQUEST's partial grant): the first chunk, the range's size and the lease.
+    #[allow(dead_code)] // `unimem_gsas`'s only (a growing pool).
+    pub(crate) fn lease_partial(
+        &self,
+        lender: u32,
+        min: u32,
+        chunks: u32,
+        timeout_ms: u32,
+    ) -> Result<(u32, u32, Arc<LeaseClock>)> {
+        let (first, clock) = self
+            .lease_steps_from(lender, min, chunks, 0, timeout_ms)
+            .map_err(Failure::error)?;
+        Ok((first, self.progress.lock().chunks, clock))
+    }
+
     /// [`Borrow::lease`], failing with the step that failed.
     pub(crate) fn lease_detailed(
         &self,
         lender: u32,
+        chunks: u32,
+        align: u8,
+        timeout_ms: u32,
+    ) -> Result<(u32, Arc<LeaseClock>), Failure> {
+        self.lease_steps_from(lender, chunks, chunks, align, timeout_ms)
+    }
+
+    fn lease_steps_from(
+        &self,
+        lender: u32,
+        min: u32,
         chunks: u32,
         align: u8,
         timeout_ms: u32,
@@ -168,13 +198,14 @@ impl Borrow {
         *p = Progress {
             lender: Some(lender),
             chunks,
+            min,
             first: None,
             clock: None,
             acked: false,
             revoked: false,
             held: false,
         };
-        let result = self.lease_steps(&mut p, lender, chunks, align, timeout_ms, clock);
+        let result = self.lease_steps(&mut p, lender, align, timeout_ms, clock);
         match &result {
             Ok(_) => p.held = true,
             Err(_) => p.lender = None,
@@ -186,19 +217,19 @@ impl Borrow {
         &self,
         p: &mut MutexGuard<'_, Progress>,
         lender: u32,
-        chunks: u32,
         align: u8,
         timeout_ms: u32,
         clock: Arc<LeaseClock>,
     ) -> Result<(u32, Arc<LeaseClock>), Failure> {
         try_send(
             lender,
-            KramMsg::request(self.me, self.instance, chunks, chunks, align),
+            KramMsg::request(self.me, self.instance, p.chunks, p.min, align),
         )
         .map_err(Failure::Request)?;
         self.wait(p, timeout_ms, |p| p.first.is_some())
             .map_err(Failure::Offer)?;
         let first = p.first.ok_or(Failure::Offer(EINVAL))?;
+        let chunks = p.chunks;
         let tag = clock.stamp(self.epoch.now());
         p.clock = Some(clock.clone());
         try_send(lender, self.msg(to_daemon::CONFIRM, first, chunks, tag))
@@ -245,8 +276,10 @@ impl Borrow {
         };
         let mut p = self.progress.lock();
         if m.opcode == to_driver::OFFER {
-            if p.lender == Some(from) && p.first.is_none() && m.chunks == p.chunks {
+            if p.lender == Some(from) && p.first.is_none() && (p.min..=p.chunks).contains(&m.chunks)
+            {
                 p.first = Some(m.first_chunk);
+                p.chunks = m.chunks;
                 self.changed.notify_all();
                 return (Delivery::Offer, None);
             }

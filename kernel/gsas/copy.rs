@@ -24,7 +24,7 @@ impl Service {
         len: u64,
         need: u32,
     ) -> Result<(), u8> {
-        let rel = off.checked_sub(pool.offset).ok_or(status::FAULT)?;
+        let rel = pool.ranges.rel(off).ok_or(status::FAULT)?;
         let first = (rel / PAGE_SIZE) as usize;
         let last = ((rel + len - 1) / PAGE_SIZE) as usize;
         match pool.pages.check(first, last, tree) {

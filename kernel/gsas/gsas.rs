@@ -25,6 +25,7 @@ mod claims;
 mod copy;
 mod daemon;
 mod fork;
+mod grow;
 mod indexed;
 mod keeps;
 mod lease;
@@ -76,6 +77,10 @@ module! {
             default: 16,
             description: "MiB of this node's partition the service borrows from its own kram-daemon as its page pool (1-4096)",
         },
+        pool_max_mib: u32 {
+            default: 1024,
+            description: "MiB the page pool may grow to, in up to 7 ranges borrowed as allocations need them (0: it stays at pool_mib)",
+        },
         offer_timeout_ms: u32 {
             default: 5000,
             description: "How long loading waits for the kram-daemon's offer and acknowledgement before it fails (100-60000 ms)",
@@ -107,12 +112,24 @@ struct GsasModule {
     ticker: Option<Arc<LeaseTicker<Service>>>,
 }
 
-fn check_params() -> Result<(u32, u32, Quota)> {
+fn check_params() -> Result<(u32, u32, u32, Quota)> {
     let mib = *module_parameters::pool_mib.value_ref();
     if !(1..=4096).contains(&mib) || mib > MAX_REQUEST_CHUNKS_V2 {
         pr_err!("pool_mib={} is out of range (1-4096)\n", mib);
         return Err(EINVAL);
     }
+    let max = match *module_parameters::pool_max_mib.value_ref() {
+        0 => mib,
+        m if (mib..=16384).contains(&m) => m,
+        m => {
+            pr_err!(
+                "pool_max_mib={} is out of range (0, or pool_mib={} to 16384)\n",
+                m,
+                mib
+            );
+            return Err(EINVAL);
+        }
+    };
     let timeout = *module_parameters::offer_timeout_ms.value_ref();
     if !(100..=60000).contains(&timeout) {
         pr_err!("offer_timeout_ms={} is out of range (100-60000)\n", timeout);
@@ -137,12 +154,12 @@ fn check_params() -> Result<(u32, u32, Quota)> {
         );
         return Err(EINVAL);
     }
-    Ok((mib, timeout, quota))
+    Ok((mib, max, timeout, quota))
 }
 
 impl kernel::Module for GsasModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        let (mib, timeout, quota) = check_params()?;
+        let (mib, max_mib, timeout, quota) = check_params()?;
         let gas = Gas::attach()?;
         let info = *gas.info();
         if info.partition_size > gsas::remote_map::ZAP_PAGE_LIMIT * gsas::PAGE_SIZE {
@@ -160,7 +177,10 @@ impl kernel::Module for GsasModule {
             );
             return Err(EINVAL);
         }
-        let service = Service::new(&gas, info, quota, module)?;
+        // The pool never grows past the partition's lendable memory.
+        let lendable = (info.partition_size - wire::kram::LENDABLE_OFFSET) / CHUNK_SIZE;
+        let max_pages = (u64::from(max_mib).min(lendable) * CHUNK_SIZE / gsas::PAGE_SIZE) as usize;
+        let service = Service::new(&gas, info, quota, max_pages, module)?;
         set_handler(mbox_service::GSAS, Some(&service)).inspect_err(|e| {
             pr_err!(
                 "cannot take mailbox service {} (GSAS): {:?}\n",
@@ -232,6 +252,8 @@ impl Drop for GsasModule {
         // reference), so the pool is all free and zero here, but wipe it anyway before it goes
         // back. The zeroing work may still be returning from its last run.
         self.service.zero.flush();
+        // No ALLOC queues it again: nothing is served any more.
+        self.service.grow.flush();
         self.service.return_pool();
         self.service.stopping.store(true, Ordering::Release);
         if let Some(ticker) = self.ticker.take() {

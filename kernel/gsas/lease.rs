@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The pool's lease: the pool is borrowed from this node's own kram-daemon at load, kept while
-//! its lease is renewed (or stalled, after a freeze), lost when the lease is revoked, lapses
-//! or the fabric device goes, and wiped and given back at unload.
+//! The pool's leases: the pool's first range is borrowed from this node's own kram-daemon at
+//! load (more as it grows, `grow.rs`), kept while every range's lease is renewed (or stalled,
+//! after a freeze), lost with every allocation when one is revoked, lapses or the fabric device
+//! goes, and wiped and given back at unload.
 
 use crate::{
     fabric_client::OnRevoke,
-    gsas,
+    grow::Growth,
+    gsas::PAGE_SIZE,
+    kram_borrow::Borrow,
     kram_borrow::Delivery,
     kram_client::{LeaseClock, LenderSink},
     lease_ticker::Tick,
-    pool::Pool,
+    pool::{Pool, MAX_RANGES},
     service::Service,
     serving::zap_pages,
     wire::kram::{BORROWER_LEASE_MS, LEASE_MS},
@@ -27,20 +30,87 @@ use kernel::{
 /// period, so the stall may take half that margin.
 const STALL_NS: i64 = ((LEASE_MS - BORROWER_LEASE_MS) / 2 * 1_000_000) as i64;
 
-/// The pool as the service sees it: bookkeeping, where it lies, its lease.
-pub(crate) struct PoolState {
-    pub(crate) pages: Pool,
-    /// Partition offset of page 0.
+/// One range of the pool: which pool pages it holds, where they lie, its lease.
+pub(crate) struct Range {
+    /// Its first pool page, and how many.
+    pub(crate) first: usize,
+    pub(crate) pages: usize,
+    /// Partition offset of its first page.
     pub(crate) offset: u64,
     pub(crate) clock: Arc<LeaseClock>,
-    /// When a tick first found the lease lapsed on this node's clock (`check_lease`).
+}
+
+/// The pool's ranges, in the order of their pool pages (`pool.rs`).
+pub(crate) struct Ranges(KVec<Range>);
+
+impl Ranges {
+    fn new(first: Range) -> Result<Self> {
+        let mut v = KVec::with_capacity(MAX_RANGES, GFP_KERNEL)?;
+        v.push(first, GFP_KERNEL)?;
+        Ok(Self(v))
+    }
+
+    /// Adds the next range (the pool's bookkeeping grew by it first); not past `MAX_RANGES`.
+    pub(crate) fn push(&mut self, r: Range) -> bool {
+        self.0.push_within_capacity(r).is_ok()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Range> {
+        self.0.iter()
+    }
+
+    /// The range that pool page `page` is in.
+    fn of(&self, page: usize) -> Option<&Range> {
+        self.0.iter().rev().find(|r| r.first <= page)
+    }
+
+    /// Partition offset of pool page `page` (one of the pool's).
+    pub(crate) fn offset_of(&self, page: usize) -> u64 {
+        self.of(page)
+            .map_or(0, |r| r.offset + (page - r.first) as u64 * PAGE_SIZE)
+    }
+
+    /// Where partition offset `off` lies in the pool's pages, as pool page × `PAGE_SIZE` plus
+    /// the offset in the page; `None` outside every range. A span from there is in one range
+    /// only if `Pool::check` says so.
+    pub(crate) fn rel(&self, off: u64) -> Option<u64> {
+        self.0.iter().find_map(|r| {
+            let d = off.checked_sub(r.offset)?;
+            (d < r.pages as u64 * PAGE_SIZE).then(|| r.first as u64 * PAGE_SIZE + d)
+        })
+    }
+
+    /// Whether every range may be used now.
+    pub(crate) fn usable(&self, now: i64) -> bool {
+        self.0.iter().all(|r| r.clock.usable(now))
+    }
+
+    /// Whether a range's lease was revoked.
+    pub(crate) fn is_revoked(&self) -> bool {
+        self.0.iter().any(|r| r.clock.is_revoked())
+    }
+
+    /// The shortest time left on a range's lease.
+    pub(crate) fn left(&self, now: i64) -> i64 {
+        self.0.iter().map(|r| r.clock.left(now)).min().unwrap_or(0)
+    }
+}
+
+/// The pool as the service sees it: bookkeeping, where its ranges lie, their leases.
+pub(crate) struct PoolState {
+    pub(crate) pages: Pool,
+    pub(crate) ranges: Ranges,
+    /// When a tick first found a lease lapsed on this node's clock (`check_lease`).
     pub(crate) stalled_since: Option<i64>,
+    pub(crate) growth: Growth,
 }
 
 impl Tick for Service {
     fn tick(this: &Arc<Service>) {
         if !this.stopping.load(Ordering::Acquire) && !this.gas.is_revoked() {
-            this.borrow.renew();
+            for b in this.borrows.iter() {
+                b.renew();
+            }
             this.check_lease();
             this.resend_zaps();
         }
@@ -49,7 +119,14 @@ impl Tick for Service {
 
 impl LenderSink for Service {
     fn message(this: ArcBorrow<'_, Self>, from: u32, word: u64) {
-        match this.borrow.message(from, word) {
+        // Each range's borrow takes only its own instance's messages.
+        let delivery = this
+            .borrows
+            .iter()
+            .map(|b| b.message(from, word))
+            .find(|d| *d != Delivery::Malformed)
+            .unwrap_or(Delivery::Malformed);
+        match delivery {
             Delivery::Revoke => pr_crit!("node {}'s kram-daemon revoked the page pool: every request is answered NO_POOL until unimem_gsas is reloaded\n", from),
             Delivery::Malformed | Delivery::Stray => {
                 if this.noisy.allow(this.epoch.now()) {
@@ -78,7 +155,7 @@ impl Service {
         let Some(pool) = inner.pool.as_mut() else {
             return;
         };
-        if pool.clock.usable(now) {
+        if pool.ranges.usable(now) {
             if let Some(since) = pool.stalled_since.take() {
                 pr_info!(
                     "node {}: page pool's lease acknowledged again after a stall of {} ms: back in use\n",
@@ -88,7 +165,7 @@ impl Service {
             }
             return;
         }
-        if !pool.clock.is_revoked() {
+        if !pool.ranges.is_revoked() {
             let since = *pool.stalled_since.get_or_insert(now);
             if since == now {
                 pr_warn!(
@@ -100,16 +177,11 @@ impl Service {
                 return;
             }
         }
-        let mut lost = None;
-        if let Some(pool) = inner.pool.take() {
-            lost = Some((
-                pool.offset,
-                pool.pages.pages() as u64,
-                pool.pages.remote.everyone(),
-            ));
+        let lost = inner.pool.take();
+        if let Some(pool) = &lost {
             pr_crit!(
                 "page pool lost (lease {}): {} allocations ({} pages) are gone; requests are answered NO_POOL until unimem_gsas is reloaded\n",
-                if pool.clock.is_revoked() { "revoked" } else { "not acknowledged in time: is kram-daemon running?" },
+                if pool.ranges.is_revoked() { "revoked" } else { "not acknowledged in time: is kram-daemon running?" },
                 pool.pages.allocations,
                 pool.pages.used
             );
@@ -121,17 +193,28 @@ impl Service {
             pr_crit!("unmapping the lost pool from user space failed: {:?}\n", e);
             return;
         }
-        if let Some((offset, pages, nodes)) = lost {
-            self.zap_lost_pool(offset, pages, nodes);
+        if let Some(pool) = lost {
+            let nodes = pool.pages.remote.everyone();
+            for r in pool.ranges.iter() {
+                self.zap_lost_pool(r.offset, r.pages as u64, nodes);
+            }
         }
-        // No longer used here: back to the daemon, which wipes it (a revoked pool is not ours:
-        // nothing is sent).
-        self.borrow.give_back(false);
+        // No longer used here: back to the daemon, which wipes it (a revoked range is not
+        // ours: nothing is sent).
+        for b in self.borrows.iter() {
+            b.give_back(false);
+        }
+    }
+
+    /// The borrow of the pool's range number `i` (`wire::kram::GSAS_INSTANCES`).
+    pub(crate) fn borrow(&self, i: usize) -> Option<&Borrow> {
+        self.borrows.get(i).map(|b| &**b)
     }
 
     /// Borrows the pool, wipes it (lent memory is not trusted to be zero) and installs it.
     pub(crate) fn take_pool(&self, mib: u32, timeout_ms: u32) -> Result {
-        let (first, clock) = self.borrow.lease(self.node, mib, 0, timeout_ms).inspect_err(|e| {
+        let borrow = self.borrow(0).ok_or(EINVAL)?;
+        let (first, clock) = borrow.lease(self.node, mib, 0, timeout_ms).inspect_err(|e| {
             pr_err!(
                 "no page pool: node {}'s kram-daemon did not lend {} MiB within {} ms ({:?}); is kram-daemon running on this node, with that much contiguous free memory? (pool_mib= sets the size)\n",
                 self.node, mib, timeout_ms, e
@@ -140,19 +223,26 @@ impl Service {
         let installed = (|| {
             let (offset, len) = self.gas.lent_range(self.node, first, mib).ok_or(EINVAL)?;
             self.gas.wipe_long(offset, len)?;
-            let pages = Pool::new((len / gsas::PAGE_SIZE) as usize)?;
-            self.inner.lock().pool = Some(PoolState {
-                pages,
+            let n = (len / PAGE_SIZE) as usize;
+            let pages = Pool::new(n)?;
+            let ranges = Ranges::new(Range {
+                first: 0,
+                pages: n,
                 offset: offset - self.part,
                 clock,
+            })?;
+            self.inner.lock().pool = Some(PoolState {
+                pages,
+                ranges,
                 stalled_since: None,
+                growth: Growth::default(),
             });
             pr_info!("node {}: page pool of {} MiB (chunks {}+{}, partition offset {:#x}) lent by this node's kram-daemon\n", self.node, mib, first, mib, offset - self.part);
             Ok(())
         })();
         if installed.is_err() {
             // Only zeroes were written to it.
-            self.borrow.give_back(true);
+            borrow.give_back(true);
         }
         installed
     }
@@ -171,17 +261,20 @@ impl Service {
             );
             return;
         }
-        let len = pool.pages.pages() as u64 * gsas::PAGE_SIZE;
-        let wiped = pool.clock.usable(self.epoch.now())
-            && self.gas.wipe_long(self.part + pool.offset, len).is_ok();
-        if self.borrow.give_back(wiped) {
-            if wiped {
-                pr_info!(
-                    "node {}: page pool wiped and returned to this node's kram-daemon\n",
-                    self.node
-                );
-            } else {
-                pr_warn!("node {}: page pool returned unwiped (its lease lapsed on this node's clock): the daemon wipes it\n", self.node);
+        for (r, b) in pool.ranges.iter().zip(self.borrows.iter()) {
+            let len = r.pages as u64 * PAGE_SIZE;
+            let wiped = r.clock.usable(self.epoch.now())
+                && self.gas.wipe_long(self.part + r.offset, len).is_ok();
+            if b.give_back(wiped) {
+                if wiped {
+                    pr_info!(
+                        "node {}: page pool range of {} MiB wiped and returned to this node's kram-daemon\n",
+                        self.node,
+                        len >> 20
+                    );
+                } else {
+                    pr_warn!("node {}: page pool range of {} MiB returned unwiped (its lease lapsed on this node's clock): the daemon wipes it\n", self.node, len >> 20);
+                }
             }
         }
     }

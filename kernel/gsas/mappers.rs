@@ -60,6 +60,11 @@ impl Mappers {
         })
     }
 
+    /// The per-page storage replaced by what `f` makes of it (`Pool::grow`); the old one.
+    pub(crate) fn regrow(&mut self, f: impl FnOnce(&mut KVVec<u16>) -> KVVec<u16>) -> KVVec<u16> {
+        f(&mut self.nodes)
+    }
+
     /// The allocation starting at `first` is new: mapped by nobody.
     pub(crate) fn reset(&mut self, first: usize) {
         if let Some(m) = self.nodes.get_mut(first) {

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 //! The bookkeeping of the service's page pool: for every page its owner (a protection tree,
 //! 0 = free) and, at the first page of an allocation, its length. No memory is touched here.
+//!
+//! The pool is made of ranges (one borrowed at load, more as it grows: `grow.rs`), numbered
+//! one after the other: pool page `i` of range `r` lies wherever that range lies in the
+//! partition (`lease::Ranges`). Nothing spans two ranges: allocations, checked page spans and
+//! zeroing runs all stop at a range's end, since the next range is elsewhere in memory.
 
 use crate::{
     gsas::{grant::Grant, owner::Creds, status},
@@ -39,6 +44,49 @@ pub(crate) enum Freed {
     Mapped { n: usize, nodes: u16, seq: u32 },
 }
 
+/// Per-page storage for a pool grown to a given size, allocated before the service lock is
+/// taken (nothing may sleep under it): [`Pool::grow`] copies into it, and gives back the old
+/// storage to be dropped after the lock.
+pub(crate) struct Spare {
+    owner: KVVec<u32>,
+    len: KVVec<u32>,
+    tag: KVVec<u64>,
+    user: KVVec<u32>,
+    grant: KVVec<Grant>,
+    start: KVVec<u32>,
+    nodes: KVVec<u16>,
+}
+
+impl Spare {
+    pub(crate) fn new(pages: usize) -> Result<Self> {
+        Ok(Self {
+            owner: KVVec::with_capacity(pages, GFP_KERNEL)?,
+            len: KVVec::with_capacity(pages, GFP_KERNEL)?,
+            tag: KVVec::with_capacity(pages, GFP_KERNEL)?,
+            user: KVVec::with_capacity(pages, GFP_KERNEL)?,
+            grant: KVVec::with_capacity(pages, GFP_KERNEL)?,
+            start: KVVec::with_capacity(pages, GFP_KERNEL)?,
+            nodes: KVVec::with_capacity(pages, GFP_KERNEL)?,
+        })
+    }
+}
+
+/// `v` followed by `n` times `x`, in `spare`'s storage, which must hold that many (then
+/// nothing is allocated); `v`'s old storage is returned.
+fn regrow<T: Copy>(v: &mut KVVec<T>, mut spare: KVVec<T>, n: usize, x: T) -> KVVec<T> {
+    spare.clear();
+    // Within the capacity checked by `Pool::grow`: neither call allocates.
+    let copied = spare.extend_from_slice(v, GFP_NOWAIT).is_ok();
+    if copied && spare.extend_with(n, x, GFP_NOWAIT).is_ok() {
+        core::mem::replace(v, spare)
+    } else {
+        spare
+    }
+}
+
+/// Ranges a pool may have (`wire::kram::GSAS_INSTANCES`).
+pub(crate) const MAX_RANGES: usize = crate::wire::kram::GSAS_INSTANCES.len();
+
 pub(crate) struct Pool {
     owner: KVVec<u32>,
     /// Pages of the allocation that starts at this page; 0 elsewhere.
@@ -61,6 +109,8 @@ pub(crate) struct Pool {
     pub(crate) allocations: usize,
     /// Pages freed and not zeroed yet (queued or being zeroed).
     pub(crate) unzeroed: usize,
+    /// The first pool page of each range, in order (the first is 0).
+    bounds: KVec<usize>,
 }
 
 impl Pool {
@@ -79,6 +129,8 @@ impl Pool {
             tag.push(0, GFP_KERNEL)?;
             user.push(0, GFP_KERNEL)?;
         }
+        let mut bounds = KVec::with_capacity(MAX_RANGES, GFP_KERNEL)?;
+        bounds.push(0, GFP_KERNEL)?;
         Ok(Self {
             owner,
             len,
@@ -91,6 +143,7 @@ impl Pool {
             used: 0,
             allocations: 0,
             unzeroed: 0,
+            bounds,
         })
     }
 
@@ -98,11 +151,68 @@ impl Pool {
         self.owner.len()
     }
 
-    /// First fit: `n` contiguous free pages, now owned by `tree` with `tag`, charged to user
-    /// `uid`; the first page's index.
+    /// How many ranges the pool has.
+    pub(crate) fn ranges(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// A new range of `n` pages after the last, its per-page storage copied into `spare`
+    /// (made for at least `pages() + n` pages); whether it was added (not if `spare` is too
+    /// small or the pool has `MAX_RANGES`), and the storage not used now (the old one, or
+    /// `spare`), to be dropped after the service lock.
+    pub(crate) fn grow(&mut self, spare: Spare, n: usize) -> (bool, Spare) {
+        let total = self.pages() + n;
+        let fits = [
+            spare.owner.capacity(),
+            spare.len.capacity(),
+            spare.tag.capacity(),
+            spare.user.capacity(),
+            spare.grant.capacity(),
+            spare.start.capacity(),
+            spare.nodes.capacity(),
+        ]
+        .iter()
+        .all(|&c| c >= total);
+        if !fits || self.bounds.len() >= MAX_RANGES {
+            return (false, spare);
+        }
+        let first = self.pages();
+        let old = Spare {
+            owner: regrow(&mut self.owner, spare.owner, n, FREE),
+            len: regrow(&mut self.len, spare.len, n, 0),
+            tag: regrow(&mut self.tag, spare.tag, n, 0),
+            user: regrow(&mut self.user, spare.user, n, 0),
+            grant: regrow(&mut self.grant, spare.grant, n, Grant::default()),
+            start: regrow(&mut self.start, spare.start, n, 0),
+            nodes: self.remote.regrow(|v| regrow(v, spare.nodes, n, 0)),
+        };
+        // Within the capacity `new` reserved (fewer than `MAX_RANGES` so far).
+        let _ = self.bounds.push_within_capacity(first);
+        (true, old)
+    }
+
+    /// Whether pages `first..=last` lie in one range.
+    fn one_range(&self, first: usize, last: usize) -> bool {
+        !self.bounds.iter().any(|&b| first < b && b <= last)
+    }
+
+    /// The first page after the range that page `page` is in.
+    fn range_end(&self, page: usize) -> usize {
+        self.bounds
+            .iter()
+            .copied()
+            .find(|&b| b > page)
+            .unwrap_or(self.pages())
+    }
+
+    /// First fit: `n` contiguous free pages of one range, now owned by `tree` with `tag`,
+    /// charged to user `uid`; the first page's index.
     pub(crate) fn alloc(&mut self, n: usize, tree: u32, tag: u64, uid: u32) -> Option<usize> {
         let mut run = 0;
         for i in 0..self.pages() {
+            if self.bounds.contains(&i) {
+                run = 0;
+            }
             run = if self.owner[i] == FREE { run + 1 } else { 0 };
             if run == n {
                 let first = i + 1 - n;
@@ -125,6 +235,10 @@ impl Pool {
     /// (or past the pool), `DENIED` if one belongs to another tree.
     pub(crate) fn check(&self, first: usize, last: usize, tree: u32) -> Result<(), u8> {
         let owners = self.owner.get(first..=last).ok_or(status::FAULT)?;
+        // The pages after a range's last are not the next range's first in memory.
+        if !self.one_range(first, last) {
+            return Err(status::FAULT);
+        }
         if owners.iter().any(|&o| nobodys(o)) {
             return Err(status::FAULT);
         }
@@ -278,7 +392,7 @@ impl Pool {
     /// The first run of `QUEUED` pages, at most `max` of them, now `ZEROING` (the caller's).
     pub(crate) fn take_queued(&mut self, max: usize) -> Option<(usize, usize)> {
         let first = self.owner.iter().position(|&o| o == QUEUED)?;
-        let n = self.owner[first..]
+        let n = self.owner[first..self.range_end(first)]
             .iter()
             .take(max)
             .take_while(|&&o| o == QUEUED)

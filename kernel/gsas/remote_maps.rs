@@ -146,7 +146,7 @@ impl Service {
         let Some(pool) = inner.pool.as_mut() else {
             return;
         };
-        let offset = pool.offset;
+        let ranges = &pool.ranges;
         let remote = &mut pool.pages.remote;
         if remote.rounds.is_empty() {
             return;
@@ -161,7 +161,7 @@ impl Service {
                     "nodes {:#06x} have not acknowledged the removal of their mappings of {} pages at {:#x} for {} s: {}\n",
                     r.pending,
                     r.n,
-                    offset + r.first as u64 * PAGE_SIZE,
+                    ranges.offset_of(r.first),
                     WARN_AFTER,
                     if r.holds { "the pages stay out of use until they do" } else { "sending again" }
                 );
@@ -169,7 +169,7 @@ impl Service {
             if r.waited <= RESEND_FIRST || r.waited % RESEND_EVERY == 0 {
                 r.need = seq;
                 send(&Zaps {
-                    offset: offset + r.first as u64 * PAGE_SIZE,
+                    offset: ranges.offset_of(r.first),
                     pages: r.n as u64,
                     nodes: r.pending,
                     seq,

@@ -4,6 +4,7 @@
 
 use crate::{
     claims::Claim,
+    grow::Miss,
     gsas::{
         self,
         grant::{self, Grant},
@@ -49,16 +50,28 @@ enum After {
     },
     /// A freed allocation that other nodes map: held out of use until they acknowledge.
     Quarantined(Zaps),
+    /// An ALLOC found no room: the pool grows (`grow.rs`).
+    Grow,
+}
+
+/// The work a served request leaves for the caller to queue (outside the mailbox's served
+/// section).
+pub(crate) enum Queue {
+    Nothing,
+    /// A large freed allocation waits for the zeroing work.
+    Zero,
+    /// The pool grows (`grow.rs`).
+    Grow,
 }
 
 impl After {
     /// What a free of the allocation at `first` leaves.
-    fn freed(pool_offset: u64, first: usize, freed: Freed) -> Self {
+    fn freed(offset: u64, first: usize, freed: Freed) -> Self {
         match freed {
             Freed::Queued => Self::Queued,
             Freed::Zero(n) => Self::Zero(first, n),
             Freed::Mapped { n, nodes, seq } => Self::Quarantined(Zaps {
-                offset: pool_offset + first as u64 * PAGE_SIZE,
+                offset,
                 pages: n as u64,
                 nodes,
                 seq,
@@ -69,9 +82,9 @@ impl After {
 
 impl Service {
     /// A packet for `SERVICE_IFACE` from node `from` (the mailbox checked the header's node),
-    /// with `kmsg_api::FROM_SENDER` when it runs in the local sender's `SEND`. True if a freed
-    /// allocation waits for the zeroing work (the caller queues it).
-    pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) -> bool {
+    /// with `kmsg_api::FROM_SENDER` when it runs in the local sender's `SEND`; which work the
+    /// caller queues.
+    pub(crate) fn handle(&self, from: u32, raw: &[u8; PACKET_LEN]) -> Queue {
         let in_sender = from & kmsg_api::FROM_SENDER != 0;
         let from = from & !kmsg_api::FROM_SENDER;
         let p = match Packet::decode(raw) {
@@ -85,7 +98,7 @@ impl Service {
             // reads a kernel interface's response slots.
             _ => {
                 self.stats.bump(Counter::Malformed);
-                return false;
+                return Queue::Nothing;
             }
         };
         let iface = u32::from(p.header.iface);
@@ -95,16 +108,16 @@ impl Service {
         if matches!(req.opcode, op::FORK | op::WAIT) {
             // remoteFork (`fork.rs`): answered later (FORK) or with no memory touched (WAIT).
             self.fork_or_wait(in_sender, from, iface, tree, &req);
-            return false;
+            return Queue::Nothing;
         }
         // One access for claim, apply, answer and release.
         let Some(w) = self.gas.access() else {
             self.stats.bump(Counter::Unanswered);
-            return false;
+            return Queue::Nothing;
         };
         // Only while the interface is still owned in the packet's tree, and until answered.
         let Some(claim) = self.claim_request(&w, in_sender, from, iface, tree) else {
-            return false;
+            return Queue::Nothing;
         };
         let mut resp = Response {
             seq: 0,
@@ -155,7 +168,7 @@ impl Service {
             After::Zero(first, n) => self.zero_freed(first, n),
             After::Queued => {
                 self.stats.bump(Counter::ZeroedLater);
-                return true;
+                return Queue::Zero;
             }
             After::Narrowed {
                 offset,
@@ -173,9 +186,10 @@ impl Service {
                 }
             }
             After::Quarantined(z) => self.quarantined(&z),
+            After::Grow => return Queue::Grow,
             After::Nothing => {}
         }
-        false
+        Queue::Nothing
     }
 
     /// Applies `req`; the value goes to `value`. Called under the service lock.
@@ -197,9 +211,9 @@ impl Service {
             return self.iface_state(tree, req, value);
         }
         let pool = inner.pool.as_mut().ok_or(status::NO_POOL)?;
-        if !pool.clock.usable(self.epoch.now()) {
+        if !pool.ranges.usable(self.epoch.now()) {
             // Kept while its renewal may still be acknowledged (`check_lease`).
-            return Err(if pool.clock.is_revoked() {
+            return Err(if pool.ranges.is_revoked() {
                 status::NO_POOL
             } else {
                 status::STALLED
@@ -217,16 +231,29 @@ impl Service {
             let user = self.issuer_creds(claim);
             let uid = user.uid;
             if user.flags & owner::ADMIN == 0 {
-                let limit = pool.pages.pages() * self.quota.pages_pct as usize / 100;
+                // A share of what the pool may grow to, not of what it holds now.
+                let limit = self.max_pages * self.quota.pages_pct as usize / 100;
                 if pool.pages.used_by(uid) + n as usize > limit {
                     return Err(status::QUOTA);
                 }
             }
-            let first = pool
-                .pages
-                .alloc(n as usize, tree, req.arg2, uid)
-                .ok_or(status::NO_MEMORY)?;
-            let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
+            let Some(first) = pool.pages.alloc(n as usize, tree, req.arg2, uid) else {
+                let (pages, ranges) = (pool.pages.pages(), pool.pages.ranges());
+                let now = self.epoch.now();
+                return match pool
+                    .growth
+                    .miss(n as usize, pages, ranges, self.max_pages, now)
+                {
+                    Miss::Grow(queue) => {
+                        if queue {
+                            *after = After::Grow;
+                        }
+                        Err(status::STALLED)
+                    }
+                    Miss::Full => Err(status::NO_MEMORY),
+                };
+            };
+            let addr = gsas::addr(self.node as u16, pool.ranges.offset_of(first));
             value[..8].copy_from_slice(&addr.to_le_bytes());
             self.hold_module(inner);
             return Ok(());
@@ -240,9 +267,10 @@ impl Service {
             }
             if let Some(first) = pool.pages.find_tagged(tree, req.arg1) {
                 let freed = pool.pages.start_free(first, tree, INLINE_ZERO_PAGES)?;
-                let addr = gsas::addr(self.node as u16, pool.offset + first as u64 * PAGE_SIZE);
+                let offset = pool.ranges.offset_of(first);
+                let addr = gsas::addr(self.node as u16, offset);
                 value[..8].copy_from_slice(&addr.to_le_bytes());
-                *after = After::freed(pool.offset, first, freed);
+                *after = After::freed(offset, first, freed);
             }
             return Ok(());
         }
@@ -258,14 +286,14 @@ impl Service {
             return Err(status::FAULT);
         }
         let off = gsas::offset_of(req.address);
-        let rel = off.checked_sub(pool.offset).ok_or(status::FAULT)?;
+        let rel = pool.ranges.rel(off).ok_or(status::FAULT)?;
         let page = (rel / PAGE_SIZE) as usize;
         if base == op::FREE {
             if rel % PAGE_SIZE != 0 {
                 return Err(status::UNALIGNED);
             }
             let freed = pool.pages.start_free(page, tree, INLINE_ZERO_PAGES)?;
-            *after = After::freed(pool.offset, page, freed);
+            *after = After::freed(off, page, freed);
             return Ok(());
         }
         if base == op::MAP {

@@ -4,8 +4,8 @@
 //! lives in the pool. Its jobs are in the files named for them: `request.rs` (serving a
 //! request), `memory.rs` (the operations on the pool's memory), `lease.rs` (the pool's lease),
 //! `zero.rs` (zeroing freed pages), `serving.rs` (the mailbox's hooks), `remote_maps.rs` and
-//! `mappers.rs` (other nodes' mappings of the pool), `copy.rs` and `indexed.rs` (memory-side
-//! operations), `claims.rs`, `fork.rs` and `stats.rs`.
+//! `mappers.rs` (other nodes' mappings of the pool), `grow.rs` (more ranges on demand),
+//! `copy.rs` and `indexed.rs` (memory-side operations), `claims.rs`, `fork.rs` and `stats.rs`.
 
 use crate::{
     claims,
@@ -18,7 +18,7 @@ use crate::{
     lease::PoolState,
     mailbox::INTERFACES,
     stats::Stats,
-    wire::kram::GSAS_INSTANCE,
+    wire::kram::GSAS_INSTANCES,
 };
 use core::sync::atomic::AtomicBool;
 use kernel::{
@@ -59,6 +59,8 @@ pub(crate) struct Service {
     /// Window offset of this node's partition.
     pub(crate) part: u64,
     pub(crate) quota: Quota,
+    /// The most pages the pool may grow to (`pool_max_mib=`).
+    pub(crate) max_pages: usize,
     module: &'static ThisModule,
     #[pin]
     pub(crate) inner: SpinLock<Inner>,
@@ -68,8 +70,8 @@ pub(crate) struct Service {
     /// Signalled when a FORK is queued for the daemon.
     #[pin]
     pub(crate) jobs: CondVar,
-    #[pin]
-    pub(crate) borrow: Borrow,
+    /// One per range the pool may have, for `GSAS_INSTANCES` in order (`lease.rs`).
+    pub(crate) borrows: KVec<Pin<KBox<Borrow>>>,
     pub(crate) epoch: Epoch,
     pub(crate) stats: Stats,
     pub(crate) noisy: LogLimit,
@@ -77,6 +79,9 @@ pub(crate) struct Service {
     /// Zeroes large freed allocations (`Service::zero_queued`).
     #[pin]
     pub(crate) zero: Work<Service, 1>,
+    /// Borrows another range for the pool (`grow.rs`).
+    #[pin]
+    pub(crate) grow: Work<Service, 2>,
 }
 
 // SAFETY: the window is reached only through `gas` accesses; everything mutable is behind the
@@ -92,6 +97,7 @@ impl Service {
         gas: &Arc<Gas>,
         info: FabricInfo,
         quota: Quota,
+        max_pages: usize,
         module: &'static ThisModule,
     ) -> Result<Arc<Self>> {
         let part = info.ctl_size + u64::from(info.node_id) * info.partition_size;
@@ -101,6 +107,16 @@ impl Service {
         }
         let children = fork::Children::new()?;
         let operands = KBox::<Operands>::zeroed(GFP_KERNEL)?;
+        let mut borrows = KVec::with_capacity(GSAS_INSTANCES.len(), GFP_KERNEL)?;
+        for instance in GSAS_INSTANCES {
+            borrows.push(
+                KBox::pin_init(
+                    Borrow::new(info.node_id, instance, Epoch::new()),
+                    GFP_KERNEL,
+                )?,
+                GFP_KERNEL,
+            )?;
+        }
         let gas_ref = gas.clone();
         Arc::pin_init(
             pin_init!(Service {
@@ -109,16 +125,18 @@ impl Service {
                 node: info.node_id,
                 part,
                 quota,
+                max_pages,
                 module,
                 inner <- new_spinlock!(Inner { pool: None, seqs, module_held: false, children, operands }, "unimem_gsas::inner"),
                 claims <- claims::Claims::new(),
                 jobs <- new_condvar!("unimem_gsas::jobs"),
-                borrow <- Borrow::new(info.node_id, GSAS_INSTANCE, Epoch::new()),
+                borrows,
                 epoch: Epoch::new(),
                 stats: Stats::new(),
                 noisy: LogLimit::new(),
                 stopping: AtomicBool::new(false),
                 zero <- new_work!("unimem_gsas::zero"),
+                grow <- new_work!("unimem_gsas::grow"),
             }),
             GFP_KERNEL,
         )

@@ -7,6 +7,7 @@ use crate::{
     gsas::{self, grant, owner, status, PAGE_SIZE},
     kmsg_api::{self, MapRequest},
     packet::PACKET_LEN,
+    request::Queue,
     service::Service,
     stats::Counter,
 };
@@ -27,10 +28,14 @@ unsafe extern "C" fn on_packet(ctx: *mut c_void, from_node: u32, packet: *const 
     let service = unsafe { ArcBorrow::<Service>::from_raw(ctx.cast::<Service>()) };
     // SAFETY: see above.
     let raw = unsafe { &*packet.cast::<[u8; PACKET_LEN]>() };
-    if service.handle(from_node, raw) {
+    match service.handle(from_node, raw) {
         // A large freed allocation: zeroed by the work, not in the mailbox's served section.
         // Its module reference (`release_module` waits for it) keeps this code loaded.
-        let _ = workqueue::system_percpu().enqueue::<Arc<Service>, 1>(service.into());
+        Queue::Zero => {
+            let _ = workqueue::system_percpu().enqueue::<Arc<Service>, 1>(service.into());
+        }
+        Queue::Grow => Service::grow_later(&service.into()),
+        Queue::Nothing => {}
     }
 }
 
@@ -114,10 +119,10 @@ impl Service {
         let checked = (|| {
             let inner = self.inner.lock();
             let pool = inner.pool.as_ref().ok_or(ENXIO)?;
-            if !pool.clock.usable(self.epoch.now()) {
+            if !pool.ranges.usable(self.epoch.now()) {
                 return Err(ENXIO);
             }
-            let rel = offset.checked_sub(pool.offset).ok_or(ENXIO)?;
+            let rel = pool.ranges.rel(offset).ok_or(ENXIO)?;
             if rel % PAGE_SIZE != 0 || len == 0 || len % PAGE_SIZE != 0 {
                 return Err(EINVAL);
             }

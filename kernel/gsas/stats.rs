@@ -103,9 +103,14 @@ pub(crate) enum Counter {
     ZapAcks,
     /// Rounds not acknowledged within 10 s (logged once each).
     ZapsUnacked,
+    /// Requests answered `STALLED` (a lease being renewed, or the pool growing: asked again).
+    Stalled,
+    /// Ranges added to the pool (`grow.rs`), and attempts that got none.
+    PoolGrown,
+    PoolGrowFailed,
 }
 
-const COUNTERS: [(Counter, &str); 27] = [
+const COUNTERS: [(Counter, &str); 30] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -133,6 +138,9 @@ const COUNTERS: [(Counter, &str); 27] = [
     (Counter::Quarantines, "quarantines"),
     (Counter::ZapAcks, "zap_acks"),
     (Counter::ZapsUnacked, "zaps_unacked"),
+    (Counter::Stalled, "stalled"),
+    (Counter::PoolGrown, "pool_grown"),
+    (Counter::PoolGrowFailed, "pool_grow_failed"),
 ];
 
 pub(crate) struct Stats {
@@ -176,6 +184,7 @@ impl Stats {
             status::RUNNING => Counter::Running,
             status::NO_CHILD => Counter::NoChild,
             status::QUOTA => Counter::Quota,
+            status::STALLED => Counter::Stalled,
             // Counted as `fork_failed` by the service.
             status::EXEC_FAILED => return,
             _ => Counter::Invalid,
@@ -199,23 +208,26 @@ impl Stats {
 impl Service {
     /// The pool's figures: pages, pages in use, allocations, freed pages held out of use
     /// until other nodes' mappings are gone.
-    fn pool_figures(&self) -> (usize, usize, usize, usize) {
+    fn pool_figures(&self) -> (usize, usize, usize, usize, usize) {
         let inner = self.inner.lock();
-        inner.pool.as_ref().map_or((0, 0, 0, 0), |p| {
+        inner.pool.as_ref().map_or((0, 0, 0, 0, 0), |p| {
             (
                 p.pages.pages(),
                 p.pages.used,
                 p.pages.allocations,
                 p.pages.remote.held,
+                p.pages.ranges(),
             )
         })
     }
 
     fn value(&self, name: &[u8]) -> Option<u64> {
-        let (pages, used, allocations, quarantined) = self.pool_figures();
+        let (pages, used, allocations, quarantined, ranges) = self.pool_figures();
         Some(match name {
             b"node" => u64::from(self.node),
             b"pool_pages" => pages as u64,
+            b"pool_max_pages" => self.max_pages as u64,
+            b"pool_ranges" => ranges as u64,
             b"used_pages" => used as u64,
             b"allocations" => allocations as u64,
             b"quarantined_pages" => quarantined as u64,
@@ -231,12 +243,14 @@ impl Service {
             }
         }
         if let Some(p) = self.inner.lock().pool.as_ref() {
-            let left = p.clock.left(self.epoch.now()) / 1_000_000;
-            writeln!(f, "pool_offset {:#x}", p.offset)?;
+            let left = p.ranges.left(self.epoch.now()) / 1_000_000;
+            for r in p.ranges.iter() {
+                writeln!(f, "pool_range {:#x} {}", r.offset, r.pages)?;
+            }
             writeln!(
                 f,
                 "lease_ms_left {}",
-                if p.clock.is_revoked() { -1 } else { left }
+                if p.ranges.is_revoked() { -1 } else { left }
             )?;
         }
         Ok(())
@@ -244,9 +258,11 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 62] = [
+const NAMES: [&CStr; 67] = [
     c"node",
     c"pool_pages",
+    c"pool_max_pages",
+    c"pool_ranges",
     c"used_pages",
     c"allocations",
     c"quarantined_pages",
@@ -307,6 +323,9 @@ const NAMES: [&CStr; 62] = [
     c"quarantines",
     c"zap_acks",
     c"zaps_unacked",
+    c"stalled",
+    c"pool_grown",
+    c"pool_grow_failed",
 ];
 
 /// `/sys/kernel/unimem_gsas/` while alive.

@@ -42,7 +42,7 @@ impl Service {
             let Some(pool) = inner.pool.as_ref() else {
                 return;
             };
-            pool.offset + first as u64 * PAGE_SIZE
+            pool.ranges.offset_of(first)
         };
         let mut ok = match zap_pages(part_off, n as u64 * PAGE_SIZE) {
             Ok(()) => true,
@@ -59,11 +59,12 @@ impl Service {
             let Some(pool) = inner
                 .pool
                 .as_ref()
-                .filter(|p| p.pages.zeroing(first + done, k) && p.clock.usable(self.epoch.now()))
+                .filter(|p| p.pages.zeroing(first + done, k) && p.ranges.usable(self.epoch.now()))
             else {
                 return;
             };
-            let offset = self.part + pool.offset + (first + done) as u64 * PAGE_SIZE;
+            // A run lies in one range (`Pool::take_queued`, allocations).
+            let offset = self.part + pool.ranges.offset_of(first) + done as u64 * PAGE_SIZE;
             if let Err(e) = self.gas.wipe(offset, k as u64 * PAGE_SIZE) {
                 pr_err!(
                     "zeroing {} freed pages failed ({:?}): they stay out of use\n",

@@ -67,9 +67,11 @@ kram_cleanup() {
   done
 }
 # unimem_gsas's insmod arguments: its wait for the daemon's offer scales with the time limits
-# (a debug kernel answers slowly), within the module's 60 s bound.
+# (a debug kernel answers slowly), within the module's 60 s bound. The pool stays at its size
+# (pool_max_mib=0) unless a test sets GSAS_POOL_MAX_MIB: most tests count on a pool of a known
+# size (it fills, a user's share of it); gsas_grow.sh and shmem.sh test a growing one.
 # shellcheck disable=SC2034 # used by the tests that source this file
-GSAS_ARGS="offer_timeout_ms=$(( 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} < 60000 ? 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} : 60000 ))"
+GSAS_ARGS="offer_timeout_ms=$(( 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} < 60000 ? 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} : 60000 )) pool_max_mib=${GSAS_POOL_MAX_MIB:-0}"
 # Guest shell code: unimem_gsas unloaded (it returns its pool to the daemon), then kram-daemon
 # stopped once it has taken the pool back, and gone before this returns: otherwise the next
 # test's daemon restores a lease from the record, or a dying daemon still answers --status.

@@ -41,14 +41,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# GSAS pools large enough for the heaps programs expect (tests-sos allocates 16-32 MiB): oshrun's
-# default heap with 2 PEs a node is then 128 MiB as root, 64 MiB as a user (user_pages_pct=50).
-# The pools live in the nodes' GAS partitions (host memory), not in the VMs' RAM; partitions of
-# at least SHMEM_POOL_MIB + 11 MiB are needed (kram-daemon lends from 3 MiB on; scripts/test.sh gives 2 GiB).
+# GSAS pools that grow as large as the heaps programs expect (tests-sos allocates 16-32 MiB):
+# each starts at the default 16 MiB and may grow to SHMEM_POOL_MIB, which sizes oshrun's default
+# heap: with 2 PEs a node 128 MiB as root, 64 MiB as a user (user_pages_pct=50). The pools live
+# in the nodes' GAS partitions (host memory), not in the VMs' RAM; partitions of at least
+# SHMEM_POOL_MIB + 11 MiB are needed (kram-daemon lends from 3 MiB on; scripts/test.sh gives 2 GiB).
 SHMEM_POOL_MIB=${SHMEM_POOL_MIB:-320}
 export KRAM_CHUNKS=$((SHMEM_POOL_MIB + 8))
-GSAS_ARGS="$GSAS_ARGS pool_mib=$SHMEM_POOL_MIB"
-step "every node: base modules, kram-daemon ($KRAM_CHUNKS MiB), unimem_gsas (pool $SHMEM_POOL_MIB MiB), gsasd; jobs run as $(who_runs)"
+GSAS_ARGS="$GSAS_ARGS pool_max_mib=$SHMEM_POOL_MIB"
+step "every node: base modules, kram-daemon ($KRAM_CHUNKS MiB), unimem_gsas (pool growing to $SHMEM_POOL_MIB MiB), gsasd; jobs run as $(who_runs)"
 fork_nodes_up "$LOGS"
 
 # nothing_left: no PE or oshrun runs anywhere, and no GSAS page is allocated (within 30 s: a freed

@@ -225,8 +225,9 @@ pub mod status {
     /// as the node allows one user (`EDQUOT`; `unimem_gsas` `user_pages=`, `user_forks=`).
     pub const QUOTA: u8 = 12;
     /// The pool's lease lapsed on the home's clock (the home was frozen past it, or its lender
-    /// is slow to answer) and is being renewed: nothing was done; ask again (the client library
-    /// does, until its timeout; then `EAGAIN`).
+    /// is slow to answer) and is being renewed, or an ALLOC found no room and the pool is
+    /// borrowing more: nothing was done; ask again (the client library does, until its
+    /// timeout; then `EAGAIN`).
     pub const STALLED: u8 = 13;
 }
 

@@ -33,8 +33,10 @@
 //!
 //! A chunk is 1 MiB of the lender's partition, starting at [`LENDABLE_OFFSET`]. Swap instances
 //! 0..[`MAX_INSTANCES`] belong to `unimem_kram`; instance [`NUMA_INSTANCE`] is `unimem_numa`'s,
-//! which needs its range aligned to a memory block to hot-add it, and [`GSAS_INSTANCE`] is the
-//! GSAS atomic service's page pool, borrowed from its own node's daemon ([`reply_service`]).
+//! which needs its range aligned to a memory block to hot-add it, and [`GSAS_INSTANCES`] are
+//! the ranges of the GSAS atomic service's page pool, borrowed from its own node's daemon
+//! ([`reply_service`]): [`GSAS_INSTANCE`] at load, the others as the pool grows (a lender holds
+//! one grant per (node, instance), so each range of a growing pool needs an id of its own).
 //! This file is included by the kernel modules with `#[path]`; `core` only.
 
 /// Bytes per chunk ("sizes in MB").
@@ -50,11 +52,14 @@ pub const MAX_REQUEST_CHUNKS: u32 = 255;
 pub const MAX_CHUNKS: u32 = 1 << 16;
 /// Largest v2 grant.
 pub const MAX_REQUEST_CHUNKS_V2: u32 = MAX_CHUNKS - 1;
-/// Swap instances per node (4-bit instance id; the last two are [`GSAS_INSTANCE`] and
+/// Swap instances per node (4-bit instance id; the ids above are [`GSAS_INSTANCES`] and
 /// [`NUMA_INSTANCE`]).
-pub const MAX_INSTANCES: u32 = 14;
-/// The instance id of the GSAS atomic service's page pool (`unimem_gsas.ko`).
+pub const MAX_INSTANCES: u32 = 8;
+/// The instance id of the first range of the GSAS atomic service's page pool
+/// (`unimem_gsas.ko`), borrowed at load.
 pub const GSAS_INSTANCE: u8 = 14;
+/// The instance ids of the ranges of the GSAS page pool, in the order the pool takes them.
+pub const GSAS_INSTANCES: [u8; 7] = [GSAS_INSTANCE, 13, 12, 11, 10, 9, 8];
 /// The instance id of a node's NUMA driver: its OFFERs go to service `NUMA_DRIVER`.
 pub const NUMA_INSTANCE: u8 = 15;
 
@@ -80,9 +85,19 @@ pub const SEQ_MOD: u8 = 16;
 // A borrower stops before its lender reclaims, with room for a missed renewal; the NUMA
 // driver's instance id is not a swap instance.
 const _: () = assert!(BORROWER_LEASE_MS + 2 * RENEW_PERIOD_MS < LEASE_MS);
-const _: () =
-    assert!(NUMA_INSTANCE as u32 >= MAX_INSTANCES && GSAS_INSTANCE as u32 >= MAX_INSTANCES);
-const _: () = assert!(GSAS_INSTANCE != NUMA_INSTANCE);
+const _: () = {
+    assert!(NUMA_INSTANCE as u32 >= MAX_INSTANCES);
+    let mut i = 0;
+    while i < GSAS_INSTANCES.len() {
+        assert!(GSAS_INSTANCES[i] as u32 >= MAX_INSTANCES && GSAS_INSTANCES[i] != NUMA_INSTANCE);
+        i += 1;
+    }
+};
+
+/// Whether `instance` is one of the GSAS page pool's ranges.
+pub const fn is_gsas(instance: u8) -> bool {
+    instance as u32 >= MAX_INSTANCES && instance != NUMA_INSTANCE
+}
 
 /// Layout versions (the version field).
 pub const V1: u8 = 0;
@@ -110,7 +125,7 @@ pub fn lent_range(
 pub const fn reply_service(instance: u8) -> u32 {
     match instance {
         NUMA_INSTANCE => crate::mailbox::service::NUMA_DRIVER,
-        GSAS_INSTANCE => crate::mailbox::service::GSAS,
+        i if is_gsas(i) => crate::mailbox::service::GSAS,
         _ => crate::mailbox::service::KRAM_DRIVER,
     }
 }

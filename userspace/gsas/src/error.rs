@@ -128,8 +128,8 @@ pub enum Error {
     #[error("{0}: over your quota on node {n} (pages or remoteForked children per user)", n = gsas::node_of(.0.addr))]
     Quota(Request),
     /// `status::STALLED` until the timeout: the home's pool lease lapsed on its clock and no
-    /// renewal was acknowledged since.
-    #[error("{0}: node {n}'s page pool lease is stalled (the node was frozen, or its kram-daemon does not answer); try again", n = gsas::node_of(.0.addr))]
+    /// renewal was acknowledged since, or its pool was still growing for an ALLOC.
+    #[error("{0}: node {n}'s page pool lease is stalled, or the pool is still growing (the node was frozen, or its kram-daemon does not answer); try again", n = gsas::node_of(.0.addr))]
     Stalled(Request),
     /// A status this library does not know (a newer service?).
     #[error("{0}: the service answered with unknown status {1}")]

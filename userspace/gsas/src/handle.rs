@@ -830,9 +830,14 @@ impl<T: Transport> Gsas<T> {
             self.exchange(home, op::NOP, gsas::addr(home, n), 0, 0)?;
             self.unsynced.set(self.unsynced.get() & !bit);
         }
-        // A home whose pool lease is being renewed after a stall (it was frozen) did nothing:
-        // ask again, within the usual timeout.
-        let mut stall = Waiter::new(self.policy.get());
+        // A home whose pool lease is being renewed after a stall (it was frozen), or whose pool
+        // grows for an ALLOC, did nothing: ask again, within the usual timeout (an ALLOC's
+        // growth borrows and wipes memory first: four times that).
+        let mut policy = self.policy.get();
+        if opcode == op::ALLOC {
+            policy.timeout = policy.timeout.saturating_mul(4);
+        }
+        let mut stall = Waiter::new(policy);
         let r = loop {
             let r = self.exchange(home, opcode, addr, a1, a2)?;
             if r.status != status::STALLED {

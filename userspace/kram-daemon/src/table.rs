@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::{
-    to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, GSAS_INSTANCE, LEASE_MS, MAX_CHUNKS,
+    is_gsas, to_daemon, to_driver, KramError, KramMsg, CHUNK_SIZE, LEASE_MS, MAX_CHUNKS,
     MAX_CHUNKS_V1, NUMA_INSTANCE, V1, V2,
 };
 
@@ -37,7 +37,7 @@ pub const LEASE: Duration = Duration::from_millis(LEASE_MS);
 pub struct Grant {
     /// The borrowing node.
     pub node: u8,
-    /// Its instance (swap instances 0..14, the GSAS pool 14, the NUMA driver 15).
+    /// Its instance (swap instances 0..8, the GSAS pool's ranges 8..15, the NUMA driver 15).
     pub instance: u8,
     /// First chunk index.
     pub first: u32,
@@ -90,7 +90,7 @@ impl fmt::Display for Grant {
 pub fn role(instance: u8) -> &'static str {
     match instance {
         NUMA_INSTANCE => " (NUMA)",
-        GSAS_INSTANCE => " (GSAS)",
+        i if is_gsas(i) => " (GSAS)",
         _ => "",
     }
 }

@@ -6,8 +6,8 @@ use crate::sim::{run_bytes, Harness, XorShift, RECORD};
 use crate::table::*;
 use std::time::{Duration, Instant};
 use unimem_wire::kram::{
-    reply_service, to_daemon, to_driver, KramError, KramMsg, GSAS_INSTANCE, MAX_CHUNKS,
-    NUMA_INSTANCE, V1, V2,
+    reply_service, to_daemon, to_driver, KramError, KramMsg, GSAS_INSTANCE, GSAS_INSTANCES,
+    MAX_CHUNKS, NUMA_INSTANCE, V1, V2,
 };
 use unimem_wire::lease_record::{self, RecordedGrant, RECORD_SIZE};
 
@@ -1328,4 +1328,34 @@ fn own_node_lends_the_gsas_pool() {
     assert!(g.to_string().ends_with("instance 14 (GSAS)"), "{g}");
     step(&mut h, ME, free(me, GSAS_INSTANCE, first, n));
     assert!(h.table.entries().is_empty());
+}
+
+#[test]
+fn a_growing_gsas_pool_holds_one_grant_per_range_and_takes_a_partial_one_last() {
+    let mut h = harness(40);
+    // The pool at load, then its first growth (as much again): two grants of one node.
+    let first = lend(&mut h, 1, GSAS_INSTANCES[0], 16);
+    let second = lend(&mut h, 1, GSAS_INSTANCES[1], 16);
+    assert_ne!(first, second);
+    assert_eq!(role(GSAS_INSTANCES[1]), " (GSAS)");
+    // The next asks for 32 and accepts 4: the daemon has 8 left and offers them.
+    let out = step(&mut h, 1, request_v2(1, GSAS_INSTANCES[2], 32, 4));
+    let (f, n) = offered(out, 1, GSAS_INSTANCES[2]);
+    assert_eq!(n, 8);
+    acked(step(&mut h, 1, confirm(1, GSAS_INSTANCES[2], f, n)));
+    // Each range is renewed on its own instance; one instance cannot renew another's range.
+    for (instance, first, n) in [
+        (GSAS_INSTANCES[0], first, 16),
+        (GSAS_INSTANCES[1], second, 16),
+        (GSAS_INSTANCES[2], f, 8),
+    ] {
+        assert_eq!(
+            acked(later(&mut h, SEC, 1, renew(1, instance, first, n))),
+            AckKind::Renewed
+        );
+    }
+    assert!(matches!(
+        step(&mut h, 1, renew(1, GSAS_INSTANCES[0], second, 16)),
+        Outcome::Revoke { .. }
+    ));
 }

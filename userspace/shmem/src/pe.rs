@@ -28,8 +28,8 @@ pub const GSAS_SYSFS: &str = "/sys/kernel/unimem_gsas";
 /// PE's sync page and static data (1 MiB allowed for them) and the job descriptor
 /// (`descriptor` bytes) fit in what this user may hold of a node's GSAS pool of `pool` bytes:
 /// `user_pct` percent of it (`unimem_gsas user_pages_pct`), or all of it for an administrator
-/// (`None`). Every PE must have the same heap, and the pool is a module parameter of every node
-/// (`pool_mib`), so oshrun sizes it from its own node's pool.
+/// (`None`). Every PE must have the same heap, and the pool's size is a module parameter of
+/// every node (`pool_max_mib`, what it may grow to), so oshrun sizes it from its own node's.
 pub fn default_heap(pool: u64, user_pct: Option<u64>, pes_per_node: u64, descriptor: u64) -> u64 {
     let usable = pool / 100 * user_pct.unwrap_or(100).min(100);
     let per_pe = usable.saturating_sub(descriptor) / pes_per_node.max(1);
@@ -40,8 +40,18 @@ pub fn default_heap(pool: u64, user_pct: Option<u64>, pes_per_node: u64, descrip
     (1u64 << heap.ilog2()).min(MAX_DEFAULT_HEAP)
 }
 
-/// This node's GSAS pool and pages in use, in bytes, from the service's statistics.
-pub fn local_pool() -> Option<(u64, u64)> {
+/// This node's GSAS pool, in bytes, from the service's statistics: what it holds, what it may
+/// grow to as allocations need it (`unimem_gsas pool_max_mib`, if its lender has the memory),
+/// and what is in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LocalPool {
+    pub now: u64,
+    pub max: u64,
+    pub used: u64,
+}
+
+/// [`LocalPool`] of this node; `None` without the GSAS service.
+pub fn local_pool() -> Option<LocalPool> {
     let read = |name: &str| -> Option<u64> {
         std::fs::read_to_string(format!("{GSAS_SYSFS}/{name}"))
             .ok()?
@@ -49,10 +59,15 @@ pub fn local_pool() -> Option<(u64, u64)> {
             .parse()
             .ok()
     };
-    Some((
-        read("pool_pages")? * PAGE_SIZE,
-        read("used_pages")? * PAGE_SIZE,
-    ))
+    let now = read("pool_pages")? * PAGE_SIZE;
+    Some(LocalPool {
+        now,
+        // A service that does not grow its pool shows no maximum.
+        max: read("pool_max_pages")
+            .map_or(now, |p| p * PAGE_SIZE)
+            .max(now),
+        used: read("used_pages")? * PAGE_SIZE,
+    })
 }
 
 /// Where the symmetric heap starts in the address space: a multiple of this, which follows
@@ -420,15 +435,16 @@ fn init_inner() -> Result<Job, String> {
 /// What to do when this node's GSAS pool cannot hold a PE's regions.
 fn pool_advice(node: u16, heap_len: u64) -> String {
     let pool = match local_pool() {
-        Some((pool, used)) => format!(
-            "node {node}'s GSAS pool has {} MiB, {} MiB of it in use, and a user who is not an administrator may hold only unimem_gsas's user_pages_pct= (default 50%) of it",
-            pool >> 20,
-            used >> 20
+        Some(p) => format!(
+            "node {node}'s GSAS pool has {} MiB and may grow to {} MiB if its kram-daemon has the memory free ({} MiB in use); a user who is not an administrator may hold only unimem_gsas's user_pages_pct= (default 50%) of that",
+            p.now >> 20,
+            p.max >> 20,
+            p.used >> 20
         ),
         None => format!("node {node}'s GSAS pool cannot supply it"),
     };
     format!(
-        "{pool}; every PE of the node needs a symmetric heap of {heap_len} bytes ({HEAP_ENV}) and a little more: set {HEAP_ENV} smaller, place fewer PEs per node, or load unimem_gsas with a larger pool_mib= (its kram-daemon lending at least that many MiB, --chunks)"
+        "{pool}; every PE of the node needs a symmetric heap of {heap_len} bytes ({HEAP_ENV}) and a little more: set {HEAP_ENV} smaller, place fewer PEs per node, or give the node's pool more room (unimem_gsas pool_max_mib=, and its kram-daemon lending at least that many MiB that no other borrower holds, --chunks)"
     )
 }
 

@@ -218,6 +218,21 @@ fn tags() {
         crate::mailbox::service::NUMA_DRIVER
     );
     assert_eq!(reply_service(0), crate::mailbox::service::KRAM_DRIVER);
+    // Every range of the GSAS pool answers to the GSAS service; the last swap instance does not.
+    for i in GSAS_INSTANCES {
+        assert_eq!(
+            reply_service(i),
+            crate::mailbox::service::GSAS,
+            "instance {i}"
+        );
+        assert!(is_gsas(i));
+    }
+    let last_swap = (MAX_INSTANCES - 1) as u8;
+    assert_eq!(
+        reply_service(last_swap),
+        crate::mailbox::service::KRAM_DRIVER
+    );
+    assert!(!is_gsas(last_swap) && !is_gsas(NUMA_INSTANCE));
     // A range that ends past chunk 256 needs v2, wherever it starts.
     assert!(KramMsg::fits_v1(250, 6) && !KramMsg::fits_v1(250, 10));
     let m = msg(to_driver::OFFER, 1, 0, 250, 10, 0);

@@ -83,6 +83,7 @@ pub fn status_name(s: u8) -> String {
         status::DENIED => "DENIED".into(),
         status::NO_MEMORY => "NO_MEMORY".into(),
         status::NO_POOL => "NO_POOL".into(),
+        status::STALLED => "STALLED".into(),
         other => format!("STATUS_{other}"),
     }
 }

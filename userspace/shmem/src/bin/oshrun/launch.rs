@@ -80,12 +80,12 @@ fn shmem_env(np: usize, pes_per_node: usize) -> Result<Vec<String>> {
     }
     if !heap_given {
         let heap = match shmem::pe::local_pool() {
-            Some((pool, _)) => {
+            Some(pool) => {
                 // SAFETY: geteuid has no preconditions.
                 let admin = unsafe { libc::geteuid() } == 0;
                 let pct = (!admin).then(user_pages_pct);
                 shmem::pe::default_heap(
-                    pool,
+                    pool.max,
                     pct,
                     pes_per_node as u64,
                     job::pages(np) * gsas::PAGE_SIZE,
