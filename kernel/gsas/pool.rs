@@ -44,21 +44,24 @@ pub(crate) enum Freed {
     Mapped { n: usize, nodes: u16, seq: u32 },
 }
 
-/// Per-page storage for a pool grown to a given size, allocated before the service lock is
-/// taken (nothing may sleep under it): [`Pool::grow`] copies into it, and gives back the old
-/// storage to be dropped after the lock.
-pub(crate) struct Spare {
+/// The pool's per-page arrays, one element per pool page.
+pub(crate) struct Pages {
     owner: KVVec<u32>,
+    /// Pages of the allocation that starts at this page; 0 elsewhere.
     len: KVVec<u32>,
+    /// The tag of the allocation that starts at this page (ALLOC's `arg2`); 0 elsewhere.
     tag: KVVec<u64>,
+    /// The user who made the allocation that starts at this page (its quota is charged).
     user: KVVec<u32>,
+    /// Who else may use the allocation that starts at this page (`op::GRANT`; mode 0: nobody).
     grant: KVVec<Grant>,
+    /// The first page of the allocation this page is part of (valid while it is allocated).
     start: KVVec<u32>,
-    nodes: KVVec<u16>,
 }
 
-impl Spare {
-    pub(crate) fn new(pages: usize) -> Result<Self> {
+impl Pages {
+    /// Empty arrays with room for `pages` pages.
+    fn with_capacity(pages: usize) -> Result<Self> {
         Ok(Self {
             owner: KVVec::with_capacity(pages, GFP_KERNEL)?,
             len: KVVec::with_capacity(pages, GFP_KERNEL)?,
@@ -66,6 +69,50 @@ impl Spare {
             user: KVVec::with_capacity(pages, GFP_KERNEL)?,
             grant: KVVec::with_capacity(pages, GFP_KERNEL)?,
             start: KVVec::with_capacity(pages, GFP_KERNEL)?,
+        })
+    }
+
+    /// Whether every array has room for `pages` pages.
+    fn fits(&self, pages: usize) -> bool {
+        self.owner
+            .capacity()
+            .min(self.len.capacity())
+            .min(self.tag.capacity())
+            >= pages
+            && self
+                .user
+                .capacity()
+                .min(self.grant.capacity())
+                .min(self.start.capacity())
+                >= pages
+    }
+
+    /// These pages and `n` free ones after them, in `into`'s storage (which `fits`); the old
+    /// storage.
+    fn regrow(&mut self, into: Pages, n: usize) -> Pages {
+        Pages {
+            owner: regrow(&mut self.owner, into.owner, n, FREE),
+            len: regrow(&mut self.len, into.len, n, 0),
+            tag: regrow(&mut self.tag, into.tag, n, 0),
+            user: regrow(&mut self.user, into.user, n, 0),
+            grant: regrow(&mut self.grant, into.grant, n, Grant::default()),
+            start: regrow(&mut self.start, into.start, n, 0),
+        }
+    }
+}
+
+/// Per-page storage for a pool grown to a given size, allocated before the service lock is
+/// taken (nothing may sleep under it): [`Pool::grow`] copies into it, and gives back the old
+/// storage to be dropped after the lock.
+pub(crate) struct Spare {
+    pages: Pages,
+    nodes: KVVec<u16>,
+}
+
+impl Spare {
+    pub(crate) fn new(pages: usize) -> Result<Self> {
+        Ok(Self {
+            pages: Pages::with_capacity(pages)?,
             nodes: KVVec::with_capacity(pages, GFP_KERNEL)?,
         })
     }
@@ -88,17 +135,7 @@ fn regrow<T: Copy>(v: &mut KVVec<T>, mut spare: KVVec<T>, n: usize, x: T) -> KVV
 pub(crate) const MAX_RANGES: usize = crate::wire::kram::GSAS_INSTANCES.len();
 
 pub(crate) struct Pool {
-    owner: KVVec<u32>,
-    /// Pages of the allocation that starts at this page; 0 elsewhere.
-    len: KVVec<u32>,
-    /// The tag of the allocation that starts at this page (ALLOC's `arg2`); 0 elsewhere.
-    tag: KVVec<u64>,
-    /// The user who made the allocation that starts at this page (its quota is charged).
-    user: KVVec<u32>,
-    /// Who else may use the allocation that starts at this page (`op::GRANT`; mode 0: nobody).
-    grant: KVVec<Grant>,
-    /// The first page of the allocation this page is part of (valid while it is allocated).
-    start: KVVec<u32>,
+    t: Pages,
     /// Other nodes that map allocations, and the rounds that remove their mappings.
     pub(crate) remote: Mappers,
     /// What trees kept of other trees' allocations (`op::KEEP`).
@@ -115,29 +152,13 @@ pub(crate) struct Pool {
 
 impl Pool {
     pub(crate) fn new(pages: usize) -> Result<Self> {
-        let mut owner = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        let mut len = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        let mut tag = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        let mut user = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        let mut grant = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        let mut start = KVVec::with_capacity(pages, GFP_KERNEL)?;
-        for _ in 0..pages {
-            grant.push(Grant::default(), GFP_KERNEL)?;
-            start.push(0, GFP_KERNEL)?;
-            owner.push(FREE, GFP_KERNEL)?;
-            len.push(0, GFP_KERNEL)?;
-            tag.push(0, GFP_KERNEL)?;
-            user.push(0, GFP_KERNEL)?;
-        }
+        // `pages` free pages, as a growth of an empty pool.
+        let mut t = Pages::with_capacity(0)?;
+        drop(t.regrow(Pages::with_capacity(pages)?, pages));
         let mut bounds = KVec::with_capacity(MAX_RANGES, GFP_KERNEL)?;
         bounds.push(0, GFP_KERNEL)?;
         Ok(Self {
-            owner,
-            len,
-            tag,
-            user,
-            grant,
-            start,
+            t,
             remote: Mappers::new(pages)?,
             keeps: Keeps::new()?,
             used: 0,
@@ -148,7 +169,7 @@ impl Pool {
     }
 
     pub(crate) fn pages(&self) -> usize {
-        self.owner.len()
+        self.t.owner.len()
     }
 
     /// How many ranges the pool has.
@@ -162,28 +183,15 @@ impl Pool {
     /// `spare`), to be dropped after the service lock.
     pub(crate) fn grow(&mut self, spare: Spare, n: usize) -> (bool, Spare) {
         let total = self.pages() + n;
-        let fits = [
-            spare.owner.capacity(),
-            spare.len.capacity(),
-            spare.tag.capacity(),
-            spare.user.capacity(),
-            spare.grant.capacity(),
-            spare.start.capacity(),
-            spare.nodes.capacity(),
-        ]
-        .iter()
-        .all(|&c| c >= total);
-        if !fits || self.bounds.len() >= MAX_RANGES {
+        if !spare.pages.fits(total)
+            || spare.nodes.capacity() < total
+            || self.bounds.len() >= MAX_RANGES
+        {
             return (false, spare);
         }
         let first = self.pages();
         let old = Spare {
-            owner: regrow(&mut self.owner, spare.owner, n, FREE),
-            len: regrow(&mut self.len, spare.len, n, 0),
-            tag: regrow(&mut self.tag, spare.tag, n, 0),
-            user: regrow(&mut self.user, spare.user, n, 0),
-            grant: regrow(&mut self.grant, spare.grant, n, Grant::default()),
-            start: regrow(&mut self.start, spare.start, n, 0),
+            pages: self.t.regrow(spare.pages, n),
             nodes: self.remote.regrow(|v| regrow(v, spare.nodes, n, 0)),
         };
         // Within the capacity `new` reserved (fewer than `MAX_RANGES` so far).
@@ -213,15 +221,15 @@ impl Pool {
             if self.bounds.contains(&i) {
                 run = 0;
             }
-            run = if self.owner[i] == FREE { run + 1 } else { 0 };
+            run = if self.t.owner[i] == FREE { run + 1 } else { 0 };
             if run == n {
                 let first = i + 1 - n;
-                self.owner[first..=i].fill(tree);
-                self.start[first..=i].fill(first as u32);
-                self.len[first] = n as u32;
-                self.tag[first] = tag;
-                self.user[first] = uid;
-                self.grant[first] = Grant::default();
+                self.t.owner[first..=i].fill(tree);
+                self.t.start[first..=i].fill(first as u32);
+                self.t.len[first] = n as u32;
+                self.t.tag[first] = tag;
+                self.t.user[first] = uid;
+                self.t.grant[first] = Grant::default();
                 self.remote.reset(first);
                 self.used += n;
                 self.allocations += 1;
@@ -234,7 +242,7 @@ impl Pool {
     /// Whether pages `first..=last` may be used by `tree`: `FAULT` if one is not allocated
     /// (or past the pool), `DENIED` if one belongs to another tree.
     pub(crate) fn check(&self, first: usize, last: usize, tree: u32) -> Result<(), u8> {
-        let owners = self.owner.get(first..=last).ok_or(status::FAULT)?;
+        let owners = self.t.owner.get(first..=last).ok_or(status::FAULT)?;
         // The pages after a range's last are not the next range's first in memory.
         if !self.one_range(first, last) {
             return Err(status::FAULT);
@@ -250,11 +258,11 @@ impl Pool {
 
     /// The allocation that page `page` is part of: its first page and length.
     fn allocation_of(&self, page: usize) -> Option<(usize, usize)> {
-        if nobodys(*self.owner.get(page)?) {
+        if nobodys(*self.t.owner.get(page)?) {
             return None;
         }
-        let first = self.start[page] as usize;
-        let n = *self.len.get(first)? as usize;
+        let first = self.t.start[page] as usize;
+        let n = *self.t.len.get(first)? as usize;
         (n != 0 && page < first + n).then_some((first, n))
     }
 
@@ -284,7 +292,7 @@ impl Pool {
     ) -> bool {
         self.allocation_of(first).is_some_and(|(start, n)| {
             last < start + n
-                && (self.grant[start].allows(creds, need) || self.keeps.allows(start, tree, need))
+                && (self.t.grant[start].allows(creds, need) || self.keeps.allows(start, tree, need))
         })
     }
 
@@ -294,18 +302,18 @@ impl Pool {
         let (start, _) = self.allocation_of(page)?;
         Some((
             start,
-            (self.owner[start] != tree).then(|| self.grant[start]),
+            (self.t.owner[start] != tree).then(|| self.t.grant[start]),
         ))
     }
 
     /// The length of the allocation that starts at `first`, if `tree` (or an `admin`) may act
     /// on it: `FAULT` if no allocation starts there, `DENIED` if it is another tree's.
     fn allocation_at(&self, first: usize, tree: u32, admin: bool) -> Result<usize, u8> {
-        let n = *self.len.get(first).ok_or(status::FAULT)? as usize;
+        let n = *self.t.len.get(first).ok_or(status::FAULT)? as usize;
         if n == 0 {
             return Err(status::FAULT);
         }
-        if self.owner[first] != tree && !admin {
+        if self.t.owner[first] != tree && !admin {
             return Err(status::DENIED);
         }
         Ok(n)
@@ -323,8 +331,8 @@ impl Pool {
         grant: Grant,
     ) -> Result<(usize, bool), u8> {
         let n = self.allocation_at(first, tree, admin)?;
-        let narrowed = !grant.covers(&self.grant[first]);
-        self.grant[first] = grant;
+        let narrowed = !grant.covers(&self.t.grant[first]);
+        self.t.grant[first] = grant;
         Ok((n, narrowed))
     }
 
@@ -354,10 +362,10 @@ impl Pool {
         } else {
             (ZEROING, Freed::Zero(n))
         };
-        self.owner[first..first + n].fill(owner);
-        self.len[first] = 0;
-        self.tag[first] = 0;
-        self.grant[first] = Grant::default();
+        self.t.owner[first..first + n].fill(owner);
+        self.t.len[first] = 0;
+        self.t.tag[first] = 0;
+        self.t.grant[first] = Grant::default();
         self.keeps.drop_allocation(first);
         self.allocations -= 1;
         // Also when `STUCK`: never counted down, so the module stays loaded and the pool is
@@ -382,7 +390,7 @@ impl Pool {
     /// The quarantined pages `first..first + n`, which no node maps any more, wait for the
     /// zeroing work (`QUEUED`).
     pub(crate) fn unquarantine(&mut self, first: usize, n: usize) {
-        if let Some(pages) = self.owner.get_mut(first..first + n) {
+        if let Some(pages) = self.t.owner.get_mut(first..first + n) {
             if pages.iter().all(|&o| o == QUARANTINED) {
                 pages.fill(QUEUED);
             }
@@ -391,26 +399,27 @@ impl Pool {
 
     /// The first run of `QUEUED` pages, at most `max` of them, now `ZEROING` (the caller's).
     pub(crate) fn take_queued(&mut self, max: usize) -> Option<(usize, usize)> {
-        let first = self.owner.iter().position(|&o| o == QUEUED)?;
-        let n = self.owner[first..self.range_end(first)]
+        let first = self.t.owner.iter().position(|&o| o == QUEUED)?;
+        let n = self.t.owner[first..self.range_end(first)]
             .iter()
             .take(max)
             .take_while(|&&o| o == QUEUED)
             .count();
-        self.owner[first..first + n].fill(ZEROING);
+        self.t.owner[first..first + n].fill(ZEROING);
         Some((first, n))
     }
 
     /// Whether pages `first..first + n` are all `ZEROING` (still the zeroing caller's).
     pub(crate) fn zeroing(&self, first: usize, n: usize) -> bool {
-        self.owner
+        self.t
+            .owner
             .get(first..first + n)
             .is_some_and(|p| p.iter().all(|&o| o == ZEROING))
     }
 
     /// Pages `first..first + n`, which could not be zeroed, are never handed out again.
     pub(crate) fn stuck(&mut self, first: usize, n: usize) {
-        if let Some(pages) = self.owner.get_mut(first..first + n) {
+        if let Some(pages) = self.t.owner.get_mut(first..first + n) {
             pages.fill(STUCK);
             self.unzeroed -= n;
         }
@@ -418,26 +427,27 @@ impl Pool {
 
     /// The first page of the first allocation of `tree` tagged `tag`.
     pub(crate) fn find_tagged(&self, tree: u32, tag: u64) -> Option<usize> {
-        (0..self.pages()).find(|&i| self.len[i] != 0 && self.tag[i] == tag && self.owner[i] == tree)
+        (0..self.pages())
+            .find(|&i| self.t.len[i] != 0 && self.t.tag[i] == tag && self.t.owner[i] == tree)
     }
 
     /// Pages of the allocations user `uid` made.
     pub(crate) fn used_by(&self, uid: u32) -> usize {
         (0..self.pages())
-            .filter(|&i| self.len[i] != 0 && self.user[i] == uid)
-            .map(|i| self.len[i] as usize)
+            .filter(|&i| self.t.len[i] != 0 && self.t.user[i] == uid)
+            .map(|i| self.t.len[i] as usize)
             .sum()
     }
 
     /// Whether an allocation of `tree` exists (pages being zeroed are nobody's), or a keep.
     pub(crate) fn holds(&self, tree: u32) -> bool {
         self.keeps.holds(tree)
-            || (0..self.pages()).any(|i| self.len[i] != 0 && self.owner[i] == tree)
+            || (0..self.pages()).any(|i| self.t.len[i] != 0 && self.t.owner[i] == tree)
     }
 
     /// The zeroed pages of a freed allocation are free again.
     pub(crate) fn finish_free(&mut self, first: usize, n: usize) {
-        if let Some(pages) = self.owner.get_mut(first..first + n) {
+        if let Some(pages) = self.t.owner.get_mut(first..first + n) {
             pages.fill(FREE);
             self.used -= n;
             self.unzeroed -= n;

@@ -9,8 +9,9 @@
 #   scripts/peers/tests-sos.sh TESTS_SOS_CHECKOUT [NAME...]   (NAME: programs to run; default all)
 # The suite stays outside this repository: give a checkout (git clone of openshmem-org/tests-sos;
 # it is only read). Each program runs under `timeout` ($PEER_TIMEOUT s, default 300). Every node
-# gets a GSAS pool of $POOL_MIB MiB (default 512; kram-daemon lends 8 more) so that oshrun's
-# default heap is 256 MiB with one PE a node and 128 MiB with two (root; docs/SHMEM.md).
+# gets a GSAS pool that starts at 16 MiB and grows as the heaps need, up to $POOL_MIB MiB (default
+# 512; kram-daemon lends 8 more), so that oshrun's default heap is 256 MiB with one PE a node and
+# 128 MiB with two (root; docs/SHMEM.md). POOL_FIXED=1 borrows all of it at load instead.
 # Needs `make` first (libshmem.so, oshrun, the modules). Not part of CI: the suite is not ours.
 # Writes build.log, summary.txt (one line per program: name, compiled yes/no, exit status) and
 # each program's output to build/peer-tests-sos/results/ (PEER_OUT), and prints the counts. A
@@ -109,7 +110,12 @@ trap cleanup EXIT
 BG=peer
 POOL_MIB=${POOL_MIB:-512}
 export KRAM_CHUNKS=$((POOL_MIB + 8))
-export GSAS_ARGS="$GSAS_ARGS pool_mib=$POOL_MIB"
+if [ "${POOL_FIXED:-0}" = 1 ]; then
+  gsas_arg pool_mib="$POOL_MIB"
+else
+  gsas_arg pool_max_mib="$POOL_MIB"
+fi
+export GSAS_ARGS
 share_bins oshrun gsasd kram-daemon
 share_lib shmem
 fork_nodes_up /tmp/gsasd

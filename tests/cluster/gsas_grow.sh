@@ -33,13 +33,6 @@ cleanup() {
 trap cleanup EXIT
 
 raw() { local n=$1; shift; on "$n" "unimem-mbox-test gsas-raw --node $HOME_NODE --tree $TREE $*"; }
-status_of() { sed -n "s/^resp 0\.$2: .* status \([A-Z_0-9]*\) .*/\1/p" <<<"$1"; }
-value_of() { sed -n "s/^resp 0\.$2: .* value \(0x[0-9a-f]*\)$/\1/p" <<<"$1"; }
-expect_resp() { # OUTPUT K STATUS [VALUE]
-  local s v; s=$(status_of "$1" "$2"); v=$(value_of "$1" "$2")
-  [ "$s" = "$3" ] || { echo "$1" >&2; fail "response $2: status '$s', expected $3"; }
-  [ -z "${4:-}" ] || [ "$((v))" = "$(($4))" ] || { echo "$1" >&2; fail "response $2: value $v, expected $4"; }
-}
 counter() { on "$HOME_NODE" "cat $SYS/$1"; }
 # alloc_retry PAGES: ALLOC until the answer is not STALLED (20 s at most); prints the last output.
 alloc_retry() {

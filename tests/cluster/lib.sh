@@ -72,6 +72,13 @@ kram_cleanup() {
 # size (it fills, a user's share of it); gsas_grow.sh and shmem.sh test a growing one.
 # shellcheck disable=SC2034 # used by the tests that source this file
 GSAS_ARGS="offer_timeout_ms=$(( 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} < 60000 ? 5000 * ${UNIMEM_TIMEOUT_SCALE:-1} : 60000 )) pool_max_mib=${GSAS_POOL_MAX_MIB:-0}"
+# gsas_arg NAME=VALUE: sets one parameter in GSAS_ARGS, replacing its value there (a module
+# parameter given twice fails insmod with EEXIST).
+gsas_arg() {
+  local a kept=()
+  for a in $GSAS_ARGS; do [ "${a%%=*}" = "${1%%=*}" ] || kept+=("$a"); done
+  GSAS_ARGS="${kept[*]} $1"
+}
 # Guest shell code: unimem_gsas unloaded (it returns its pool to the daemon), then kram-daemon
 # stopped once it has taken the pool back, and gone before this returns: otherwise the next
 # test's daemon restores a lease from the record, or a dying daemon still answers --status.
@@ -266,6 +273,16 @@ gsas_all_up() {
     marks[$n]=$(dmesg_mark "$n")
     gsas_up "$n" "${1:-/opt/unimem/modules/unimem_gsas.ko}"
   done
+}
+# The answers of `unimem-mbox-test gsas-raw` (raw GSAS requests): status_of OUTPUT K is the status
+# of response K ("resp 0.K: ..."), value_of OUTPUT K its value; expect_resp OUTPUT K STATUS
+# [VALUE] fails the test unless they are as given.
+status_of() { sed -n "s/^resp 0\.$2: .* status \([A-Z_0-9]*\) .*/\1/p" <<<"$1"; }
+value_of() { sed -n "s/^resp 0\.$2: .* value \(0x[0-9a-f]*\)$/\1/p" <<<"$1"; }
+expect_resp() { # OUTPUT K STATUS [VALUE]
+  local s v; s=$(status_of "$1" "$2"); v=$(value_of "$1" "$2")
+  [ "$s" = "$3" ] || { echo "$1" >&2; fail "response $2: status '$s', expected $3"; }
+  [ -z "${4:-}" ] || [ "$((v))" = "$(($4))" ] || { echo "$1" >&2; fail "response $2: value $v, expected $4"; }
 }
 # gsas_up NODE [KO]: NODE's kram-daemon (KRAM_CHUNKS chunks, default 64), past its grace period,
 # and the GSAS service loaded with its pool borrowed from it (GSAS_ARGS pool_mib= sets its size).

@@ -48,7 +48,7 @@ trap cleanup EXIT
 # SHMEM_POOL_MIB + 11 MiB are needed (kram-daemon lends from 3 MiB on; scripts/test.sh gives 2 GiB).
 SHMEM_POOL_MIB=${SHMEM_POOL_MIB:-320}
 export KRAM_CHUNKS=$((SHMEM_POOL_MIB + 8))
-GSAS_ARGS="$GSAS_ARGS pool_max_mib=$SHMEM_POOL_MIB"
+gsas_arg pool_max_mib="$SHMEM_POOL_MIB"
 step "every node: base modules, kram-daemon ($KRAM_CHUNKS MiB), unimem_gsas (pool growing to $SHMEM_POOL_MIB MiB), gsasd; jobs run as $(who_runs)"
 fork_nodes_up "$LOGS"
 
