@@ -8,12 +8,19 @@
 //! as the allocation needs when the daemon has no more (a partial grant). Borrowing waits for
 //! the daemon, so it never runs while a request is served: the mailbox serves every request
 //! of the node's interfaces in turn.
+//!
+//! The pool shrinks from its end: before it grows, the ranges at its end with no page in use
+//! are wiped and given back (their pages did not fit the allocation, and their memory may make
+//! the daemon's run that does), and so is a last range unused for [`IDLE_TICKS`] lease ticks.
+//! Only the end: pages are numbered across ranges, and a range in the middle would renumber
+//! the ones after it. The first range stays until unload.
 
 use crate::{
     gsas::PAGE_SIZE,
     lease::Range,
     pool::{Spare, MAX_RANGES},
     service::Service,
+    serving::zap_pages,
     stats::Counter,
     wire::kram::CHUNK_SIZE,
 };
@@ -31,6 +38,8 @@ const GROW_TIMEOUT_MS: u32 = 2000;
 const RETRY_AFTER_NS: i64 = 10_000_000_000;
 /// Pages per chunk.
 const CHUNK_PAGES: usize = (CHUNK_SIZE / PAGE_SIZE) as usize;
+/// Lease ticks (seconds) the pool's last range stays unused before it goes back.
+const IDLE_TICKS: u32 = 60;
 
 /// Where growing the pool stands (under the service lock).
 #[derive(Default)]
@@ -41,6 +50,8 @@ pub(crate) struct Growth {
     busy: bool,
     /// When the pool last failed to grow, and by how many pages.
     failed: Option<(i64, usize)>,
+    /// Lease ticks since the last range was last in use.
+    idle: u32,
 }
 
 /// What an ALLOC that found no room answers.
@@ -52,8 +63,9 @@ pub(crate) enum Miss {
 }
 
 impl Growth {
-    /// An ALLOC of `n` pages found no room in a pool of `pages` pages in `ranges` ranges, at
-    /// most `max` pages, at time `now`.
+    /// An ALLOC of `n` pages found no room in a pool of `pages` pages in `ranges` ranges (not
+    /// counting unused ones at its end, which go back first), at most `max` pages, at time
+    /// `now`.
     pub(crate) fn miss(
         &mut self,
         n: usize,
@@ -96,9 +108,69 @@ impl Service {
         let _ = workqueue::system_dfl().enqueue::<Arc<Service>, 2>(this.clone());
     }
 
-    /// The growth work: borrows the next range and adds it to the pool, or records that it
-    /// could not (the waiting ALLOCs then get `NO_MEMORY`).
+    /// Each lease tick: counts how long the pool's last range has been unused, and has the
+    /// work give it back after [`IDLE_TICKS`] (with nothing to grow by).
+    pub(crate) fn idle_tick(this: &Arc<Service>) {
+        let queue = {
+            let mut inner = this.inner.lock();
+            let Some(pool) = inner.pool.as_mut() else {
+                return;
+            };
+            let g = &mut pool.growth;
+            g.idle = if pool.pages.last_range_free() {
+                g.idle.saturating_add(1)
+            } else {
+                0
+            };
+            let due = g.idle >= IDLE_TICKS && !g.busy;
+            if due {
+                g.busy = true;
+                g.idle = 0;
+            }
+            due
+        };
+        if queue {
+            Service::grow_later(this);
+        }
+    }
+
+    /// Takes the unused ranges at the pool's end out of it, wipes them and gives them back to
+    /// the daemon.
+    fn shrink_pool(&self) {
+        let mut gone: [Option<(usize, Range)>; MAX_RANGES] = [const { None }; MAX_RANGES];
+        if let Some(pool) = self.inner.lock().pool.as_mut() {
+            for slot in gone.iter_mut() {
+                if !pool.pages.last_range_free() {
+                    break;
+                }
+                pool.pages.shrink();
+                *slot = pool.ranges.pop();
+            }
+        }
+        for (i, r) in gone.into_iter().flatten() {
+            let len = r.pages as u64 * PAGE_SIZE;
+            // Free pages are mapped nowhere and zero; made sure of, as for any returned range.
+            let wiped = zap_pages(r.offset, len).is_ok()
+                && r.clock.usable(self.epoch.now())
+                && self.gas.wipe_long(self.part + r.offset, len).is_ok();
+            if let Some(b) = self.borrow(i) {
+                b.give_back(wiped);
+            }
+            self.stats.bump(Counter::PoolShrunk);
+            pr_info!(
+                "node {}: page pool range of {} MiB unused: {} returned to this node's kram-daemon\n",
+                self.node,
+                len >> 20,
+                if wiped { "wiped and" } else { "not wiped (the daemon wipes it)," }
+            );
+        }
+    }
+
+    /// The growth work: gives back the unused ranges at the pool's end, then borrows the next
+    /// range and adds it to the pool, or records that it could not (the waiting ALLOCs then
+    /// get `NO_MEMORY`); only the first when queued by [`idle_tick`](Self::idle_tick).
     fn grow_pool(&self) {
+        self.shrink_pool();
         let Some((wanted, pages, ranges)) = self
             .inner
             .lock()
@@ -108,6 +180,12 @@ impl Service {
         else {
             return;
         };
+        if wanted == 0 {
+            if let Some(pool) = self.inner.lock().pool.as_mut() {
+                pool.growth.busy = false;
+            }
+            return;
+        }
         let grown = self.borrow_range(wanted, pages, ranges);
         let mut inner = self.inner.lock();
         let Some(pool) = inner.pool.as_mut() else {

@@ -55,6 +55,12 @@ impl Ranges {
         self.0.push_within_capacity(r).is_ok()
     }
 
+    /// Takes the last range out (`Pool::shrink` took its pages), and its number.
+    pub(crate) fn pop(&mut self) -> Option<(usize, Range)> {
+        let r = self.0.pop()?;
+        Some((self.0.len(), r))
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Range> {
         self.0.iter()
     }
@@ -113,6 +119,7 @@ impl Tick for Service {
             }
             this.check_lease();
             this.resend_zaps();
+            Service::idle_tick(this);
         }
     }
 }

@@ -65,6 +65,11 @@ impl Mappers {
         f(&mut self.nodes)
     }
 
+    /// The first `pages` pages only (`Pool::shrink`: the rest are free, so in no round).
+    pub(crate) fn truncate(&mut self, pages: usize) {
+        self.nodes.truncate(pages);
+    }
+
     /// The allocation starting at `first` is new: mapped by nobody.
     pub(crate) fn reset(&mut self, first: usize) {
         if let Some(m) = self.nodes.get_mut(first) {

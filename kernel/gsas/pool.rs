@@ -87,6 +87,16 @@ impl Pages {
                 >= pages
     }
 
+    /// The first `pages` pages only (the storage stays).
+    fn truncate(&mut self, pages: usize) {
+        self.owner.truncate(pages);
+        self.len.truncate(pages);
+        self.tag.truncate(pages);
+        self.user.truncate(pages);
+        self.grant.truncate(pages);
+        self.start.truncate(pages);
+    }
+
     /// These pages and `n` free ones after them, in `into`'s storage (which `fits`); the old
     /// storage.
     fn regrow(&mut self, into: Pages, n: usize) -> Pages {
@@ -197,6 +207,40 @@ impl Pool {
         // Within the capacity `new` reserved (fewer than `MAX_RANGES` so far).
         let _ = self.bounds.push_within_capacity(first);
         (true, old)
+    }
+
+    /// Whether the pool has more than one range and none of the last one's pages is in use
+    /// (every one `FREE`: allocated never, or freed and zeroed).
+    pub(crate) fn last_range_free(&self) -> bool {
+        match self.bounds.last() {
+            Some(&first) if self.bounds.len() > 1 => {
+                self.t.owner[first..].iter().all(|&o| o == FREE)
+            }
+            _ => false,
+        }
+    }
+
+    /// The ranges at the pool's end (never the first) of which no page is in use, and their
+    /// pages: what [`shrink`](Self::shrink) can give back.
+    pub(crate) fn free_tail(&self) -> (usize, usize) {
+        let (mut n, mut end) = (0, self.pages());
+        for &first in self.bounds.iter().skip(1).rev() {
+            if !self.t.owner[first..end].iter().all(|&o| o == FREE) {
+                break;
+            }
+            n += 1;
+            end = first;
+        }
+        (n, self.pages() - end)
+    }
+
+    /// Takes the last range (which [`last_range_free`](Self::last_range_free) found free) out
+    /// of the bookkeeping: no later page is numbered after it, so nothing else changes.
+    pub(crate) fn shrink(&mut self) {
+        if let (true, Some(first)) = (self.last_range_free(), self.bounds.pop()) {
+            self.t.truncate(first);
+            self.remote.truncate(first);
+        }
     }
 
     /// Whether pages `first..=last` lie in one range.

@@ -238,7 +238,10 @@ impl Service {
                 }
             }
             let Some(first) = pool.pages.alloc(n as usize, tree, req.arg2, uid) else {
-                let (pages, ranges) = (pool.pages.pages(), pool.pages.ranges());
+                // Unused ranges at the end go back before the pool grows (`grow.rs`).
+                let (tail_ranges, tail_pages) = pool.pages.free_tail();
+                let pages = pool.pages.pages() - tail_pages;
+                let ranges = pool.pages.ranges() - tail_ranges;
                 let now = self.epoch.now();
                 return match pool
                     .growth

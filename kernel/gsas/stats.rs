@@ -108,9 +108,11 @@ pub(crate) enum Counter {
     /// Ranges added to the pool (`grow.rs`), and attempts that got none.
     PoolGrown,
     PoolGrowFailed,
+    /// Ranges given back to the daemon (unused at the pool's end).
+    PoolShrunk,
 }
 
-const COUNTERS: [(Counter, &str); 30] = [
+const COUNTERS: [(Counter, &str); 31] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -141,6 +143,7 @@ const COUNTERS: [(Counter, &str); 30] = [
     (Counter::Stalled, "stalled"),
     (Counter::PoolGrown, "pool_grown"),
     (Counter::PoolGrowFailed, "pool_grow_failed"),
+    (Counter::PoolShrunk, "pool_shrunk"),
 ];
 
 pub(crate) struct Stats {
@@ -258,7 +261,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 67] = [
+const NAMES: [&CStr; 68] = [
     c"node",
     c"pool_pages",
     c"pool_max_pages",
@@ -326,6 +329,7 @@ const NAMES: [&CStr; 67] = [
     c"stalled",
     c"pool_grown",
     c"pool_grow_failed",
+    c"pool_shrunk",
 ];
 
 /// `/sys/kernel/unimem_gsas/` while alive.

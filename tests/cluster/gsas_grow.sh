@@ -11,6 +11,7 @@
 #  - past pool_max_mib, or when the daemon has no memory to lend, the ALLOC gets NO_MEMORY
 #    (counted, logged), and a smaller one still grows the pool;
 #  - a growth the daemon can only partly satisfy takes what the allocation needs;
+#  - unused ranges at the pool's end go back to the daemon before it grows again;
 #  - unload wipes and returns every range.
 GSAS_POOL_MAX_MIB=40
 source "$(dirname "$0")/lib.sh"
@@ -143,14 +144,35 @@ on "$HOME_NODE" "kram-daemon --status | grep -q '^free 0, offered 0, lent 24'"
 on 0 "unimem-gsas --tree $TREE write $D 99 && unimem-gsas --tree $TREE read $D" | grep -qx 0x63 ||
   fail "the library's allocation in the fourth range did not read back"
 
-step "free everything; unload wipes and returns all four ranges"
-out=$(raw 0 "free:$A" "free:$B" "free:$C" "free:$D")
+step "everything freed but the first range's allocation: a 16 MiB ALLOC gives the three unused ranges back, then grows"
+out=$(raw 0 "free:$B" "free:$C" "free:$D")
 echo "$out"
-for k in 0 1 2 3; do expect_resp "$out" "$k" OK; done
+for k in 0 1 2; do expect_resp "$out" "$k" OK; done
+for _ in $(seq 50); do [ "$(counter used_pages)" = 1024 ] && break; sleep 0.2; done
+expect_eq "$(counter used_pages)" 1024 "used pages once zeroed"
+shrunk=$(counter pool_shrunk)
+# The daemon has nothing free: only what the unused ranges give back can make 16 MiB.
+out=$(alloc_retry 4096)
+echo "$out"
+expect_resp "$out" 0 OK
+E=$(value_of "$out" 0)
+expect_eq "$(counter pool_shrunk)" $((shrunk + 3)) "ranges given back"
+expect_eq "$(counter pool_ranges)" 2 "ranges"
+expect_eq "$(counter pool_pages)" $((1024 + 4096)) "pool pages"
+on "$HOME_NODE" "dmesg | tail -8 | grep -c 'unused: wiped and returned'" | grep -qx 3 || fail "the unused ranges were not returned wiped"
+on "$HOME_NODE" "kram-daemon --status | grep -q '^free 4, offered 0, lent 20'" || fail "the daemon does not show 20 MiB lent"
+out=$(raw 0 "read:$((E + 4096 * 4095))" "read:$((A + 4 * MiB - 8))")
+expect_resp "$out" 0 OK 0
+expect_resp "$out" 1 OK 0x11
+
+step "free everything; unload wipes and returns both ranges"
+out=$(raw 0 "free:$A" "free:$E")
+echo "$out"
+for k in 0 1; do expect_resp "$out" "$k" OK; done
 for _ in $(seq 50); do [ "$(counter used_pages)" = 0 ] && break; sleep 0.2; done
 expect_eq "$(counter used_pages)" 0 "used pages once zeroed"
 on "$HOME_NODE" "rmmod unimem_gsas && ! test -e $SYS"
-on "$HOME_NODE" "dmesg | tail -6 | grep -c 'wiped and returned'" | grep -qx 4 || fail "not every range was returned wiped"
+on "$HOME_NODE" "dmesg | tail -4 | grep -c 'MiB wiped and returned'" | grep -qx 2 || fail "not every range was returned wiped"
 on "$HOME_NODE" "for i in \$(seq 20); do kram-daemon --status | grep -q '^free 24, offered 0, lent 0' && exit 0; sleep 0.5; done; kram-daemon --status; exit 1" ||
   fail "the daemon did not get every range back"
 

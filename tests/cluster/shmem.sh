@@ -96,6 +96,23 @@ for p in signal wait15 amo_nbi; do
   step "$p (1.5): 6 PEs on nodes 1-3"
   run_ok "$p" 6 1-3
 done
+step "puts and gets to another node's PE are copies through approved mappings, not service requests"
+# rma as 2 PEs on nodes 2-3: node 3's service approves node 2's mappings of PE 1's regions
+# (remote_maps) and takes no bulk write for them; with SHMEM_REMOTE_MAP=0 every put is one.
+far_run() { # ENV: the bulk writes and MAP approvals node 3 counted for one rma run
+  local w0 m0
+  w0=$(on 3 "cat $SYS/requests_bulk_write") m0=$(on 3 "cat $SYS/remote_maps")
+  RUN_ENV=$1 run_ok rma 2 2-3 >&2
+  echo "$(( $(on 3 "cat $SYS/requests_bulk_write") - w0 )) $(( $(on 3 "cat $SYS/remote_maps") - m0 ))"
+}
+read -r writes maps <<<"$(far_run SHMEM_REMOTE_MAP=1)"
+echo "mapped: $writes bulk writes, $maps MAP approvals on node 3"
+[ "$maps" -ge 2 ] || fail "node 3 approved $maps mappings (heap and static data expected)"
+[ "$writes" -le 2 ] || fail "node 3 served $writes bulk writes: puts did not use the mappings"
+read -r writes maps <<<"$(far_run SHMEM_REMOTE_MAP=0)"
+echo "not mapped: $writes bulk writes, $maps MAP approvals on node 3"
+[ "$maps" = 0 ] && [ "$writes" -ge 4 ] || fail "SHMEM_REMOTE_MAP=0: $writes bulk writes and $maps approvals (the check cannot fail?)"
+
 step "signal with every atomic through the services (SHMEM_LOCAL_ATOMICS=0)"
 RUN_ENV=SHMEM_LOCAL_ATOMICS=0 run_ok signal 6 1-3
 step "can fail: an unknown signal operator ends the job with a clear message"

@@ -15,6 +15,7 @@ pub mod capi;
 pub mod capi_p2p;
 pub mod capi_team;
 pub mod coll;
+pub mod far;
 pub mod heap;
 pub mod job;
 pub mod pe;

@@ -4,7 +4,7 @@
 
 use crate::heap::Heap;
 use crate::job::{self, Layout, Slot};
-use crate::window;
+use crate::{far, window};
 use gsas::{Gsas, PAGE_SIZE};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
@@ -93,6 +93,9 @@ pub struct Peer {
     pub static_va: Option<usize>,
     pub heap_va: Option<usize>,
     pub sync_va: Option<usize>,
+    /// A PE of another node: its static data and heap mapped here for puts and gets only
+    /// ([`Job::data_va`]; `far.rs`).
+    pub far: Option<far::Far>,
 }
 
 pub struct Job {
@@ -227,6 +230,21 @@ impl Job {
             Region::Heap => s.heap_addr + off,
             Region::Sync => s.sync_addr + off,
         }
+    }
+
+    /// Where `(region, off)` of PE `pe` is mapped in this process for puts and gets: as
+    /// [`va`](Self::va), or in another node's memory ([`Peer::far`]). Not for atomics, waits or
+    /// `shmem_ptr`: those need the PE's own node.
+    pub fn data_va(&self, pe: usize, region: Region, off: u64) -> Option<usize> {
+        self.va(pe, region, off).or_else(|| {
+            let f = self.peers[pe].far?;
+            let base = match region {
+                Region::Static => f.static_va,
+                Region::Heap => Some(f.heap_va),
+                Region::Sync => None,
+            }?;
+            Some(base + off as usize)
+        })
     }
 
     /// Where `(region, off)` of PE `pe` is mapped in this process, if it is.
@@ -399,6 +417,7 @@ fn init_inner() -> Result<Job, String> {
                 static_va: None,
                 heap_va: None,
                 sync_va: None,
+                far: None,
             };
             if pe == me {
                 p.static_va = (static_len > 0).then_some(seg_start);
@@ -410,6 +429,8 @@ fn init_inner() -> Result<Job, String> {
                 if static_len > 0 {
                     p.static_va = Some(window::map(g, s.static_addr, static_len as usize, None)?);
                 }
+            } else {
+                p.far = far::map(g, pe, &s, heap_len, static_len);
             }
             peers.push(p);
         }
@@ -498,6 +519,8 @@ pub fn finalize() {
                 (p.heap_va, j.heap_len),
                 (p.sync_va, PAGE_SIZE),
                 (p.static_va, j.static_len),
+                (p.far.map(|f| f.heap_va), j.heap_len),
+                (p.far.and_then(|f| f.static_va), j.static_len),
             ] {
                 if let Some(va) = va {
                     window::unmap(va, len as usize);

@@ -1,7 +1,8 @@
 //! Puts and gets. The target PE's copy of a symmetric object is reached directly when it is
-//! mapped here (this PE, and the PEs of this node) and through its node's atomic service
-//! (bulk transfers) otherwise. Every transfer is complete when the call returns (the service
-//! answered), so `shmem_quiet` and `shmem_fence` only order this PE's own accesses.
+//! mapped here (this PE, the PEs of this node, and other nodes' PEs whose homes approved a
+//! mapping: `far.rs`) and through its node's atomic service (bulk transfers) otherwise. Every
+//! transfer is complete when the call returns (the copy is done, or the service answered), so
+//! `shmem_quiet` and `shmem_fence` only order this PE's own accesses.
 
 use crate::pe::{must, with_gsas, Job, Region};
 
@@ -10,7 +11,7 @@ pub fn put_at(j: &Job, routine: &str, pe: usize, region: Region, off: u64, src: 
     if src.is_empty() {
         return;
     }
-    match j.va(pe, region, off) {
+    match j.data_va(pe, region, off) {
         // SAFETY: the range was checked to lie in the region, which is mapped here; memmove
         // semantics, as a PE may put from its own symmetric memory into itself.
         Some(va) => unsafe { std::ptr::copy(src.as_ptr(), va as *mut u8, src.len()) },
@@ -23,7 +24,7 @@ pub fn get_at(j: &Job, routine: &str, pe: usize, region: Region, off: u64, dst: 
     if dst.is_empty() {
         return;
     }
-    match j.va(pe, region, off) {
+    match j.data_va(pe, region, off) {
         // SAFETY: as in put_at.
         Some(va) => unsafe { std::ptr::copy(va as *const u8, dst.as_mut_ptr(), dst.len()) },
         None => with_gsas(|g| must(routine, g.bulk_read(j.addr(pe, region, off), dst))),

@@ -43,6 +43,7 @@ impl Solo {
                 static_va: None,
                 heap_va: Some(heap_va),
                 sync_va: Some(sync_va),
+                far: None,
             }],
             heap: Mutex::new(Heap::new(heap_len)),
             local_atomics: false,
