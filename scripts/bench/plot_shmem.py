@@ -31,7 +31,7 @@ def main(out: Path) -> None:
         r = [x for x in rows if x["op"] == op]
         sizes = [int(x["size"]) for x in r]
         for cfg, colour in (("one_node", "tab:blue"), ("cross_node", "tab:red"),
-                            ("openmpi_one_node", "tab:green")):
+                            ("cross_service", "tab:orange"), ("openmpi_one_node", "tab:green")):
             if not all(x[f"{cfg}_us"] for x in r):
                 continue
             ax[0].plot(sizes, [float(x[f"{cfg}_us"]) for x in r], style, color=colour,

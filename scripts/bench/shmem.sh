@@ -5,7 +5,10 @@
 # node 0 with oshrun as 2 PEs, PE 0 timing single operations on PE 1:
 #   - one node: both PEs on node 1 (puts and gets are copies between mappings, atomics go
 #     through node 1's service);
-#   - across nodes: PE 0 on node 1, PE 1 on node 2 (everything through node 2's service);
+#   - across nodes: PE 0 on node 1, PE 1 on node 2 (puts and gets are copies through mappings
+#     of node 2's memory, atomics go through node 2's service);
+#   - across nodes through the service: the same with SHMEM_REMOTE_MAP=0 (puts and gets as GSAS
+#     bulk transfers, a page per request: the baseline of the mappings, cross_over_service);
 # putmem + quiet and getmem latency and bandwidth over 8 B - 1 MiB, atomic fetch_add,
 # compare_swap and add + quiet, barrier_all; and the OpenSHMEM 1.5 operations, each against
 # what a 1.4 program does instead: put_signal (putmem_signal + quiet; 8 B, 4 KiB, 64 KiB)
@@ -23,7 +26,8 @@
 # crash in shmem_finalize here (UCX, after every result is printed): a run counts when its
 # results are complete.
 # Writes environment.csv, runs.csv (every run), summary.csv (per configuration, and the ratios
-# across/one node and ours/Open MPI on one node, goal <= 1.0), v15_over_v14.csv (per
+# across/one node and ours/Open MPI on one node, goal <= 1.0, and across nodes mapped/through
+# the service), v15_over_v14.csv (per
 # configuration, each 1.5 operation's time over its 1.4 way's: below 1.0 it saves time) and
 # shmem.png to build/bench/shmem/<UTC timestamp>/ (SHMEM_BENCH_OUT), and prints both tables.
 #   env: SHMEM_BENCH_REPS (100 operations per size and run; a tenth from 64 KiB up),
@@ -42,7 +46,7 @@ REPS=${SHMEM_BENCH_REPS:-100}
 RUNS=${SHMEM_BENCH_RUNS:-3}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${SHMEM_BENCH_OUT:-$UNIMEM_BUILD/bench/shmem/$STAMP}
-CONFIGS=("one_node:1" "cross_node:1,2")
+CONFIGS=("one_node:1" "cross_node:1,2" "cross_service:1,2")
 OMPI_OSHCC=${SHMEM_BENCH_OMPI_OSHCC:-/usr/bin/oshcc}
 # Open MPI's packages whose files (and their libraries) node 1 gets.
 OMPI_PKGS=(openmpi-bin openmpi-common libopenmpi3 libucx0 libpmix2 libhwloc15 libhwloc-plugins)
@@ -137,7 +141,9 @@ for run in $(seq 1 "$RUNS"); do
       out=$(sed -n 's/^RESULT /PE 0: RESULT /p' <<<"$raw")
       grep -q 'op=barrier_all' <<<"$out" || die "$name: incomplete results: $raw"
     else
-      out=$(on 0 "SHMEM_SYMMETRIC_SIZE=2M oshrun -np 2 --nodes $nodes /opt/unimem/bin/shmem_bench $REPS") ||
+      env=""
+      [ "$name" = cross_service ] && env=SHMEM_REMOTE_MAP=0
+      out=$(on 0 "$env SHMEM_SYMMETRIC_SIZE=2M oshrun -np 2 --nodes $nodes /opt/unimem/bin/shmem_bench $REPS") ||
         die "shmem_bench on nodes $nodes failed: $out"
     fi
     grep -q 'op=barrier_all' <<<"$out" || die "$name: incomplete results: $out"
@@ -154,9 +160,9 @@ awk -F, 'NR > 1 { k = $3 "," $4; key[k] = 1; v[$1 "," k] = v[$1 "," k] " " $6; b
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
   function ratio(x, y) { return (x == "" || y == "" || y + 0 == 0) ? "" : sprintf("%.2f", x / y) }
-  END { print "op,size,one_node_us,cross_node_us,openmpi_one_node_us,cross_over_one,one_over_openmpi,one_node_mb_per_s,cross_node_mb_per_s,openmpi_one_node_mb_per_s"
-    for (k in key) { o = med(v["one_node," k]); x = med(v["cross_node," k]); m = med(v["openmpi_one_node," k])
-      print k "," o "," x "," m "," ratio(x, o) "," ratio(o, m) "," med(b["one_node," k]) "," med(b["cross_node," k]) "," med(b["openmpi_one_node," k]) } }' \
+  END { print "op,size,one_node_us,cross_node_us,openmpi_one_node_us,cross_over_one,one_over_openmpi,one_node_mb_per_s,cross_node_mb_per_s,openmpi_one_node_mb_per_s,cross_service_us,cross_over_service,cross_service_mb_per_s"
+    for (k in key) { o = med(v["one_node," k]); x = med(v["cross_node," k]); m = med(v["openmpi_one_node," k]); sv = med(v["cross_service," k])
+      print k "," o "," x "," m "," ratio(x, o) "," ratio(o, m) "," med(b["one_node," k]) "," med(b["cross_node," k]) "," med(b["openmpi_one_node," k]) "," sv "," ratio(x, sv) "," med(b["cross_service," k]) } }' \
   "$OUT/runs.csv" | sort -t, -k1,1 -k2,2n >"$OUT/summary.tmp"
 { grep '^op,' "$OUT/summary.tmp"; grep -v '^op,' "$OUT/summary.tmp"; } >"$OUT/summary.csv"
 rm -f "$OUT/summary.tmp"
