@@ -6,10 +6,12 @@
 //! data goes as a bulk write, which the home service has applied when it answers; only then is
 //! the signal sent, as an atomic of the same service: WRITE for `SHMEM_SIGNAL_SET`, FETCH_ADD
 //! for `SHMEM_SIGNAL_ADD`. Whoever sees the new signal (a load on the target, which is that
-//! node's memory) therefore sees the data. To a PE of this node (its regions are mapped here)
+//! node's memory) therefore sees the data. To a PE of this node (its regions are mapped here),
+//! and to another node's PE whose heap and static data are mapped here for puts (`far.rs`),
 //! the data is a copy and the signal an atomic of [`amo::amo`] (this CPU's atomic instruction
-//! on a one-CPU node, else the service), after a fence. Both return with the signal delivered,
-//! so the `_nbi` forms are the blocking ones.
+//! on a one-CPU node for a PE of this node, else the service), after a fence: the copy's
+//! stores are visible before the request that carries the signal is. Both return with the
+//! signal delivered, so the `_nbi` forms are the blocking ones.
 
 use crate::amo::{self, code};
 use crate::pe::{die, must, with_gsas, Job};
@@ -109,8 +111,9 @@ pub fn put_signal(j: &Job, routine: &str, a: &PutSignal, pe: i32) {
     } else {
         unsafe { std::slice::from_raw_parts(a.src as *const u8, a.len) }
     };
+    // Both through the service when neither is mapped here; the data is a copy when it can be.
     let remote =
-        j.va(pe, sr, soff).is_none() && data.is_none_or(|(r, off)| j.va(pe, r, off).is_none());
+        j.va(pe, sr, soff).is_none() && data.is_none_or(|(r, off)| j.data_va(pe, r, off).is_none());
     if remote {
         let daddr = data.map_or(0, |(r, off)| j.addr(pe, r, off));
         let saddr = j.addr(pe, sr, soff);
