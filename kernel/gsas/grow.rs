@@ -140,10 +140,9 @@ impl Service {
         let mut gone: [Option<(usize, Range)>; MAX_RANGES] = [const { None }; MAX_RANGES];
         if let Some(pool) = self.inner.lock().pool.as_mut() {
             for slot in gone.iter_mut() {
-                if !pool.pages.last_range_free() {
+                if !pool.pages.shrink() {
                     break;
                 }
-                pool.pages.shrink();
                 *slot = pool.ranges.pop();
             }
         }

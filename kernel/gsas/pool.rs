@@ -209,13 +209,15 @@ impl Pool {
         (true, old)
     }
 
-    /// Whether the pool has more than one range and none of the last one's pages is in use
-    /// (every one `FREE`: allocated never, or freed and zeroed).
+    /// Whether every page of `first..end` is `FREE` (allocated never, or freed and zeroed).
+    fn all_free(&self, first: usize, end: usize) -> bool {
+        self.t.owner[first..end].iter().all(|&o| o == FREE)
+    }
+
+    /// Whether the pool has more than one range and none of the last one's pages is in use.
     pub(crate) fn last_range_free(&self) -> bool {
         match self.bounds.last() {
-            Some(&first) if self.bounds.len() > 1 => {
-                self.t.owner[first..].iter().all(|&o| o == FREE)
-            }
+            Some(&first) if self.bounds.len() > 1 => self.all_free(first, self.pages()),
             _ => false,
         }
     }
@@ -225,7 +227,7 @@ impl Pool {
     pub(crate) fn free_tail(&self) -> (usize, usize) {
         let (mut n, mut end) = (0, self.pages());
         for &first in self.bounds.iter().skip(1).rev() {
-            if !self.t.owner[first..end].iter().all(|&o| o == FREE) {
+            if !self.all_free(first, end) {
                 break;
             }
             n += 1;
@@ -234,13 +236,18 @@ impl Pool {
         (n, self.pages() - end)
     }
 
-    /// Takes the last range (which [`last_range_free`](Self::last_range_free) found free) out
-    /// of the bookkeeping: no later page is numbered after it, so nothing else changes.
-    pub(crate) fn shrink(&mut self) {
-        if let (true, Some(first)) = (self.last_range_free(), self.bounds.pop()) {
-            self.t.truncate(first);
-            self.remote.truncate(first);
+    /// Takes the last range out of the bookkeeping if [`last_range_free`](Self::last_range_free)
+    /// (no later page is numbered after it, so nothing else changes); whether it did.
+    pub(crate) fn shrink(&mut self) -> bool {
+        if !self.last_range_free() {
+            return false;
         }
+        let Some(first) = self.bounds.pop() else {
+            return false;
+        };
+        self.t.truncate(first);
+        self.remote.truncate(first);
+        true
     }
 
     /// Whether pages `first..=last` lie in one range.
