@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-//! The GSAS wire formats (`unimem-wire` `gsas` and `trees`, and `lease_record`, whose offset bounds the GSAS
+//! The GSAS wire formats (`unimem-wire` `gsas`, `trees` and `versions`, and `lease_record`, whose offset bounds the GSAS
 //! interface areas) for the modules that need them: the mailbox and the GSAS service.
 //!
 //! Kept apart from `wire.rs` because `gsas.rs` names `crate::lease_record`, which names
@@ -17,3 +17,5 @@ pub(crate) mod gsas;
 pub(crate) mod lease_record;
 #[path = "../../wire/src/trees.rs"]
 pub(crate) mod trees;
+#[path = "../../wire/src/versions.rs"]
+pub(crate) mod versions;

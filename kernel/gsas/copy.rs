@@ -9,6 +9,7 @@ use crate::{
     gsas::{self, grant, status, COPY_MAX, PAGE_SIZE},
     lease::PoolState,
     service::Service,
+    versions_writer::Changing,
 };
 
 impl Service {
@@ -60,6 +61,7 @@ impl Service {
         let src_off = gsas::offset_of(src);
         self.check_range(pool, claim, tree, dst_off, len, grant::WRITE)?;
         self.check_range(pool, claim, tree, src_off, len, grant::READ)?;
+        let _changing = Changing::begin(claim.w, self.node, dst_off, len);
         move_bytes(claim.w, self.part + dst_off, self.part + src_off, len)
     }
 }

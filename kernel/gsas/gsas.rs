@@ -43,6 +43,7 @@ mod serving;
 mod stats;
 #[path = "../common/sysfs_group.rs"]
 mod sysfs_group;
+mod versions_writer;
 mod zero;
 
 // The shared layer (kernel/README.md): the wire formats, both seams, the fabric client, the
@@ -203,6 +204,7 @@ impl kernel::Module for GsasModule {
         };
         // Nothing of a previous load is claimed or lives here any more.
         service.reset_tree_tables()?;
+        service.settle_versions();
         service.take_pool(mib, timeout)?;
         // Renewals from now on (the ACK made the lease good for `BORROWER_LEASE_MS`).
         let ticker = this.ticker.insert(LeaseTicker::new(service.clone())?);

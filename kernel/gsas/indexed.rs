@@ -14,6 +14,7 @@ use crate::{
     },
     lease::PoolState,
     service::Service,
+    versions_writer::Changing,
 };
 
 /// Room for one batch's entries: the bulk-out page, copied under the service lock.
@@ -67,6 +68,9 @@ impl Service {
             // its size (`check_address`: the window and the partitions are page-aligned), usable
             // while the access lives across the loop.
             let old = unsafe { load(p, batch.elem_size) };
+            // Each element a change of its own (`versions_writer.rs`); GATHER changes nothing.
+            let _changing = (batch.kind != GATHER)
+                .then(|| Changing::begin(w, self.node, offset_of(addr), size));
             match (batch.kind, results) {
                 (GATHER, Some(r)) => {
                     // SAFETY: `i < count`, so the 8 bytes at `i * RESULT_LEN` are inside the

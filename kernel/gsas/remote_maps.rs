@@ -100,11 +100,36 @@ impl Service {
             }
             r => r?,
         }
+        pool.pages.add_mapper(first, last, claim.from);
+        self.approve(claim, &approval, value)
+    }
+
+    /// MAP of the version table (`versions_writer.rs`), read-only: any issuer may read it, and it
+    /// never goes (it is not pool memory), so no mapper is recorded.
+    pub(crate) fn approve_versions_map(
+        &self,
+        claim: &Claim<'_>,
+        req: &Payload,
+        value: &mut [u8; 32],
+    ) -> Result<(), u8> {
+        let approval = remote_map::check(req.address, req.arg1, req.arg2)?;
+        if claim.from == self.node || approval.write {
+            return Err(status::INVALID);
+        }
+        self.approve(claim, &approval, value)
+    }
+
+    /// Writes `approval` into the issuer's approval word (before the answer).
+    fn approve(
+        &self,
+        claim: &Claim<'_>,
+        approval: &remote_map::Approval,
+        value: &mut [u8; 32],
+    ) -> Result<(), u8> {
         let slot = remote_map::approval_slot(claim.iface, self.node);
         let word = claim.w.part_word(claim.from, slot).ok_or(status::FAULT)?;
-        pool.pages.add_mapper(first, last, claim.from);
         word.store(approval.encode().to_le(), Ordering::Release);
-        let v = remote_map::map_value(req.arg1, approval.write);
+        let v = remote_map::map_value(approval.pages * PAGE_SIZE, approval.write);
         value[..8].copy_from_slice(&v.to_le_bytes());
         self.stats.bump(Counter::RemoteMaps);
         Ok(())

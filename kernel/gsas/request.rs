@@ -20,6 +20,7 @@ use crate::{
     service::{Inner, Service},
     serving,
     stats::Counter,
+    versions_writer::Changing,
     zero::INLINE_ZERO_PAGES,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -289,6 +290,9 @@ impl Service {
             return Err(status::FAULT);
         }
         let off = gsas::offset_of(req.address);
+        if base == op::MAP && Self::versions_mappable(off, req.arg1, req.arg2 == 1) {
+            return self.approve_versions_map(claim, req, value);
+        }
         let rel = pool.ranges.rel(off).ok_or(status::FAULT)?;
         let page = (rel / PAGE_SIZE) as usize;
         if base == op::FREE {
@@ -343,6 +347,9 @@ impl Service {
         self.check_range(pool, claim, tree, off, len, grant::need(req.opcode))?;
         let at = self.part + off;
         let w = claim.w;
+        // Readers through mappings see the change as one (`versions_writer.rs`).
+        let _changing = (grant::need(req.opcode) & grant::WRITE != 0)
+            .then(|| Changing::begin(w, self.node, off, len));
         match base {
             op::BULK_READ => self.copy(w, self.area(from, iface, BULK_IN_PAGE), at, len),
             op::BULK_WRITE => self.copy(w, at, self.area(from, iface, BULK_OUT_PAGE), len),

@@ -113,10 +113,14 @@ impl Drop for Serving {
 impl Service {
     /// Whether a thread may map what `req` names: pages allocated to its tree, or pages of one
     /// allocation whose grant lets its user read (and write, for a writable mapping) them
-    /// (`EACCES`: another tree's, `ENXIO`: not allocated, no pool).
+    /// (`EACCES`: another tree's, `ENXIO`: not allocated, no pool); or the version table,
+    /// read-only (`versions_writer.rs`).
     pub(crate) fn may_map(&self, req: &MapRequest) -> Result {
         let (tree, offset, len) = (req.tree, req.offset, req.len);
         let checked = (|| {
+            if Self::versions_mappable(offset, len, req.write != 0) {
+                return Ok(());
+            }
             let inner = self.inner.lock();
             let pool = inner.pool.as_ref().ok_or(ENXIO)?;
             if !pool.ranges.usable(self.epoch.now()) {

@@ -95,6 +95,20 @@ d 0 stats "$GT"
 
 runs_csv=$OUT/dht_runs.csv
 echo "run,workload,nodes,threads_per_node,threads,ops_per_s,min_ops_per_s,max_ops_per_s,per_node_ops_per_s,gsas_requests_per_op" >"$runs_csv"
+# Where the writers wait (issue 31): per point, summed over the issuing nodes' processes (their
+# JSON lines, still on the nodes after bench_point), lock retries and hold time per lock taken.
+counts_csv=$OUT/dht_counts.csv
+echo "run,workload,nodes,threads_per_node,ops,locks,lock_retries,lock_retries_per_lock,lock_hold_us,containers,retries,mapped_reads_per_op" >"$counts_csv"
+point_counts() {
+  local nn=$1 n out ops=0 locks=0 lr=0 held=0 cont=0 ret=0 mapped=0
+  for n in $(seq 0 $((nn - 1))); do
+    out=$(on "$n" "grep '^{' /tmp/$BG-pt.log")
+    ops=$((ops + $(jv ops "$out"))) locks=$((locks + $(jv locks "$out"))) lr=$((lr + $(jv lock_retries "$out")))
+    held=$(calc %.3f "$held + $(jv lock_hold_us "$out") * $(jv locks "$out")")
+    cont=$((cont + $(jv containers "$out"))) ret=$((ret + $(jv retries "$out"))) mapped=$((mapped + $(jv mapped_reads "$out")))
+  done
+  echo "$ops,$locks,$lr,$(calc %.3f "$lr / ($locks > 0 ? $locks : 1)"),$(calc %.1f "$held / ($locks > 0 ? $locks : 1)"),$cont,$ret,$(calc %.3f "$mapped / ($ops > 0 ? $ops : 1)")"
+}
 for run in $(seq 1 "$RUNS"); do
   for nn in "${NODE_COUNTS[@]}"; do
     for t in "${THREADS[@]}"; do
@@ -109,6 +123,7 @@ for run in $(seq 1 "$RUNS"); do
         points=$((points + 1))
         read -r sum lo hi per req <<<"$(bench_point "$points" "$nn" "$t" "$cmd")"
         echo "$run,$w,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per,${req#-}" >>"$runs_csv"
+        [ "$w" = read256 ] || echo "$run,$w,$nn,$t,$(point_counts "$nn")" >>"$counts_csv"
         case $w in read256|get) ;; *) d 0 destroy "$PT" >/dev/null ;; esac
       done
     done
@@ -184,6 +199,20 @@ for w in "${WORKLOADS[@]}" read256; do
   echo "$w $(bench_scaling_word "$last"): $last node(s) / $first node(s) per threads per node (${THREADS[*]}): ${scal[*]} (linear: $(calc %.2f "$last / $first"))"
 done
 echo "fill: $(jv ops_per_s "$fill") puts/s (4 threads of node 0, $KEYS keys)"
+echo
+echo "Where writes wait (run 1; dht_counts.csv): per point, lock retries per lock taken, mean lock hold (us),"
+echo "containers made, GSAS requests and reads through mappings per operation"
+for w in put mix80 mix50 get; do
+  for nn in "${NODE_COUNTS[@]}"; do
+    for t in "${THREADS[@]}"; do
+      row=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$1 == 1 && $2 == w && $3 == n && $4 == t' "$counts_csv")
+      req=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$1 == 1 && $2 == w && $3 == n && $4 == t { print $10 }' "$runs_csv")
+      IFS=, read -r _ _ _ _ _ locks _ lrl hold cont _ mpo <<<"$row"
+      printf '  %-6s %s node(s) x %s: %7s locks, %6s retries/lock, %8s us held, %5s containers, %5s requests/op, %5s mapped reads/op\n' \
+        "$w" "$nn" "$t" "$locks" "$lrl" "$hold" "$cont" "$req" "$mpo"
+    done
+  done
+done
 echo
 bench_tcg_note "$NODES"
 } | tee "$OUT/summary.txt"

@@ -172,23 +172,36 @@ done
 # ---- 3. READ256 throughput and bulk-read bandwidth -------------------------------------------
 REMOTE_ISSUER=0
 [ "$HOME_NODE" = 0 ] && REMOTE_ISSUER=1
+# Each READ256 point twice: through the home's service (GSAS_MAPPED_READS=0, the baseline) and
+# through mappings checked against the home's version words (the library's default).
 rd_csv=$OUT/read_throughput.csv
-echo "op,bytes_per_op,issuer,home,threads,ops_per_s,min_ops_per_s,max_ops_per_s,mb_per_s" >"$rd_csv"
+echo "op,bytes_per_op,path,issuer,home,threads,ops_per_s,min_ops_per_s,max_ops_per_s,mb_per_s" >"$rd_csv"
 declare -A RD
-for spec in "read256 32 --op read256 --vars 1" "bulk-read 4096 --op bulk-read --len 4096"; do
-  read -r op bytes opargs <<<"$spec"
+# rd_point OP BYTES PATH ISSUER HOME THREADS THROUGHPUT-ARGS...
+rd_point() {
+  local op=$1 bytes=$2 path=$3 issuer=$4 home=$5 t=$6 env="" j ops mb
+  shift 6
+  [ "$path" = service ] && env="GSAS_MAPPED_READS=0 "
+  log "$op throughput ($path): node $issuer -> node(s) $home, $t thread(s)"
+  j=$(on "$issuer" "${env}unimem-gsas-test --tree $TREE throughput $* --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --json")
+  ops=$(jv ops_per_s "$j")
+  [ -n "$ops" ] || die "no result from throughput $op: $j"
+  mb=$(calc %.3f "$ops * $bytes / 1e6")
+  RD[$op,$path,$issuer,$home,$t]="$ops $mb"
+  echo "$op,$bytes,$path,$issuer,$home,$t,$ops,$(jv min_ops_per_s "$j"),$(jv max_ops_per_s "$j"),$mb" >>"$rd_csv"
+}
+for path in service mapped; do
   for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do
-    for t in 1 4; do
-      log "$op throughput: node $issuer -> node $HOME_NODE, $t thread(s)"
-      j=$(on "$issuer" "unimem-gsas-test --tree $TREE throughput $opargs --addr $SINGLE --threads $t --seconds $SECONDS_PER_POINT --reps $WINDOWS --json")
-      ops=$(jv ops_per_s "$j")
-      [ -n "$ops" ] || die "no result from throughput $op: $j"
-      mb=$(calc %.3f "$ops * $bytes / 1e6")
-      RD[$op,$issuer,$t]="$ops $mb"
-      echo "$op,$bytes,$issuer,$HOME_NODE,$t,$ops,$(jv min_ops_per_s "$j"),$(jv max_ops_per_s "$j"),$mb" >>"$rd_csv"
-    done
+    for t in 1 4; do rd_point read256 32 $path "$issuer" "$HOME_NODE" $t --op read256 --vars 1 --addr "$SINGLE"; done
   done
 done
+for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do
+  for t in 1 4; do rd_point bulk-read 4096 service "$issuer" "$HOME_NODE" $t --op bulk-read --len 4096 --addr "$SINGLE"; done
+done
+# READ256 of variables on every node, each read picking one at random: spread over the homes.
+spread_args="--op read256 --vars $((VARS * NODES))"
+for p in "${PAGES[@]}"; do spread_args="$spread_args --addr $p"; done
+for path in service mapped; do rd_point read256 32 $path "$REMOTE_ISSUER" all 1 $spread_args; done
 bw_csv=$OUT/bulk_read.csv
 echo "issuer,home,len,requests_per_read,median_us,min_us,max_us,mb_per_s,syscalls_per_op" >"$bw_csv"
 declare -A BW
@@ -267,15 +280,24 @@ for nn in $(seq 1 "$NODES"); do
   echo
 done
 echo
-echo "Reads from node $REMOTE_ISSUER (remote) and node $HOME_NODE (local) of node $HOME_NODE's memory:"
-for op in read256 bulk-read; do
+echo "Reads from node $REMOTE_ISSUER (remote) and node $HOME_NODE (local) of node $HOME_NODE's memory, through the service"
+echo "(GSAS_MAPPED_READS=0) and through mappings checked against the home's version words (the default):"
+for pp in read256:service read256:mapped bulk-read:service; do
+  op=${pp%:*} path=${pp#*:}
   for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do
     for t in 1 4; do
-      read -r ops mb <<<"${RD[$op,$issuer,$t]}"
-      printf '  %-9s node %s, %s thread(s): %8.0f ops/s, %7.2f MB/s\n' "$op" "$issuer" "$t" "$ops" "$mb"
+      read -r ops mb <<<"${RD[$op,$path,$issuer,$HOME_NODE,$t]}"
+      printf '  %-9s %-8s node %s, %s thread(s): %9.0f ops/s, %8.2f MB/s\n' "$op" "$path" "$issuer" "$t" "$ops" "$mb"
     done
   done
 done
+read -r one _ <<<"${RD[read256,service,$REMOTE_ISSUER,$HOME_NODE,1]}"
+read -r spread_svc _ <<<"${RD[read256,service,$REMOTE_ISSUER,all,1]}"
+read -r spread_map _ <<<"${RD[read256,mapped,$REMOTE_ISSUER,all,1]}"
+echo "READ256 of $((VARS * NODES)) variables spread over all $NODES homes, one thread on node $REMOTE_ISSUER: $(printf '%.0f' "$spread_svc")/s through"
+echo "  the services, $(printf '%.0f' "$spread_map")/s through mappings; against READ256 to one polling home through its service"
+echo "  (node $REMOTE_ISSUER -> node $HOME_NODE, $(printf '%.0f' "$one")/s): spread through mappings $(calc %.2f "$spread_map / $one")x (issue 31: goal >= 0.5),"
+echo "  spread through the services $(calc %.2f "$spread_svc / $one")x"
 echo "Bulk-read bandwidth, one thread, one transfer at a time (MB/s; pieces of at most a page):"
 printf '  %-22s' "bytes per read"; for len in "${LENS[@]}"; do printf ' %9s' "$len"; done; echo
 for issuer in "$REMOTE_ISSUER" "$HOME_NODE"; do

@@ -97,7 +97,8 @@ def main(d):
     # READ256 and page-size bulk-read throughput.
     a = ax[1][2]
     rd = rows(d, "read_throughput.csv")
-    labels = [f"{x['op']}\n{x['issuer']}>{x['home']}, {x['threads']} thr" for x in rd]
+    labels = [f"{x['op']} {x.get('path', '')}\n{x['issuer']}>{x['home']}, {x['threads']} thr"
+              for x in rd]
     a.bar(range(len(rd)), [float(x["ops_per_s"]) for x in rd])
     for k, x in enumerate(rd):
         a.text(k, float(x["ops_per_s"]), f"{float(x['mb_per_s']):.2f} MB/s", ha="center",
@@ -105,7 +106,8 @@ def main(d):
     a.set_xticks(range(len(rd)))
     a.set_xticklabels(labels, fontsize=7)
     a.set_ylabel("ops/s")
-    a.set_title("READ256 and 4 KiB bulk-read throughput (issuer>home, threads)", fontsize=10)
+    a.set_title("READ256 (service, mapped) and 4 KiB bulk-read throughput", fontsize=10)
+    a.tick_params(axis="x", labelrotation=90)
     a.grid(alpha=0.3, axis="y")
 
     save(fig, d, "gsas.png")

@@ -14,3 +14,4 @@ pub mod lease_record;
 pub mod mailbox;
 pub mod packet;
 pub mod trees;
+pub mod versions;

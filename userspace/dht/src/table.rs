@@ -76,6 +76,13 @@ pub struct OpStats {
     pub containers: u64,
     /// Locks this handle broke because their holder was gone.
     pub broken_locks: u64,
+    /// Tries to take a first-level entry's lock that found it held, or lost the CAS.
+    pub lock_retries: u64,
+    /// Time this handle held first-level locks, summed (ns): from the CAS that took one to
+    /// the write that released it.
+    pub lock_held_ns: u64,
+    /// Locks taken (puts and deletes).
+    pub locks: u64,
 }
 
 /// What [`Dht::destroy`] freed.
@@ -462,6 +469,7 @@ impl<T: Transport> Dht<T> {
         loop {
             let e = self.read(a)?;
             if e.locked() {
+                self.count(|s| s.lock_retries += 1);
                 self.wait_locked(&mut b, a, e.word0())?;
                 continue;
             }
@@ -471,8 +479,10 @@ impl<T: Transport> Dht<T> {
             let want = Entry::head(e.state, me, e.version);
             let old = self.g.cas(a, e.word0(), want)?;
             if old == e.word0() {
+                self.count(|s| s.locks += 1);
                 return Ok(e);
             }
+            self.count(|s| s.lock_retries += 1);
             b.again(a, Entry::decode([old, 0, 0, 0]).lock)?;
         }
     }
@@ -489,7 +499,21 @@ impl<T: Transport> Dht<T> {
     ) -> Result<R> {
         let a = self.slot(key);
         let e = self.lock(a)?;
-        match f(a, &e) {
+        let held = std::time::Instant::now();
+        let r = self.locked_body(a, &e, f);
+        let ns = held.elapsed().as_nanos() as u64;
+        self.count(|s| s.lock_held_ns += ns);
+        r
+    }
+
+    /// [`locked`](Self::locked)'s work once the entry at `a` (`e` before) is locked.
+    fn locked_body<R>(
+        &self,
+        a: u64,
+        e: &Entry,
+        f: impl FnOnce(u64, &Entry) -> Result<(Release, R)>,
+    ) -> Result<R> {
+        match f(a, e) {
             Ok((Release::Head(h), r)) => {
                 self.g.write(a, h)?;
                 Ok(r)

@@ -2,11 +2,12 @@
 //! services: one `SEND` per operation, the answer read from the mapped response slot.
 
 use crate::error::{Error, Request, Result};
+use crate::mapped_read::Reads;
 use crate::submit::Slots;
 use crate::transport::{kick_error, send_error, Device, Pause, Transport};
 use crate::tree::TreeSource;
 use nix::errno::Errno;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 use unimem_wire::gas::MAX_NODES;
 use unimem_wire::gsas::{self, fork, op, request, status, Response, BULK_MAX, PAGE_SIZE};
@@ -136,6 +137,13 @@ pub struct Stats {
     pub mismatches: u64,
     /// Requests that timed out.
     pub timeouts: u64,
+    /// Reads answered through a mapping, with no request (`mapped_read.rs`).
+    pub mapped_reads: u64,
+    /// Copies through a mapping taken again because the home changed the page meanwhile.
+    pub mapped_retries: u64,
+    /// Reads that went to the service although mappings are on (page not mappable, freed,
+    /// or changing for too long).
+    pub mapped_fallbacks: u64,
 }
 
 impl Stats {
@@ -157,6 +165,9 @@ impl Stats {
         self.sleeps += other.sleeps;
         self.mismatches += other.mismatches;
         self.timeouts += other.timeouts;
+        self.mapped_reads += other.mapped_reads;
+        self.mapped_retries += other.mapped_retries;
+        self.mapped_fallbacks += other.mapped_fallbacks;
     }
 
     /// System calls per request.
@@ -181,6 +192,9 @@ impl Stats {
             mismatches: self.mismatches - earlier.mismatches,
             timeouts: self.timeouts - earlier.timeouts,
             stalls: self.stalls - earlier.stalls,
+            mapped_reads: self.mapped_reads - earlier.mapped_reads,
+            mapped_retries: self.mapped_retries - earlier.mapped_retries,
+            mapped_fallbacks: self.mapped_fallbacks - earlier.mapped_fallbacks,
         }
     }
 }
@@ -198,6 +212,8 @@ pub struct Gsas<T: Transport = Device> {
     nonce: Cell<u64>,
     /// Which homes take requests from the submission slots now.
     slots: Cell<Slots>,
+    /// Pages mapped for reads (`mapped_read.rs`).
+    pub(crate) reads: RefCell<Reads>,
 }
 
 /// Which width an operation has.
@@ -314,6 +330,7 @@ impl<T: Transport> Gsas<T> {
             unsynced: Cell::new(0),
             nonce: Cell::new(0),
             slots: Cell::new(Slots::from_env()),
+            reads: RefCell::new(Reads::from_env()),
         }
     }
 
@@ -353,7 +370,12 @@ impl<T: Transport> Gsas<T> {
     }
 
     pub fn stats(&self) -> Stats {
-        self.stats.get()
+        let mut s = self.stats.get();
+        let r = self.reads.borrow();
+        s.mapped_reads = r.mapped;
+        s.mapped_retries = r.retries;
+        s.mapped_fallbacks = r.fallbacks;
+        s
     }
 
     fn count(&self, f: impl FnOnce(&mut Stats)) {
@@ -374,22 +396,28 @@ impl<T: Transport> Gsas<T> {
     /// AllocSharedPage: `pages` zeroed pages on `node`, owned by this handle's tree. Returns
     /// the address of the first (consecutive addresses).
     pub fn alloc_shared_page(&self, node: u16, pages: u64) -> Result<u64> {
-        Ok(self
+        let a = self
             .call(node, op::ALLOC, gsas::addr(node, 0), pages, 0)?
-            .word())
+            .word();
+        self.reads.borrow_mut().forget_range(a, pages);
+        Ok(a)
     }
 
     /// [`alloc_shared_page`](Self::alloc_shared_page) with a tag (not 0) the allocation keeps:
     /// [`free_tag`](Self::free_tag) finds it again even if its address was lost.
     pub fn alloc_tagged(&self, node: u16, pages: u64, tag: u64) -> Result<u64> {
-        Ok(self
+        let a = self
             .call(node, op::ALLOC, gsas::addr(node, 0), pages, tag)?
-            .word())
+            .word();
+        // What this handle knew of those pages (refused reads of them) is of before.
+        self.reads.borrow_mut().forget_range(a, pages);
+        Ok(a)
     }
 
     /// Frees one allocation of this handle's tree on `node` tagged `tag`: its address, or
     /// `None` when there is none left.
     pub fn free_tag(&self, node: u16, tag: u64) -> Result<Option<u64>> {
+        self.reads.borrow_mut().forget_home(node);
         let a = self
             .call(node, op::FREE_TAG, gsas::addr(node, 0), tag, 0)?
             .word();
@@ -398,6 +426,9 @@ impl<T: Transport> Gsas<T> {
 
     /// Frees the allocation that starts at `addr`.
     pub fn free(&self, addr: u64) -> Result<()> {
+        // This handle's mappings of that home's pages go first: a read after the free gets the
+        // service's answer, not the page as it was (`mapped_read.rs`).
+        self.reads.borrow_mut().forget_home(gsas::node_of(addr));
         self.call_at(op::FREE, addr, 0, 0).map(drop)
     }
 
@@ -450,15 +481,21 @@ impl<T: Transport> Gsas<T> {
             .map(drop)
     }
 
-    /// READ of 64 bits.
+    /// READ of 64 bits (through a mapping when it can: `mapped_read.rs`).
     pub fn read(&self, addr: u64) -> Result<u64> {
-        self.word(op::READ, Width::W64, addr, 0, 0)
+        if let Some(b) = self.mapped::<8>(addr) {
+            return Ok(u64::from_le_bytes(b));
+        }
+        self.refused(addr, self.word(op::READ, Width::W64, addr, 0, 0))
     }
 
-    /// READ of 32 bits.
+    /// READ of 32 bits (through a mapping when it can).
     pub fn read32(&self, addr: u64) -> Result<u32> {
-        self.word(op::READ, Width::W32, addr, 0, 0)
-            .map(|v| v as u32)
+        if let Some(b) = self.mapped::<4>(addr) {
+            return Ok(u32::from_le_bytes(b));
+        }
+        let r = self.word(op::READ, Width::W32, addr, 0, 0);
+        self.refused(addr, r).map(|v| v as u32)
     }
 
     /// WRITE of 64 bits.
@@ -474,7 +511,10 @@ impl<T: Transport> Gsas<T> {
 
     /// Atomic 128-bit read (16-byte aligned).
     pub fn read128(&self, addr: u64) -> Result<u128> {
-        let r = self.call_at(op::READ128, addr, 0, 0)?;
+        if let Some(b) = self.mapped::<16>(addr) {
+            return Ok(u128::from_le_bytes(b));
+        }
+        let r = self.refused(addr, self.call_at(op::READ128, addr, 0, 0))?;
         let mut b = [0u8; 16];
         b.copy_from_slice(&r.value[..16]);
         Ok(u128::from_le_bytes(b))
@@ -482,9 +522,15 @@ impl<T: Transport> Gsas<T> {
 
     /// Atomic 256-bit read (32-byte aligned): the four words, lowest address first.
     pub fn read256(&self, addr: u64) -> Result<[u64; 4]> {
-        let r = self.call_at(op::READ256, addr, 0, 0)?;
+        let value = match self.mapped::<32>(addr) {
+            Some(b) => b,
+            None => {
+                self.refused(addr, self.call_at(op::READ256, addr, 0, 0))?
+                    .value
+            }
+        };
         let mut w = [0u64; 4];
-        for (i, c) in r.value.chunks_exact(8).enumerate() {
+        for (i, c) in value.chunks_exact(8).enumerate() {
             w[i] = u64::from_le_bytes(c.try_into().expect("8 bytes"));
         }
         Ok(w)
@@ -813,6 +859,11 @@ impl<T: Transport> Gsas<T> {
 
     fn call_at(&self, opcode: u8, addr: u64, a1: u64, a2: u64) -> Result<Response> {
         self.call(gsas::node_of(addr), opcode, addr, a1, a2)
+    }
+
+    /// One request to `addr`'s home, for the crate's other modules.
+    pub(crate) fn call_raw(&self, opcode: u8, addr: u64, a1: u64, a2: u64) -> Result<Response> {
+        self.call_at(opcode, addr, a1, a2)
     }
 
     /// One request: resynchronize with `home` if needed, send, wait for the matching answer.

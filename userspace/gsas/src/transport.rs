@@ -47,6 +47,23 @@ pub trait Transport {
     fn write_bulk_out(&self, src: &[u8]);
     /// Gives the CPU away.
     fn pause(&self, how: Pause);
+    /// Whether [`map_read_only_at`](Self::map_read_only_at) can work (reads through mappings,
+    /// `mapped_read.rs`); the unit tests' fake service cannot.
+    fn maps(&self) -> bool {
+        false
+    }
+    /// Maps `len` bytes at partition offset `offset` of node `home` read-only at `at`,
+    /// replacing what is there: this node's pages as its driver checks them, another node's
+    /// as its service approved (a MAP request just before).
+    fn map_read_only_at(
+        &self,
+        _home: u16,
+        _offset: u64,
+        _len: usize,
+        _at: std::num::NonZeroUsize,
+    ) -> std::result::Result<(), Errno> {
+        Err(Errno::ENODEV)
+    }
 }
 
 /// The real transport: an interface of `/dev/unimem_mailbox` with its area mapped.
@@ -136,6 +153,26 @@ impl Transport for Device {
             }
             Pause::Sleep(d) => std::thread::sleep(d),
         }
+    }
+
+    fn maps(&self) -> bool {
+        true
+    }
+
+    fn map_read_only_at(
+        &self,
+        home: u16,
+        offset: u64,
+        len: usize,
+        at: std::num::NonZeroUsize,
+    ) -> std::result::Result<(), Errno> {
+        let m = &self.iface.mailbox;
+        let r = if u32::from(home) == self.iface.info.node {
+            m.map_partition_prot(offset, len, Some(at), false)
+        } else {
+            m.map_remote(home, offset, len, Some(at), false)
+        };
+        r.map(drop).map_err(|e| e.errno().unwrap_or(Errno::EIO))
     }
 }
 

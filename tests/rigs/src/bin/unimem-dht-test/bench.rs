@@ -101,12 +101,21 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
             .collect()
     });
     let (mut per_thread, mut retries, mut requests) = (Vec::new(), 0, 0);
+    let (mut st_all, mut gs_all) = (dht::OpStats::default(), gsas::Stats::default());
     for r in results {
         let (c, st, gs) = r?;
         per_thread.push(c);
         retries += st.retries;
         requests += gs.requests;
+        st_all.lock_retries += st.lock_retries;
+        st_all.locks += st.locks;
+        st_all.lock_held_ns += st.lock_held_ns;
+        st_all.containers += st.containers;
+        gs_all.add(&gs);
     }
+    // Where writes wait: lock contention and hold time, containers made, reads that needed no
+    // request (docs/DHT.md, "Scaling").
+    let hold_us = st_all.lock_held_ns as f64 / 1e3 / st_all.locks.max(1) as f64;
     let w = tm.window().as_secs_f64();
     let (med, min, max) = tm.rates(&per_thread);
     let ops: u64 = per_thread.iter().flatten().sum();
@@ -130,11 +139,17 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
                 .float("max_ops_per_s", max)
                 .float("gsas_requests_per_op", per_op)
                 .num("retries", retries)
+                .num("locks", st_all.locks)
+                .num("lock_retries", st_all.lock_retries)
+                .float("lock_hold_us", hold_us)
+                .num("containers", st_all.containers)
+                .num("mapped_reads", gs_all.mapped_reads)
+                .num("stalls", gs_all.stalls)
         );
     } else {
         println!(
-            "bench {name}: node {node}, {} threads: median {med:.0} ops/s over {} windows of {w:.2} s; {per_op:.2} GSAS requests per operation, {retries} retries",
-            tm.threads, tm.reps
+            "bench {name}: node {node}, {} threads: median {med:.0} ops/s over {} windows of {w:.2} s; {per_op:.2} GSAS requests per operation, {retries} retries; {} locks, {} lock retries, {hold_us:.1} us held on average; {} containers; {} reads through mappings",
+            tm.threads, tm.reps, st_all.locks, st_all.lock_retries, st_all.containers, gs_all.mapped_reads
         );
     }
     Ok(0)

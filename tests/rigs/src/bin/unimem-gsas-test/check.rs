@@ -57,6 +57,15 @@ pub enum Check {
         #[arg(long)]
         json: bool,
     },
+    /// Reads through a mapping of a page on NODE that is then freed and taken by another tree:
+    /// they must fail (fault, then denied), never show the other tree's bytes, never SIGBUS.
+    MappedStale {
+        #[arg(long)]
+        node: u16,
+        /// One JSON object on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Every operation on a fresh allocation on NODE, each result checked.
     Ops {
         /// The home node (whose memory and service).
@@ -142,6 +151,7 @@ pub fn run(ctx: &Ctx, c: Check) -> Result<i32> {
             json,
         } => torn(ctx, addr, writers, readers, seconds, json),
         Check::Ops { node, json } => ops(ctx, node, json),
+        Check::MappedStale { node, json } => crate::mapped::stale(ctx, node, json),
         Check::Denied { addr, json } => denied(ctx, addr, json),
         Check::Map {
             other_tree_is_mine,
@@ -238,11 +248,11 @@ fn torn(
     let stop = Arc::new(AtomicBool::new(false));
     let until = Duration::from_secs_f64(seconds.max(0.01));
     let node = gsas::node_of(a) as u64;
-    let results: Vec<Result<(u64, u64, u64)>> = std::thread::scope(|s| {
+    let results: Vec<Result<(u64, u64, u64, u64)>> = std::thread::scope(|s| {
         let mut hs = Vec::new();
         for w in 0..writers {
             let stop = stop.clone();
-            hs.push(s.spawn(move || -> Result<(u64, u64, u64)> {
+            hs.push(s.spawn(move || -> Result<(u64, u64, u64, u64)> {
                 let g = ctx.open()?;
                 let mut n = 0u64;
                 let t0 = Instant::now();
@@ -254,11 +264,11 @@ fn torn(
                     n += 1;
                 }
                 stop.store(true, Ordering::Relaxed);
-                Ok((n, 0, 0))
+                Ok((n, 0, 0, 0))
             }));
         }
         for _ in 0..readers {
-            hs.push(s.spawn(move || -> Result<(u64, u64, u64)> {
+            hs.push(s.spawn(move || -> Result<(u64, u64, u64, u64)> {
                 let g = ctx.open()?;
                 let (mut reads, mut torn) = (0u64, 0u64);
                 let t0 = Instant::now();
@@ -273,20 +283,21 @@ fn torn(
                         }
                     }
                 }
-                Ok((0, reads, torn))
+                Ok((0, reads, torn, g.stats().mapped_reads))
             }));
         }
         hs.into_iter()
             .map(|h| h.join().expect("thread panicked"))
             .collect()
     });
-    let (mut writes, mut reads, mut torn, mut errors) = (0, 0, 0, 0u64);
+    let (mut writes, mut reads, mut torn, mut errors, mut mapped) = (0, 0, 0, 0u64, 0);
     for r in results {
         match r {
-            Ok((w, rd, t)) => {
+            Ok((w, rd, t, m)) => {
                 writes += w;
                 reads += rd;
                 torn += t;
+                mapped += m;
             }
             Err(e) => {
                 eprintln!("torn: {e:#}");
@@ -301,10 +312,11 @@ fn torn(
                 .num("writes", writes)
                 .num("reads", reads)
                 .num("torn", torn)
+                .num("mapped_reads", mapped)
                 .num("errors", errors)
         );
     } else {
-        println!("torn: {writes} WRITE128, {reads} READ256/READ128, {torn} torn, {errors} errors");
+        println!("torn: {writes} WRITE128, {reads} READ256/READ128 ({mapped} through mappings), {torn} torn, {errors} errors");
     }
     Ok(i32::from(torn != 0 || errors != 0))
 }

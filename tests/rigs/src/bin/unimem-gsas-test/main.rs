@@ -12,6 +12,7 @@ mod checks;
 mod fork;
 mod map;
 mod map_hold;
+mod mapped;
 mod throughput;
 
 use anyhow::Result;
