@@ -154,6 +154,7 @@ impl Cluster {
                 value[..8].copy_from_slice(&addr(home, first * PAGE_SIZE).to_le_bytes());
                 return Ok(());
             }
+            op::INDEXED => return Self::indexed(&mut s, h, home, p, value),
             _ => {}
         }
         if node_of(p.address) != home {
@@ -215,6 +216,52 @@ impl Cluster {
                 }
             }
         }
+        Ok(())
+    }
+}
+
+impl Cluster {
+    /// INDEXED as the service applies it: every entry checked (the issuer's tree's page of
+    /// `home`, aligned), then all applied in order.
+    fn indexed(
+        s: &mut State,
+        h: &Handle,
+        home: u16,
+        p: &Payload,
+        value: &mut [u8; 32],
+    ) -> Result<(), u8> {
+        use unimem_wire::gsas::indexed::{Batch, ADD, GATHER, RESULT_LEN};
+        let batch = Batch::from_arg1(p.arg1)?;
+        let ops = h.bulk_out.borrow()[..batch.operands_len()].to_vec();
+        let size = usize::from(batch.elem_size);
+        let mut at = Vec::new();
+        for i in 0..batch.count as usize {
+            let (a, v) = batch.entry(&ops, i).ok_or(status::INVALID)?;
+            let off = batch.check_address(home, a)?;
+            match s.owner.get(&(home, off / PAGE_SIZE)) {
+                None => return Err(status::FAULT),
+                Some((t, ..)) if *t != h.tree => return Err(status::DENIED),
+                _ => {}
+            }
+            at.push((off as usize, v));
+        }
+        let m = s.mem.get_mut(&home).ok_or(status::FAULT)?;
+        for (i, (o, v)) in at.into_iter().enumerate() {
+            let mut b = [0u8; 8];
+            b[..size].copy_from_slice(&m[o..o + size]);
+            let old = u64::from_le_bytes(b);
+            let new = match batch.kind {
+                GATHER => {
+                    h.bulk_in.borrow_mut()[i * RESULT_LEN..i * RESULT_LEN + 8]
+                        .copy_from_slice(&old.to_le_bytes());
+                    continue;
+                }
+                ADD => batch.add(old, v),
+                _ => v,
+            };
+            m[o..o + size].copy_from_slice(&new.to_le_bytes()[..size]);
+        }
+        value[..8].copy_from_slice(&u64::from(batch.count).to_le_bytes());
         Ok(())
     }
 }

@@ -78,15 +78,18 @@ impl HandleArgs {
         Ok(Ctx {
             tree,
             timeout: self.timeout_ms.map(Duration::from_millis),
+            mapped_reads: true,
         })
     }
 }
 
-/// How every handle of a tool opens: the tree and the timeout.
+/// How every handle of a tool opens: the tree, the timeout, and whether reads may go through
+/// mappings (a tool that reads a page once, `unimem-gsas`, gains nothing from mapping it).
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx {
     pub tree: TreeSource,
     pub timeout: Option<Duration>,
+    pub mapped_reads: bool,
 }
 
 impl Ctx {
@@ -98,6 +101,9 @@ impl Ctx {
         let g = Gsas::open_in(tree).context("opening a GSAS handle")?;
         if let Some(t) = self.timeout {
             g.set_timeout(t);
+        }
+        if !self.mapped_reads {
+            g.set_mapped_reads(false);
         }
         Ok(g)
     }

@@ -369,6 +369,14 @@ impl<T: Transport> Gsas<T> {
         self.policy.set(p);
     }
 
+    /// Turns reads through mappings on or off for this handle (on by default unless
+    /// `GSAS_MAPPED_READS=0`; docs/GSAS.md, "Reads through mappings"). A process that reads a
+    /// page once gains nothing from mapping it.
+    pub fn set_mapped_reads(&self, on: bool) {
+        self.reads.borrow_mut().set_on(on);
+    }
+
+    /// What this handle has done: requests, system calls, reads through mappings.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.get();
         let r = self.reads.borrow();
@@ -483,7 +491,7 @@ impl<T: Transport> Gsas<T> {
 
     /// READ of 64 bits (through a mapping when it can: `mapped_read.rs`).
     pub fn read(&self, addr: u64) -> Result<u64> {
-        if let Some(b) = self.mapped::<8>(addr) {
+        if let Some(b) = self.mapped::<8>(addr)? {
             return Ok(u64::from_le_bytes(b));
         }
         self.refused(addr, self.word(op::READ, Width::W64, addr, 0, 0))
@@ -491,7 +499,7 @@ impl<T: Transport> Gsas<T> {
 
     /// READ of 32 bits (through a mapping when it can).
     pub fn read32(&self, addr: u64) -> Result<u32> {
-        if let Some(b) = self.mapped::<4>(addr) {
+        if let Some(b) = self.mapped::<4>(addr)? {
             return Ok(u32::from_le_bytes(b));
         }
         let r = self.word(op::READ, Width::W32, addr, 0, 0);
@@ -511,7 +519,7 @@ impl<T: Transport> Gsas<T> {
 
     /// Atomic 128-bit read (16-byte aligned).
     pub fn read128(&self, addr: u64) -> Result<u128> {
-        if let Some(b) = self.mapped::<16>(addr) {
+        if let Some(b) = self.mapped::<16>(addr)? {
             return Ok(u128::from_le_bytes(b));
         }
         let r = self.refused(addr, self.call_at(op::READ128, addr, 0, 0))?;
@@ -522,7 +530,7 @@ impl<T: Transport> Gsas<T> {
 
     /// Atomic 256-bit read (32-byte aligned): the four words, lowest address first.
     pub fn read256(&self, addr: u64) -> Result<[u64; 4]> {
-        let value = match self.mapped::<32>(addr) {
+        let value = match self.mapped::<32>(addr)? {
             Some(b) => b,
             None => {
                 self.refused(addr, self.call_at(op::READ256, addr, 0, 0))?

@@ -11,23 +11,29 @@
 //! page freed or no longer granted loses its mapping (`read_arena.rs`): the read then goes to
 //! the service, which answers with the error. `GSAS_MAPPED_READS=0` turns this off.
 
+use crate::error::{Error, Request, Result};
 use crate::handle::Gsas;
 use crate::read_arena::Arena;
 use crate::transport::Transport;
+use nix::errno::Errno;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use unimem_wire::gas::MAX_NODES;
-use unimem_wire::gsas::{self, op, PAGE_SIZE};
+use unimem_wire::gsas::{self, op, status, PAGE_SIZE};
 use unimem_wire::versions;
 
 /// Copies tried while the home changes the page before the service is asked.
 const TRIES: u32 = 64;
-/// Reads of a page through the service before it is mapped: a page read once or twice (a
-/// command-line read, a lookup) costs no mapping, and its home records no mapper to tell when
-/// it is freed.
-const MAP_AFTER: u32 = 2;
+/// Reads of a page through the service before it is mapped (`GSAS_MAP_AFTER`, default 0:
+/// the first read maps it, at the cost of one request as a read through the service would
+/// have; a random reader of many pages, such as a DHT's gets, pays that once per page).
+const MAP_AFTER: u32 = 0;
+/// Pages mapped at once when they can be: the aligned run around the page read (one MAP
+/// instead of 16 for a reader of many small allocations, such as a DHT's containers); a run
+/// the home refuses (a page of it free or another tree's) falls back to the one page.
+const RUN_PAGES: u64 = 16;
 /// Reads through the service before a page that could not be mapped is tried again.
 const RETRY_AFTER: u32 = 4096;
 /// Pages one handle keeps mapped (beyond, all go and are mapped again as they are read).
@@ -45,6 +51,9 @@ static TABLE_LOCK: Mutex<()> = Mutex::new(());
 #[derive(Debug, Default)]
 pub(crate) struct Reads {
     on: bool,
+    map_after: u32,
+    /// Runs whose mapping was tried (`map_run`).
+    runs_tried: std::collections::HashSet<u64>,
     pages: HashMap<u64, Page>,
     /// Counts, for `Stats`.
     pub(crate) mapped: u64,
@@ -67,7 +76,18 @@ impl Reads {
     pub(crate) fn from_env() -> Self {
         let mut r = Reads::default();
         r.on = std::env::var("GSAS_MAPPED_READS").map_or(true, |v| v.trim() != "0");
+        r.map_after = crate::handle::env_u64("GSAS_MAP_AFTER")
+            .map_or(MAP_AFTER, |n| n.min(u64::from(u32::MAX)) as u32);
         r
+    }
+
+    /// Turns reads through mappings on or off for this handle (off: what it mapped goes).
+    pub(crate) fn set_on(&mut self, on: bool) {
+        if !on {
+            let all: Vec<u64> = self.pages.keys().copied().collect();
+            all.into_iter().for_each(|p| self.forget(p));
+        }
+        self.on = on;
     }
 
     /// Forgets every page of `home` (a free by this handle: which pages it frees is the
@@ -115,27 +135,39 @@ impl Drop for Reads {
 }
 
 impl<T: Transport> Gsas<T> {
-    /// The `N` bytes (4, 8, 16 or 32, aligned to `N`) at `addr` read through a mapping, or
-    /// `None`: the caller asks the service.
-    pub(crate) fn mapped<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
+    /// The `N` bytes (4, 8, 16 or 32, aligned to `N`) at `addr` read through a mapping;
+    /// `None`: the caller asks the service; an error: the home refused to map the page, which
+    /// is the read's answer (it checks a MAP as it checks the read).
+    pub(crate) fn mapped<const N: usize>(&self, addr: u64) -> Result<Option<[u8; N]>> {
         let mut reads = self.reads.borrow_mut();
         if !reads.on || !self.transport().maps() || addr % N as u64 != 0 {
-            return None;
+            return Ok(None);
         }
         let home = gsas::node_of(addr);
         if u32::from(home) >= MAX_NODES {
-            return None;
+            return Ok(None);
         }
         if TABLES[usize::from(home)].load(Ordering::Relaxed) == REFUSED {
-            return None;
+            return Ok(None);
         }
-        let arena = Arena::get()?;
+        let Some(arena) = Arena::get() else {
+            return Ok(None);
+        };
+        let read = Request {
+            opcode: match N {
+                4 => op::READ | op::WIDTH32,
+                8 => op::READ,
+                16 => op::READ128,
+                _ => op::READ256,
+            },
+            addr,
+        };
         let page = addr & !(PAGE_SIZE - 1);
         let at = match reads.pages.get(&page).copied() {
             Some(Page::At(i)) => i,
-            Some(Page::Seen(n)) if n < MAP_AFTER => {
+            Some(Page::Seen(n)) if n < reads.map_after => {
                 reads.pages.insert(page, Page::Seen(n + 1));
-                return None;
+                return Ok(None);
             }
             Some(Page::Refused(n)) => {
                 let n = n.saturating_sub(1);
@@ -145,11 +177,11 @@ impl<T: Transport> Gsas<T> {
                     reads.pages.insert(page, Page::Refused(n));
                 }
                 reads.fallbacks += 1;
-                return None;
+                return Ok(None);
             }
-            None if MAP_AFTER > 0 => {
+            None if reads.map_after > 0 => {
                 reads.pages.insert(page, Page::Seen(1));
-                return None;
+                return Ok(None);
             }
             None | Some(Page::Seen(_)) => {
                 if reads.pages.len() >= MAX_PAGES {
@@ -157,19 +189,32 @@ impl<T: Transport> Gsas<T> {
                     all.into_iter().for_each(|p| reads.forget(p));
                 }
                 match self.map_page(arena, page) {
-                    Some(i) => {
+                    Ok(i) => {
                         reads.pages.insert(page, Page::At(i));
+                        // The page's neighbours too, once per run: the first page gave the
+                        // read's own answer, the run is only a saving.
+                        let run = page - gsas::offset_of(page) % (RUN_PAGES * PAGE_SIZE);
+                        if reads.runs_tried.insert(run) {
+                            self.map_run(arena, &mut reads, run);
+                        }
                         i
                     }
-                    None => {
+                    Err(refused) => {
                         reads.pages.insert(page, Page::Refused(RETRY_AFTER));
                         reads.fallbacks += 1;
-                        return None;
+                        return match refused {
+                            Refusal::Status(st) => {
+                                Err(Error::from_status(st, read).unwrap_or(Error::Fault(read)))
+                            }
+                            Refusal::Other => Ok(None),
+                        };
                     }
                 }
             }
         };
-        let table = self.version_table(arena, home)?;
+        let Some(table) = self.version_table(arena, home) else {
+            return Ok(None);
+        };
         let offset = gsas::offset_of(addr);
         let data = arena.addr(at) + (offset % PAGE_SIZE) as usize;
         let word = arena.addr(table) + (versions::word_of(offset) - versions::OFFSET) as usize;
@@ -188,18 +233,18 @@ impl<T: Transport> Gsas<T> {
                     // Freed or no longer granted: the service says why.
                     reads.forget(page);
                     reads.fallbacks += 1;
-                    return None;
+                    return Ok(None);
                 }
                 if before == after && !arena.stale(table) {
                     reads.mapped += 1;
-                    return Some(out);
+                    return Ok(Some(out));
                 }
             }
             reads.retries += 1;
             std::hint::spin_loop();
         }
         reads.fallbacks += 1;
-        None
+        Ok(None)
     }
 
     /// `r`, a read's answer from the service: a page it refused is not mapped (the home would
@@ -232,7 +277,9 @@ impl<T: Transport> Gsas<T> {
         }
         let pages = (versions::LEN / PAGE_SIZE) as usize;
         let i = arena.take(pages)?;
-        let ok = self.map_at(arena, gsas::addr(home, versions::OFFSET), versions::LEN, i);
+        let ok = self
+            .map_at(arena, gsas::addr(home, versions::OFFSET), versions::LEN, i)
+            .is_ok();
         if !ok {
             // Pages of a failed run are not reused (a table is tried once per home).
             log::info!(
@@ -243,32 +290,87 @@ impl<T: Transport> Gsas<T> {
         ok.then_some(i)
     }
 
-    /// Maps the page at `page` into a reservation page: its index, or `None` (given back).
-    fn map_page(&self, arena: &Arena, page: u64) -> Option<usize> {
-        let i = arena.take(1)?;
-        if self.map_at(arena, page, PAGE_SIZE, i) {
-            Some(i)
-        } else {
-            arena.give_back(i);
-            None
+    /// Maps the [`RUN_PAGES`] pages from `first` (aligned) at once, and caches each one not
+    /// mapped yet; nothing if the home or driver refuses the run (a page of it free or another
+    /// tree's: the home counts that refusal, once per run and handle).
+    fn map_run(&self, arena: &Arena, reads: &mut Reads, first: u64) {
+        let run = RUN_PAGES * PAGE_SIZE;
+        if gsas::offset_of(first) == 0 || reads.pages.len() + RUN_PAGES as usize > MAX_PAGES {
+            return;
         }
+        let Some(i) = arena.take(RUN_PAGES as usize) else {
+            return;
+        };
+        if let Err(e) = self.map_at(arena, first, run, i) {
+            log::debug!("run of {RUN_PAGES} pages at {first:#x} not mapped: {e:?}");
+            for k in 0..RUN_PAGES as usize {
+                arena.give_back(i + k);
+            }
+            return;
+        }
+        for k in 0..RUN_PAGES {
+            let p = first + k * PAGE_SIZE;
+            let slot = i + k as usize;
+            if matches!(reads.pages.get(&p), Some(Page::At(_))) {
+                arena.give_back(slot);
+            } else {
+                reads.pages.insert(p, Page::At(slot));
+            }
+        }
+    }
+
+    /// Maps the page at `page` into a reservation page: its index, or why not (the page
+    /// given back).
+    fn map_page(&self, arena: &Arena, page: u64) -> std::result::Result<usize, Refusal> {
+        let i = arena.take(1).ok_or(Refusal::Other)?;
+        self.map_at(arena, page, PAGE_SIZE, i)
+            .inspect_err(|_| arena.give_back(i))
+            .map(|()| i)
     }
 
     /// Maps `len` bytes at `addr` read-only over reservation page `i` on: another node's after
     /// its service approved (MAP); this node's as the driver checks.
-    fn map_at(&self, arena: &Arena, addr: u64, len: u64, i: usize) -> bool {
+    fn map_at(
+        &self,
+        arena: &Arena,
+        addr: u64,
+        len: u64,
+        i: usize,
+    ) -> std::result::Result<(), Refusal> {
         let home = gsas::node_of(addr);
-        if home != self.node() && self.call_raw(op::MAP, addr, len, 0).is_err() {
-            return false;
+        if home != self.node() {
+            match self.call_raw(op::MAP, addr, len, 0) {
+                Ok(_) => {}
+                Err(Error::Denied(_)) => return Err(Refusal::Status(status::DENIED)),
+                Err(Error::Fault(_)) => return Err(Refusal::Status(status::FAULT)),
+                Err(e) => {
+                    log::debug!("MAP of {len:#x} bytes at {addr:#x} for reads: {e}");
+                    return Err(Refusal::Other);
+                }
+            }
         }
-        let Some(at) = NonZeroUsize::new(arena.addr(i)) else {
-            return false;
-        };
+        let at = NonZeroUsize::new(arena.addr(i)).ok_or(Refusal::Other)?;
         self.transport()
             .map_read_only_at(home, gsas::offset_of(addr), len as usize, at)
-            .map_err(|e| log::debug!("mapping {len:#x} bytes at {addr:#x} for reads: {e}"))
-            .is_ok()
+            .map_err(|e| match e {
+                // As the driver's check of this node's pages answers (`may_map`).
+                Errno::EACCES => Refusal::Status(status::DENIED),
+                Errno::ENXIO => Refusal::Status(status::FAULT),
+                e => {
+                    log::debug!("mapping {len:#x} bytes at {addr:#x} for reads: {e}");
+                    Refusal::Other
+                }
+            })
     }
+}
+
+/// Why a page was not mapped.
+#[derive(Debug, Clone, Copy)]
+enum Refusal {
+    /// The home's answer, which a read would get too.
+    Status(u8),
+    /// Anything else (no room, a driver without the table): the read asks the service.
+    Other,
 }
 
 /// Copies `N` bytes from `src` (aligned to `N`, in a live mapping) with loads of the widest

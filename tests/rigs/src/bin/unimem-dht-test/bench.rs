@@ -144,6 +144,8 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
                 .float("lock_hold_us", hold_us)
                 .num("containers", st_all.containers)
                 .num("mapped_reads", gs_all.mapped_reads)
+                .num("mapped_retries", gs_all.mapped_retries)
+                .num("mapped_fallbacks", gs_all.mapped_fallbacks)
                 .num("stalls", gs_all.stalls)
         );
     } else {

@@ -257,7 +257,10 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<i32> {
-    let ctx = cli.handle.ctx()?;
+    let mut ctx = cli.handle.ctx()?;
+    // One command reads a page once or a few times: a mapping would cost more than it saves
+    // (GSAS_MAPPED_READS=1 maps anyway).
+    ctx.mapped_reads = std::env::var("GSAS_MAPPED_READS").is_ok_and(|v| v.trim() == "1");
     match cli.cmd {
         Cmd::Info { nodes, json } => info(&ctx, nodes, json),
         Cmd::Alloc {
