@@ -84,8 +84,7 @@ impl Reads {
     /// Turns reads through mappings on or off for this handle (off: what it mapped goes).
     pub(crate) fn set_on(&mut self, on: bool) {
         if !on {
-            let all: Vec<u64> = self.pages.keys().copied().collect();
-            all.into_iter().for_each(|p| self.forget(p));
+            self.forget_where(|_| true);
         }
         self.on = on;
     }
@@ -93,44 +92,33 @@ impl Reads {
     /// Forgets every page of `home` (a free by this handle: which pages it frees is the
     /// home's to know).
     pub(crate) fn forget_home(&mut self, home: u16) {
-        let pages: Vec<u64> = self
-            .pages
-            .keys()
-            .copied()
-            .filter(|p| gsas::node_of(*p) == home)
-            .collect();
-        pages.into_iter().for_each(|p| self.forget(p));
+        self.forget_where(|p| gsas::node_of(p) == home);
     }
 
     /// Forgets the `pages` pages at `addr` (a new allocation of them).
     pub(crate) fn forget_range(&mut self, addr: u64, pages: u64) {
         let end = addr.saturating_add(pages.saturating_mul(PAGE_SIZE));
-        let gone: Vec<u64> = self
-            .pages
-            .keys()
-            .copied()
-            .filter(|p| (addr..end).contains(p))
-            .collect();
+        self.forget_where(|p| (addr..end).contains(&p));
+    }
+
+    /// Forgets every page `which` names (its mapping, if any, goes).
+    fn forget_where(&mut self, which: impl Fn(u64) -> bool) {
+        let gone: Vec<u64> = self.pages.keys().copied().filter(|&p| which(p)).collect();
         gone.into_iter().for_each(|p| self.forget(p));
     }
 
     fn forget(&mut self, page: u64) {
-        if let (Some(Page::At(i)), Some(a)) = (self.pages.remove(&page), Arena::get()) {
-            a.give_back(i);
+        if let Some(Page::At(i)) = self.pages.remove(&page) {
+            if let Some(a) = Arena::get() {
+                a.give_back(i);
+            }
         }
     }
 }
 
 impl Drop for Reads {
     fn drop(&mut self) {
-        let Some(a) = Arena::get().filter(|_| !self.pages.is_empty()) else {
-            return;
-        };
-        for (_, p) in self.pages.drain() {
-            if let Page::At(i) = p {
-                a.give_back(i);
-            }
-        }
+        self.forget_where(|_| true);
     }
 }
 
@@ -185,8 +173,7 @@ impl<T: Transport> Gsas<T> {
             }
             None | Some(Page::Seen(_)) => {
                 if reads.pages.len() >= MAX_PAGES {
-                    let all: Vec<u64> = reads.pages.keys().copied().collect();
-                    all.into_iter().for_each(|p| reads.forget(p));
+                    reads.forget_where(|_| true);
                 }
                 match self.map_page(arena, page) {
                     Ok(i) => {
