@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
-//! INDEXED: a batch of element operations (ADD, SCATTER, GATHER) on this node's pool, applied
-//! by the service itself, so that many small updates cost one request (the OpenFAM seed's
-//! memory-side `fam_queue_operation`). The entries are copied out of the issuer's bulk-out page
-//! once, every entry is checked, and only then are they applied: a failed batch changes
-//! nothing, and what was checked is what is applied (the issuer may rewrite its page
-//! meanwhile).
+//! INDEXED: a batch of element operations (ADD, SCATTER, GATHER, SCATTER_IF) on this node's
+//! pool, applied by the service itself, so that many small updates cost one request (the
+//! OpenFAM seed's memory-side `fam_queue_operation`). The entries are copied out of the issuer's
+//! bulk-out page once, every entry is checked, and only then are they applied: a failed batch
+//! changes nothing, and what was checked is what is applied (the issuer may rewrite its page
+//! meanwhile). SCATTER_IF compares its guard (entry 0) under the same hold of the service lock
+//! as its stores, so no other request comes between them.
 
 use crate::{
     claims::Claim,
     gsas::{
-        indexed::{Batch, ADD, GATHER, RESULT_LEN},
+        indexed::{guard_holds, Batch, ADD, GATHER, RESULT_LEN, SCATTER_IF},
         offset_of, status, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE,
     },
     lease::PoolState,
@@ -58,8 +59,27 @@ impl Service {
         } else {
             None
         };
+        // A guard that does not hold: nothing is stored; the answer shows what is there.
+        let first = if batch.kind == SCATTER_IF {
+            let (addr, expected) = batch.entry(ops, 0).ok_or(status::INVALID)?;
+            let p = w
+                .ptr(self.part + offset_of(addr), size)
+                .ok_or(status::FAULT)?;
+            // SAFETY: `p` is the guard's element of `size` bytes inside the window (`ptr`),
+            // aligned to its size (checked with every entry above), usable while the access
+            // lives.
+            let found = unsafe { load(p, batch.elem_size) };
+            value[8..16].copy_from_slice(&found.to_le_bytes());
+            if !guard_holds(batch.elem_size, found, expected) {
+                value[..8].copy_from_slice(&0u64.to_le_bytes());
+                return Ok(());
+            }
+            1
+        } else {
+            0
+        };
         // Then all of them, in order.
-        for i in 0..batch.count as usize {
+        for i in first..batch.count as usize {
             let (addr, v) = batch.entry(ops, i).ok_or(status::INVALID)?;
             let p = w
                 .ptr(self.part + offset_of(addr), size)

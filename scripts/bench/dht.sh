@@ -14,12 +14,14 @@
 # READ256 (goal >= 0.8) and N nodes / 1 node (scaling efficiency = ops(N) / (N x ops(1)); called
 # scaling only when nodes x vCPUs fit the host's cores, else a node-count ratio: bench_scales).
 # Writes environment.csv, dht_runs.csv (every run), dht_throughput.csv (medians, efficiency,
-# ratio to READ256), summary.txt and dht.png to build/bench/dht/<UTC timestamp>/.
+# ratio to READ256), dht_counts.csv (where writes wait), dht_host_cpu.csv (host cores each node's
+# QEMU used during each point), summary.txt and dht.png to build/bench/dht/<UTC timestamp>/.
 #
 #   scripts/bench/dht.sh [--quick]    --quick: nodes 1 2 4, threads 1 4, 1 run of 1.5 s points
 #   env: DHT_BENCH_NODES ("1 2 3 4"), DHT_BENCH_THREADS ("1 2 3 4"), DHT_BENCH_RUNS (3),
 #     DHT_BENCH_SECONDS (3 per point), DHT_BENCH_WINDOWS (3), DHT_BENCH_KEYS (4096 prefilled),
-#     DHT_BENCH_CAPACITY (16384, the put tables), DHT_BENCH_NO_PLOT=1, BENCH_RUN, DHT_BENCH_OUT.
+#     DHT_BENCH_CAPACITY (16384, the put tables), DHT_BENCH_NO_PLOT=1, BENCH_RUN, DHT_BENCH_OUT,
+#     DHT_BENCH_ENV (environment of the measured processes, e.g. "GSAS_SPINS=0").
 # About 25 minutes on 2 shared cores in full, 3 with --quick. Needs `make` first.
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
@@ -60,7 +62,8 @@ mkdir -p "$OUT"
 log "starting a $NODES-node cluster in $RUN; results in $OUT"
 "$CLUSTER" up -n "$NODES"
 # Only a cluster this script started is stopped (up refuses to start over a running one).
-trap '"$CLUSTER" down >/dev/null 2>&1 || true' EXIT
+sampler=''
+trap '[ -z "$sampler" ] || kill "$sampler" 2>/dev/null; "$CLUSTER" down >/dev/null 2>&1 || true' EXIT
 BG=dhtb
 TIMEOUT=900
 # shellcheck source=tests/cluster/lib.sh
@@ -98,16 +101,53 @@ echo "run,workload,nodes,threads_per_node,threads,ops_per_s,min_ops_per_s,max_op
 # Where the writers wait (issue 31): per point, summed over the issuing nodes' processes (their
 # JSON lines, still on the nodes after bench_point), lock retries and hold time per lock taken.
 counts_csv=$OUT/dht_counts.csv
-echo "run,workload,nodes,threads_per_node,ops,locks,lock_retries,lock_retries_per_lock,lock_hold_us,containers,retries,mapped_reads_per_op" >"$counts_csv"
+echo "run,workload,nodes,threads_per_node,ops,locks,lock_retries,lock_retries_per_lock,lock_hold_us,containers,retries,mapped_reads_per_op,unlocked_puts,unlocked_misses,yields_per_op,sleeps_per_op" >"$counts_csv"
 point_counts() {
-  local nn=$1 n out ops=0 locks=0 lr=0 held=0 cont=0 ret=0 mapped=0
+  local nn=$1 n out ops=0 locks=0 lr=0 held=0 cont=0 ret=0 mapped=0 unl=0 miss=0 yl=0 sl=0
   for n in $(seq 0 $((nn - 1))); do
     out=$(on "$n" "grep '^{' /tmp/$BG-pt.log")
     ops=$((ops + $(jv ops "$out"))) locks=$((locks + $(jv locks "$out"))) lr=$((lr + $(jv lock_retries "$out")))
     held=$(calc %.3f "$held + $(jv lock_hold_us "$out") * $(jv locks "$out")")
     cont=$((cont + $(jv containers "$out"))) ret=$((ret + $(jv retries "$out"))) mapped=$((mapped + $(jv mapped_reads "$out")))
+    unl=$((unl + $(jv unlocked_puts "$out"))) miss=$((miss + $(jv unlocked_misses "$out")))
+    yl=$((yl + $(jv yields "$out"))) sl=$((sl + $(jv sleeps "$out")))
   done
-  echo "$ops,$locks,$lr,$(calc %.3f "$lr / ($locks > 0 ? $locks : 1)"),$(calc %.1f "$held / ($locks > 0 ? $locks : 1)"),$cont,$ret,$(calc %.3f "$mapped / ($ops > 0 ? $ops : 1)")"
+  echo "$ops,$locks,$lr,$(calc %.3f "$lr / ($locks > 0 ? $locks : 1)"),$(calc %.1f "$held / ($locks > 0 ? $locks : 1)"),$cont,$ret,$(calc %.3f "$mapped / ($ops > 0 ? $ops : 1)"),$unl,$miss,$(calc %.3f "$yl / ($ops > 0 ? $ops : 1)"),$(calc %.3f "$sl / ($ops > 0 ? $ops : 1)")"
+}
+# Where the host's cores go (issue 31): during each point the CPU time of each node's QEMU (all
+# its threads: the vCPU and the I/O thread that delivers doorbells) is sampled every 0.2 s; the
+# point's figure is the stretch of SECONDS_PER_POINT with the most CPU time (its measured
+# windows, not the process start and barrier around them), in host cores.
+cpu_csv=$OUT/dht_host_cpu.csv
+echo "run,workload,nodes,threads_per_node,span_s,$(seq -s, -f 'node%g_cores' 0 $((NODES - 1))),total_cores" >"$cpu_csv"
+TCK=$(getconf CLK_TCK)
+qemu_ticks() {
+  local n pid
+  for n in $(seq 0 $((NODES - 1))); do
+    pid=$(cat "$RUN/node$n.pid" 2>/dev/null) || pid=
+    if [ -n "$pid" ] && [ -r "/proc/$pid/stat" ]; then
+      awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat"
+    else echo 0; fi
+  done | paste -sd' '
+}
+sample_cpu() { while :; do echo "$(date +%s.%N) $(qemu_ticks)"; sleep 0.2; done; }
+# busiest_span FILE: "span,node0,...,total" of the busiest stretch of the samples in FILE.
+busiest_span() {
+  awk -v S="$SECONDS_PER_POINT" -v T="$TCK" '
+    { n++; t[n] = $1; for (k = 2; k <= NF; k++) c[n, k] = $k; nf = NF }
+    END {
+      best = -1
+      for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (t[j] - t[i] >= S) {
+        tot = 0; for (k = 2; k <= nf; k++) tot += c[j, k] - c[i, k]
+        tot /= T * (t[j] - t[i])
+        if (tot > best) { best = tot; bi = i; bj = j }
+        break
+      }
+      if (best < 0) { print "0"; exit }
+      d = t[bj] - t[bi]; row = sprintf("%.2f", d)
+      for (k = 2; k <= nf; k++) row = row sprintf(",%.3f", (c[bj, k] - c[bi, k]) / T / d)
+      print row sprintf(",%.3f", best)
+    }' "$1"
 }
 for run in $(seq 1 "$RUNS"); do
   for nn in "${NODE_COUNTS[@]}"; do
@@ -120,8 +160,12 @@ for run in $(seq 1 "$RUNS"); do
           *) PT=$(create "$CAPACITY"); [ -n "$PT" ] || die "could not create a table"
              cmd="unimem-dht-test --tree $TREE bench $PT --workload $w" ;;
         esac
+        cmd="${DHT_BENCH_ENV:+env $DHT_BENCH_ENV }$cmd"
         points=$((points + 1))
+        sample_cpu >"$OUT/.cpu_samples" & sampler=$!
         read -r sum lo hi per req <<<"$(bench_point "$points" "$nn" "$t" "$cmd")"
+        kill "$sampler"; wait "$sampler" 2>/dev/null || true; sampler=''
+        echo "$run,$w,$nn,$t,$(busiest_span "$OUT/.cpu_samples")" >>"$cpu_csv"
         echo "$run,$w,$nn,$t,$((nn * t)),$sum,$lo,$hi,$per,${req#-}" >>"$runs_csv"
         [ "$w" = read256 ] || echo "$run,$w,$nn,$t,$(point_counts "$nn")" >>"$counts_csv"
         case $w in read256|get) ;; *) d 0 destroy "$PT" >/dev/null ;; esac
@@ -130,6 +174,7 @@ for run in $(seq 1 "$RUNS"); do
   done
 done
 d 0 destroy "$GT" >/dev/null
+rm -f "$OUT/.cpu_samples"
 
 # ---- medians over the runs, efficiency, ratios -------------------------------------------------
 tput_csv=$OUT/dht_throughput.csv
@@ -200,16 +245,30 @@ for w in "${WORKLOADS[@]}" read256; do
 done
 echo "fill: $(jv ops_per_s "$fill") puts/s (4 threads of node 0, $KEYS keys)"
 echo
-echo "Where writes wait (run 1; dht_counts.csv): per point, lock retries per lock taken, mean lock hold (us),"
-echo "containers made, GSAS requests and reads through mappings per operation"
+echo "Where writes wait (run 1; dht_counts.csv): per point, puts published without a lock (one SCATTER_IF;"
+echo "misses: the entry changed, the put took the lock), locks taken, lock retries per lock, mean lock hold (us),"
+echo "containers made, GSAS requests, reads through mappings, and sched_yield()s and sleeps while waiting per operation"
 for w in put mix80 mix50 get; do
   for nn in "${NODE_COUNTS[@]}"; do
     for t in "${THREADS[@]}"; do
       row=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$1 == 1 && $2 == w && $3 == n && $4 == t' "$counts_csv")
       req=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$1 == 1 && $2 == w && $3 == n && $4 == t { print $10 }' "$runs_csv")
-      IFS=, read -r _ _ _ _ _ locks _ lrl hold cont _ mpo <<<"$row"
-      printf '  %-6s %s node(s) x %s: %7s locks, %6s retries/lock, %8s us held, %5s containers, %5s requests/op, %5s mapped reads/op\n' \
-        "$w" "$nn" "$t" "$locks" "$lrl" "$hold" "$cont" "$req" "$mpo"
+      IFS=, read -r _ _ _ _ _ locks _ lrl hold cont _ mpo unl miss ypo spo <<<"$row"
+      printf '  %-6s %s node(s) x %s: %7s unlocked (%s missed), %6s locks, %6s retries/lock, %8s us held, %5s containers, %5s requests/op, %5s mapped reads/op, %s yields/op, %s sleeps/op\n' \
+        "$w" "$nn" "$t" "$unl" "$miss" "$locks" "$lrl" "$hold" "$cont" "$req" "$mpo" "$ypo" "$spo"
+    done
+  done
+done
+echo
+echo "Host cores busy (run 1; dht_host_cpu.csv): the QEMU processes' CPU time over the busiest $SECONDS_PER_POINT s of each point"
+for w in put get; do
+  for nn in "${NODE_COUNTS[@]}"; do
+    for t in "${THREADS[@]}"; do
+      row=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$1 == 1 && $2 == w && $3 == n && $4 == t' "$cpu_csv")
+      IFS=, read -ra f <<<"$row"
+      [ "${#f[@]}" -gt 5 ] || continue
+      printf '  %-6s %s node(s) x %s: %5s of %s host cores (per node: %s)\n' "$w" "$nn" "$t" "${f[-1]}" "$(nproc)" \
+        "$(IFS=' '; echo "${f[*]:5:$NODES}")"
     done
   done
 done

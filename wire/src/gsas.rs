@@ -763,11 +763,21 @@ pub mod grant {
 ///   to the issuer's bulk-in page from offset 0, one u64 each (zero-extended for 4-byte
 ///   elements), as a BULK_READ returns data.
 ///
+/// - [`SCATTER_IF`]: as SCATTER, but entry 0 is a guard (GSAS address, expected value): the
+///   other entries are stored only if the guard's element equals the expected value (its low
+///   32 bits for 4-byte elements), else nothing is. A multi-word compare-and-swap on one home,
+///   so that a writer publishes a change whose words all depend on one without locking it
+///   first (one request instead of a CAS, the stores and an unlock; docs/DHT.md).
+///
 /// Every entry is checked before any is applied: its address on the home (`FAULT`), in the
 /// pool and allocated (`FAULT`), aligned to the element size (`UNALIGNED`), and the issuer may
 /// act on it ([`Batch::need`]: its tree's pages or a grant allowing it; `DENIED`). A failed
 /// batch changes nothing. Entries are applied in order (an ADD to one element twice adds
 /// twice; the last SCATTER to an element wins), all under one hold of the service lock.
+///
+/// The answer's value: bytes 0..8 the entries applied (the count; for SCATTER_IF 0 when the
+/// guard did not match, and the count when it did), bytes 8..16 for SCATTER_IF the guard's
+/// element as found ([`guard_found`]).
 pub mod indexed {
     use super::{grant, node_of, offset_of, status, BULK_MAX};
 
@@ -777,6 +787,8 @@ pub mod indexed {
     pub const SCATTER: u8 = 1;
     /// Kind: read each element.
     pub const GATHER: u8 = 2;
+    /// Kind: store entries 1.. if entry 0's element holds entry 0's value.
+    pub const SCATTER_IF: u8 = 3;
     /// Bytes of an ADD or SCATTER entry: address, value.
     pub const PAIR_LEN: usize = 16;
     /// Bytes of a GATHER entry: address.
@@ -805,9 +817,30 @@ pub mod indexed {
     /// The most entries of kind `kind` per request (0 for no kind).
     pub const fn max(kind: u8) -> u32 {
         match kind {
-            ADD | SCATTER => MAX_PAIRS,
+            ADD | SCATTER | SCATTER_IF => MAX_PAIRS,
             GATHER => MAX_ADDRS,
             _ => 0,
+        }
+    }
+
+    /// From an INDEXED answer's value: (entries applied, the guard's element as found); the
+    /// second is meaningful for [`SCATTER_IF`] only.
+    pub fn guard_found(value: &[u8; 32]) -> (u64, u64) {
+        let word = |o: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&value[o..o + 8]);
+            u64::from_le_bytes(a)
+        };
+        (word(0), word(8))
+    }
+
+    /// Whether the guard's element `found` equals `expected` on elements of `elem_size`
+    /// bytes (the low 32 bits of both for 4).
+    pub const fn guard_holds(elem_size: u8, found: u64, expected: u64) -> bool {
+        if elem_size == 4 {
+            found as u32 == expected as u32
+        } else {
+            found == expected
         }
     }
 
@@ -872,12 +905,13 @@ pub mod indexed {
         }
 
         /// What the issuer needs of a granted allocation (`grant::READ` / `grant::WRITE`):
-        /// GATHER reads; ADD and SCATTER write (ADD returns nothing, so it needs no read).
+        /// GATHER reads; ADD and SCATTER write (ADD returns nothing, so it needs no read);
+        /// SCATTER_IF reads (its answer shows the guard) and writes.
         pub const fn need(&self) -> u32 {
-            if self.kind == GATHER {
-                grant::READ
-            } else {
-                grant::WRITE
+            match self.kind {
+                GATHER => grant::READ,
+                SCATTER_IF => grant::READ | grant::WRITE,
+                _ => grant::WRITE,
             }
         }
 
@@ -1389,6 +1423,8 @@ mod tests {
             (SCATTER, 4, 17),
             (GATHER, 8, MAX_ADDRS),
             (GATHER, 4, 1),
+            (SCATTER_IF, 8, 4),
+            (SCATTER_IF, 4, MAX_PAIRS),
         ] {
             let b = Batch::new(kind, size, count).unwrap();
             assert_eq!(Batch::from_arg1(b.arg1()), Ok(b));
@@ -1420,6 +1456,18 @@ mod tests {
         assert_eq!(g.need(), grant::READ);
         assert_eq!(b.need(), grant::WRITE);
         assert_eq!(Batch::new(ADD, 8, 1).unwrap().need(), grant::WRITE);
+        let c = Batch::new(SCATTER_IF, 8, 2).unwrap();
+        assert_eq!(c.need(), grant::READ | grant::WRITE);
+        assert_eq!(c.entry_len(), PAIR_LEN);
+        assert_eq!(c.results_len(), 0);
+        // The answer's value: entries applied, then the guard as found.
+        let mut v = [0u8; 32];
+        v[..8].copy_from_slice(&2u64.to_le_bytes());
+        v[8..16].copy_from_slice(&0xdead_beefu64.to_le_bytes());
+        assert_eq!(guard_found(&v), (2, 0xdead_beef));
+        assert!(guard_holds(4, 0x1_0000_0005, 5));
+        assert!(!guard_holds(8, 0x1_0000_0005, 5));
+        assert!(guard_holds(8, 5, 5));
         // Address checks: the home's, aligned to the element.
         assert_eq!(g.check_address(2, addr(2, 12)), Ok(12));
         assert_eq!(g.check_address(2, addr(2, 10)), Err(status::UNALIGNED));
@@ -1443,7 +1491,8 @@ mod tests {
             arg1(ADD as u64, 2, 1),
             arg1(ADD as u64, 16, 1),
             arg1(ADD as u64, 0, 1),
-            arg1(3, 8, 1),
+            arg1(SCATTER_IF as u64, 8, MAX_PAIRS as u64 + 1),
+            arg1(4, 8, 1),
             arg1(0xff, 8, 1),
             arg1(ADD as u64, 8, 1) | 1 << 48,
             u64::MAX,
@@ -1456,7 +1505,7 @@ mod tests {
         for k in 0..=u8::MAX {
             for s in [0u8, 1, 4, 8, 255] {
                 let r = Batch::from_arg1(arg1(u64::from(k), u64::from(s), 1));
-                assert_eq!(r.is_ok(), k <= GATHER && (s == 4 || s == 8));
+                assert_eq!(r.is_ok(), k <= SCATTER_IF && (s == 4 || s == 8));
             }
         }
     }

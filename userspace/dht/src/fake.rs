@@ -230,7 +230,7 @@ impl Cluster {
         p: &Payload,
         value: &mut [u8; 32],
     ) -> Result<(), u8> {
-        use unimem_wire::gsas::indexed::{Batch, ADD, GATHER, RESULT_LEN};
+        use unimem_wire::gsas::indexed::{guard_holds, Batch, ADD, GATHER, RESULT_LEN, SCATTER_IF};
         let batch = Batch::from_arg1(p.arg1)?;
         let ops = h.bulk_out.borrow()[..batch.operands_len()].to_vec();
         let size = usize::from(batch.elem_size);
@@ -246,7 +246,20 @@ impl Cluster {
             at.push((off as usize, v));
         }
         let m = s.mem.get_mut(&home).ok_or(status::FAULT)?;
-        for (i, (o, v)) in at.into_iter().enumerate() {
+        let mut skip = 0;
+        if batch.kind == SCATTER_IF {
+            let (o, expected) = at[0];
+            let mut b = [0u8; 8];
+            b[..size].copy_from_slice(&m[o..o + size]);
+            let found = u64::from_le_bytes(b);
+            value[8..16].copy_from_slice(&found.to_le_bytes());
+            if !guard_holds(batch.elem_size, found, expected) {
+                value[..8].copy_from_slice(&0u64.to_le_bytes());
+                return Ok(());
+            }
+            skip = 1;
+        }
+        for (i, (o, v)) in at.into_iter().enumerate().skip(skip) {
             let mut b = [0u8; 8];
             b[..size].copy_from_slice(&m[o..o + size]);
             let old = u64::from_le_bytes(b);

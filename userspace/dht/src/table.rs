@@ -23,12 +23,14 @@ const MAX_TAG_SWEEP: u32 = 1 << 20;
 pub const INVALID: u128 = u128::MAX;
 
 /// How long an operation waits for a locked entry before it fails with [`Error::Busy`], and
-/// after how long an unchanged lock makes it ask whether the holder still lives.
+/// after how long an unchanged lock makes it ask whether the holder still lives; whether puts
+/// may publish without a lock (`put_unlocked`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     pub busy_tries: u32,
     pub busy_timeout: Duration,
     pub stale_after: Duration,
+    pub unlocked_puts: bool,
 }
 
 impl Default for Config {
@@ -37,13 +39,14 @@ impl Default for Config {
             busy_tries: 1_000_000,
             busy_timeout: Duration::from_secs(5),
             stale_after: Duration::from_millis(100),
+            unlocked_puts: true,
         }
     }
 }
 
 impl Config {
     /// The default, with the timeout from `DHT_BUSY_MS` and the stale time from
-    /// `DHT_STALE_MS` if set.
+    /// `DHT_STALE_MS` if set; `DHT_UNLOCKED_PUTS=0` makes every put lock (for comparisons).
     pub fn from_env() -> Self {
         let mut c = Config::default();
         let ms = |k: &str| {
@@ -57,6 +60,9 @@ impl Config {
         }
         if let Some(d) = ms("DHT_STALE_MS") {
             c.stale_after = d;
+        }
+        if std::env::var("DHT_UNLOCKED_PUTS").is_ok_and(|v| v.trim() == "0") {
+            c.unlocked_puts = false;
         }
         c
     }
@@ -83,6 +89,10 @@ pub struct OpStats {
     pub lock_held_ns: u64,
     /// Locks taken (puts and deletes).
     pub locks: u64,
+    /// Puts published without a lock: one SCATTER_IF guarded by the entry's head as read.
+    pub unlocked_puts: u64,
+    /// Unlocked puts whose guard no longer held (the entry changed): the put took the lock.
+    pub unlocked_misses: u64,
 }
 
 /// What [`Dht::destroy`] freed.
@@ -382,18 +392,7 @@ impl<T: Transport> Dht<T> {
     /// round trip instead of two. The head goes last, so a reader never sees it before the
     /// rest; until then the entry is locked (first level) or not yet published (container).
     fn fill(&self, addr: u64, value: u128, key: Option<u64>, head: u64) -> Result<()> {
-        let mut e = [(0, 0); 4];
-        let mut n = 0;
-        let mut push = |a: u64, v: u64| {
-            e[n] = (a, v);
-            n += 1;
-        };
-        push(addr + 16, value as u64);
-        push(addr + 24, (value >> 64) as u64);
-        if let Some(k) = key {
-            push(addr + 8, k);
-        }
-        push(addr, head);
+        let (e, n) = fill_stores(addr, value, key, head);
         Ok(self
             .g
             .indexed(gsas::indexed::SCATTER, 8, &e[..n], &mut [])?)
@@ -583,6 +582,9 @@ impl<T: Transport> Dht<T> {
             return Err(Error::InvalidValue);
         }
         self.count(|s| s.puts += 1);
+        if self.cfg.unlocked_puts && self.put_unlocked(key, value)? {
+            return Ok(());
+        }
         self.locked(key, |a, e| match e.state {
             state::EMPTY => {
                 self.fill(a, value, Some(key), e.next_head(state::PAIR))?;
@@ -603,6 +605,32 @@ impl<T: Transport> Dht<T> {
                 Ok((Release::Head(e.next_head(state::INDIRECT)), ()))
             }
         })
+    }
+
+    /// A put that needs no lock (issue 31: a lock and a fill are two round trips to the
+    /// entry's home, and on a cluster whose homes sleep each costs a wake-up): when `key`'s
+    /// first-level entry is unlocked and empty or holds `key`, its value, key and new head go
+    /// in one SCATTER_IF guarded by the head as read, which the home applies only if no writer
+    /// came between (a lock taken, a version moved on). Whether it was published; `false`
+    /// sends the put down the locked path (another key or a container there, a holder, or a
+    /// change since the read).
+    fn put_unlocked(&self, key: u64, value: u128) -> Result<bool> {
+        let a = self.slot(key);
+        let e = self.read(a)?;
+        let new_key = match e.state {
+            _ if e.locked() => return Ok(false),
+            state::EMPTY => Some(key),
+            state::PAIR if e.key == key => None,
+            _ => return Ok(false),
+        };
+        let (stores, n) = fill_stores(a, value, new_key, e.next_head(state::PAIR));
+        let found = self.g.scatter_if(8, (a, e.word0()), &stores[..n])?;
+        if found == e.word0() {
+            self.count(|s| s.unlocked_puts += 1);
+            return Ok(true);
+        }
+        self.count(|s| s.unlocked_misses += 1);
+        Ok(false)
     }
 
     /// A container for a direct entry's pair and a new one, on the entry's node, filled before
@@ -819,4 +847,22 @@ fn entries(page: &[u8]) -> impl Iterator<Item = Entry> + '_ {
         }
         Entry::decode(w)
     })
+}
+
+/// The stores of a fill of the entry at `addr`: its value, then its key (if `key`), and last
+/// its head, so that a reader never sees the head before the rest. (Stores, how many.)
+fn fill_stores(addr: u64, value: u128, key: Option<u64>, head: u64) -> ([(u64, u64); 4], usize) {
+    let mut e = [(0, 0); 4];
+    let mut n = 0;
+    let mut push = |a: u64, v: u64| {
+        e[n] = (a, v);
+        n += 1;
+    };
+    push(addr + 16, value as u64);
+    push(addr + 24, (value >> 64) as u64);
+    if let Some(k) = key {
+        push(addr + 8, k);
+    }
+    push(addr, head);
+    (e, n)
 }

@@ -33,6 +33,7 @@ fn quick(t: &mut Dht<Handle>) {
         busy_tries: 50,
         busy_timeout: Duration::from_secs(2),
         stale_after: Duration::from_millis(10),
+        ..Config::default()
     });
 }
 
@@ -66,6 +67,35 @@ fn put_get_replace_delete() {
     assert!(
         s.indirect > 0,
         "300 keys in 512 entries make some containers"
+    );
+}
+
+#[test]
+fn puts_to_an_empty_or_own_entry_take_no_lock_the_others_do() {
+    let c = Cluster::new(4, 64);
+    let t = table(&c, 100);
+    let keys = colliding(&t, 11, 2);
+    t.put(keys[0], 1).unwrap();
+    t.put(keys[0], 2).unwrap();
+    let s = t.stats();
+    assert_eq!(
+        (s.unlocked_puts, s.locks, s.unlocked_misses),
+        (2, 0, 0),
+        "{s:?}"
+    );
+    let e = Entry::decode(t.gsas().read256(slot_addr(&t, keys[0])).unwrap());
+    assert_eq!(
+        (e.state, e.lock, e.key, e.value),
+        (state::PAIR, 0, keys[0], 2)
+    );
+    assert_eq!(e.version, 2, "each put moved the version on");
+    // Another key in the entry: a container, under the lock.
+    t.put(keys[1], 3).unwrap();
+    let s = t.stats();
+    assert_eq!((s.unlocked_puts, s.locks, s.containers), (2, 1, 1), "{s:?}");
+    assert_eq!(
+        (t.get(keys[0]).unwrap(), t.get(keys[1]).unwrap()),
+        (Some(2), Some(3))
     );
 }
 

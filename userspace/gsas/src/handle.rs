@@ -110,6 +110,15 @@ impl WaitPolicy {
         if let Some(n) = num("GSAS_YIELDS") {
             p.yields = n.min(u64::from(u32::MAX)) as u32;
         }
+        if let Some(us) = num("GSAS_SLEEP_MIN_US") {
+            p.sleep_min = Duration::from_micros(us.max(1));
+        }
+        if let Some(us) = num("GSAS_SLEEP_MAX_US") {
+            p.sleep_max = Duration::from_micros(us.max(1));
+        }
+        if let Some(ns) = num("GSAS_TIMERSLACK_NS") {
+            let _ = nix::sys::prctl::set_timerslack(ns.max(1));
+        }
         p
     }
 }
@@ -705,7 +714,50 @@ impl<T: Transport> Gsas<T> {
         entries: &[(u64, u64)],
         out: &mut [u64],
     ) -> Result<()> {
-        use gsas::indexed::{max, Batch, GATHER, RESULT_LEN};
+        use gsas::indexed::{GATHER, RESULT_LEN};
+        let n = entries.len();
+        if kind == GATHER && out.len() < n {
+            return Err(Error::Argument(format!(
+                "INDEXED GATHER of {n} elements into room for {}",
+                out.len()
+            )));
+        }
+        self.indexed_request(kind, elem_size, entries)?;
+        if kind == GATHER {
+            let mut results = vec![0u8; n * RESULT_LEN];
+            self.t.read_bulk_in(&mut results);
+            for (o, r) in out.iter_mut().zip(results.chunks_exact(RESULT_LEN)) {
+                *o = u64::from_le_bytes(r.try_into().expect("8 bytes"));
+            }
+        }
+        Ok(())
+    }
+
+    /// A multi-word compare-and-swap on one home (INDEXED
+    /// [`SCATTER_IF`](gsas::indexed::SCATTER_IF)): stores each of `stores` (GSAS address,
+    /// value; elements of `elem_size` bytes, in order) only if the element at `guard.0` holds
+    /// `guard.1`, all in one request under the home's lock. The guard's element as found: the
+    /// stores were applied if and only if it equals `guard.1` (as
+    /// [`guard_holds`](gsas::indexed::guard_holds) compares). The guard and the stores must be
+    /// on one node, at most [`indexed::MAX_PAIRS`](gsas::indexed::MAX_PAIRS) in all; errors as
+    /// [`indexed`](Self::indexed)'s, and after one nothing changed.
+    pub fn scatter_if(
+        &self,
+        elem_size: u8,
+        guard: (u64, u64),
+        stores: &[(u64, u64)],
+    ) -> Result<u64> {
+        use gsas::indexed::{guard_found, SCATTER_IF};
+        let mut entries = Vec::with_capacity(stores.len() + 1);
+        entries.push(guard);
+        entries.extend_from_slice(stores);
+        let r = self.indexed_request(SCATTER_IF, elem_size, &entries)?;
+        Ok(guard_found(&r.value).1)
+    }
+
+    /// One INDEXED request of `entries` (checked here as the home checks them).
+    fn indexed_request(&self, kind: u8, elem_size: u8, entries: &[(u64, u64)]) -> Result<Response> {
+        use gsas::indexed::{max, Batch};
         let n = entries.len();
         let batch = u32::try_from(n)
             .ok()
@@ -713,30 +765,17 @@ impl<T: Transport> Gsas<T> {
             .ok_or_else(|| {
                 Error::Argument(format!(
                     "INDEXED batch of {n} entries of kind {kind} on {elem_size}-byte elements: \
-                     kinds are ADD 0, SCATTER 1, GATHER 2, elements 4 or 8 bytes, 1-{} entries",
+                     kinds are ADD 0, SCATTER 1, GATHER 2, SCATTER_IF 3, elements 4 or 8 bytes, \
+                     1-{} entries",
                     max(kind).max(1)
                 ))
             })?;
-        if kind == GATHER && out.len() < n {
-            return Err(Error::Argument(format!(
-                "INDEXED GATHER of {n} elements into room for {}",
-                out.len()
-            )));
-        }
         let mut operands = vec![0u8; batch.operands_len()];
         for (i, &(a, v)) in entries.iter().enumerate() {
             batch.put_entry(&mut operands, i, a, v);
         }
         self.t.write_bulk_out(&operands);
-        self.call_at(op::INDEXED, entries[0].0, batch.arg1(), 0)?;
-        if kind == GATHER {
-            let mut results = vec![0u8; batch.results_len()];
-            self.t.read_bulk_in(&mut results);
-            for (o, r) in out.iter_mut().zip(results.chunks_exact(RESULT_LEN)) {
-                *o = u64::from_le_bytes(r.try_into().expect("8 bytes"));
-            }
-        }
-        Ok(())
+        self.call_at(op::INDEXED, entries[0].0, batch.arg1(), 0)
     }
 
     /// Reads `buf.len()` bytes at `addr`: one BULK_READ per piece of at most [`BULK_MAX`]

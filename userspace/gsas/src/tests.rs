@@ -195,7 +195,7 @@ impl Fake {
                 value[..8].copy_from_slice(&addr(home, first * PAGE_SIZE).to_le_bytes());
                 return Ok(());
             }
-            op::INDEXED => return self.indexed(home, p),
+            op::INDEXED => return self.indexed(home, p, value),
             _ => {}
         }
         if node_of(p.address) != home {
@@ -337,8 +337,8 @@ impl Fake {
     }
 
     /// INDEXED as `kernel/gsas/indexed.rs` serves it: every entry checked, then all applied.
-    fn indexed(&self, home: u16, p: &Payload) -> std::result::Result<(), u8> {
-        use unimem_wire::gsas::indexed::{Batch, ADD, GATHER};
+    fn indexed(&self, home: u16, p: &Payload, value: &mut [u8; 32]) -> std::result::Result<(), u8> {
+        use unimem_wire::gsas::indexed::{guard_holds, Batch, ADD, GATHER, SCATTER_IF};
         if node_of(p.address) != home {
             return Err(status::FAULT);
         }
@@ -359,12 +359,26 @@ impl Fake {
         let mut mem = self.mem.borrow_mut();
         let m = mem.get_mut(&home).unwrap();
         let mut results = self.bulk_in.borrow_mut();
-        for (i, &(a, v)) in entries.iter().enumerate() {
+        let load = |m: &[u8], a: u64| {
             let o = offset_of(a) as usize;
-            let e = &mut m[o..o + size as usize];
             let mut w = [0u8; 8];
-            w[..e.len()].copy_from_slice(e);
-            let old = u64::from_le_bytes(w);
+            w[..size as usize].copy_from_slice(&m[o..o + size as usize]);
+            u64::from_le_bytes(w)
+        };
+        let skip = if b.kind == SCATTER_IF {
+            let found = load(m, entries[0].0);
+            value[8..16].copy_from_slice(&found.to_le_bytes());
+            if !guard_holds(b.elem_size, found, entries[0].1) {
+                return Ok(());
+            }
+            1
+        } else {
+            0
+        };
+        value[..8].copy_from_slice(&u64::from(b.count).to_le_bytes());
+        for (i, &(a, v)) in entries.iter().enumerate().skip(skip) {
+            let o = offset_of(a) as usize;
+            let old = load(m, a);
             let new = match b.kind {
                 GATHER => {
                     results[i * 8..i * 8 + 8].copy_from_slice(&old.to_le_bytes());
@@ -373,7 +387,7 @@ impl Fake {
                 ADD => b.add(old, v),
                 _ => v,
             };
-            e.copy_from_slice(&new.to_le_bytes()[..size as usize]);
+            m[o..o + size as usize].copy_from_slice(&new.to_le_bytes()[..size as usize]);
         }
         Ok(())
     }
@@ -971,6 +985,41 @@ fn grant_modes_parse_as_chmod_takes_them() {
     assert!(parse_mode("1777").unwrap_err().contains("beyond 0777"));
     assert!(parse_mode("0x640").is_err());
     assert!(parse_mode("rw").is_err());
+}
+
+#[test]
+fn scatter_if_stores_only_when_its_guard_holds() {
+    use unimem_wire::gsas::indexed::MAX_PAIRS;
+    let f = Fake::new();
+    let g = handle(&f);
+    let a = g.alloc_shared_page(1, 1).unwrap();
+    g.write(a, 3).unwrap();
+    // Guard holds: every store applied, in order (the guard's own word last).
+    assert_eq!(
+        g.scatter_if(8, (a, 3), &[(a + 8, 10), (a + 16, 11), (a, 4)])
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        (
+            g.read(a).unwrap(),
+            g.read(a + 8).unwrap(),
+            g.read(a + 16).unwrap()
+        ),
+        (4, 10, 11)
+    );
+    // Guard does not hold: nothing stored, the guard as found returned.
+    assert_eq!(g.scatter_if(8, (a, 3), &[(a + 8, 99), (a, 5)]).unwrap(), 4);
+    assert_eq!((g.read(a).unwrap(), g.read(a + 8).unwrap()), (4, 10));
+    // 4-byte elements compare the low 32 bits.
+    g.write(a + 24, 0x1_0000_0007).unwrap();
+    assert_eq!(g.scatter_if(4, (a + 24, 7), &[(a + 32, 1)]).unwrap(), 7);
+    assert_eq!(g.read(a + 32).unwrap(), 1);
+    // One request each; too many entries refused before sending.
+    let sent = f.sent.borrow().len();
+    let r = g.scatter_if(8, (a, 4), &vec![(a, 1); MAX_PAIRS as usize]);
+    assert!(matches!(r, Err(Error::Argument(_))), "{r:?}");
+    assert_eq!(f.sent.borrow().len(), sent, "nothing sent");
 }
 
 #[test]

@@ -111,6 +111,8 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
         st_all.locks += st.locks;
         st_all.lock_held_ns += st.lock_held_ns;
         st_all.containers += st.containers;
+        st_all.unlocked_puts += st.unlocked_puts;
+        st_all.unlocked_misses += st.unlocked_misses;
         gs_all.add(&gs);
     }
     // Where writes wait: lock contention and hold time, containers made, reads that needed no
@@ -143,15 +145,20 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
                 .num("lock_retries", st_all.lock_retries)
                 .float("lock_hold_us", hold_us)
                 .num("containers", st_all.containers)
+                .num("unlocked_puts", st_all.unlocked_puts)
+                .num("unlocked_misses", st_all.unlocked_misses)
                 .num("mapped_reads", gs_all.mapped_reads)
                 .num("mapped_retries", gs_all.mapped_retries)
                 .num("mapped_fallbacks", gs_all.mapped_fallbacks)
                 .num("stalls", gs_all.stalls)
+                .num("yields", gs_all.yields)
+                .num("sleeps", gs_all.sleeps)
+                .num("kicks", gs_all.kicks)
         );
     } else {
         println!(
-            "bench {name}: node {node}, {} threads: median {med:.0} ops/s over {} windows of {w:.2} s; {per_op:.2} GSAS requests per operation, {retries} retries; {} locks, {} lock retries, {hold_us:.1} us held on average; {} containers; {} reads through mappings",
-            tm.threads, tm.reps, st_all.locks, st_all.lock_retries, st_all.containers, gs_all.mapped_reads
+            "bench {name}: node {node}, {} threads: median {med:.0} ops/s over {} windows of {w:.2} s; {per_op:.2} GSAS requests per operation, {retries} retries; {} unlocked puts ({} missed), {} locks, {} lock retries, {hold_us:.1} us held on average; {} containers; {} reads through mappings",
+            tm.threads, tm.reps, st_all.unlocked_puts, st_all.unlocked_misses, st_all.locks, st_all.lock_retries, st_all.containers, gs_all.mapped_reads
         );
     }
     Ok(0)

@@ -541,6 +541,42 @@ fn ops(ctx: &Ctx, node: u16, json: bool) -> Result<i32> {
             Ok(out),
             [42, 0xffff_ffff, 1],
         );
+        // SCATTER_IF: stores only while its guard holds; the guard as found either way.
+        let guard = p - 8;
+        eq(&mut c, "WRITE the guard", g.write(guard, 5), ());
+        eq(
+            &mut c,
+            "SCATTER_IF, guard holds",
+            g.scatter_if(8, (guard, 5), &[(q, 77), (guard, 6)]),
+            5,
+        );
+        eq(&mut c, "SCATTER_IF stored", g.read(q), 77);
+        eq(&mut c, "SCATTER_IF stored its guard last", g.read(guard), 6);
+        eq(
+            &mut c,
+            "SCATTER_IF, guard no longer holds",
+            g.scatter_if(8, (guard, 5), &[(q, 88), (guard, 9)]),
+            6,
+        );
+        eq(
+            &mut c,
+            "SCATTER_IF with a stale guard stored nothing",
+            g.read(q),
+            77,
+        );
+        eq(&mut c, "SCATTER_IF left its guard", g.read(guard), 6);
+        eq(
+            &mut c,
+            "SCATTER_IF of 32 bits compares the low half",
+            g.scatter_if(4, (p + 4, u64::from(u32::MAX)), &[(p, 43)]),
+            u64::from(u32::MAX),
+        );
+        eq(
+            &mut c,
+            "SCATTER_IF of 32 bits stored",
+            g.read(p),
+            43 | 0xffff_ffff << 32,
+        );
     }
     // COPY by the home: across the page boundary, unaligned, then overlapping (memmove).
     let pattern: Vec<u8> = (0..300u32).map(|i| (i * 13 % 251) as u8).collect();
@@ -692,6 +728,23 @@ fn denied(ctx: &Ctx, a: u64, json: bool) -> Result<i32> {
             d,
         );
         eq(&mut c, "a refused batch changed nothing", g.read(mine), 7);
+        // Another tree's guard is neither compared nor shown, and nothing is stored.
+        c.expect_err(
+            "INDEXED SCATTER_IF, another tree's guard",
+            g.scatter_if(8, (a & !7, 0), &[(mine, 9)]),
+            d,
+        );
+        c.expect_err(
+            "INDEXED SCATTER_IF, a store to another tree",
+            g.scatter_if(8, (mine, 7), &[(mine, 9), (a & !7, 1)]),
+            d,
+        );
+        eq(
+            &mut c,
+            "a refused SCATTER_IF changed nothing",
+            g.read(mine),
+            7,
+        );
         eq(&mut c, "FREE own page", g.free(mine), ());
     }
     println!("denied: tree {:#x} of node {}", g.prot_id(), g.node());
@@ -782,8 +835,8 @@ fn bad_input(ctx: &Ctx, b: BadInput) -> Result<i32> {
             inv,
         );
         c.expect_err(
-            "INDEXED of kind 3",
-            g.raw(op::INDEXED, a, 1 | 8 << 32 | 3 << 40, 0),
+            "INDEXED of kind 4 (none)",
+            g.raw(op::INDEXED, a, 1 | 8 << 32 | 4 << 40, 0),
             inv,
         );
         c.expect_err(
