@@ -97,7 +97,8 @@ pub(crate) fn env_u64(k: &str) -> Option<u64> {
 }
 
 impl WaitPolicy {
-    /// The default, changed by `GSAS_TIMEOUT_MS`, `GSAS_SPINS` and `GSAS_YIELDS` if set.
+    /// The default, changed by `GSAS_TIMEOUT_MS`, `GSAS_SPINS`, `GSAS_YIELDS`,
+    /// `GSAS_SLEEP_MIN_US` and `GSAS_SLEEP_MAX_US` if set.
     pub fn from_env() -> Self {
         let mut p = WaitPolicy::default();
         let num = env_u64;
@@ -115,9 +116,6 @@ impl WaitPolicy {
         }
         if let Some(us) = num("GSAS_SLEEP_MAX_US") {
             p.sleep_max = Duration::from_micros(us.max(1));
-        }
-        if let Some(ns) = num("GSAS_TIMERSLACK_NS") {
-            let _ = nix::sys::prctl::set_timerslack(ns.max(1));
         }
         p
     }
