@@ -21,7 +21,9 @@
 #   env: DHT_BENCH_NODES ("1 2 3 4"), DHT_BENCH_THREADS ("1 2 3 4"), DHT_BENCH_RUNS (3),
 #     DHT_BENCH_SECONDS (3 per point), DHT_BENCH_WINDOWS (3), DHT_BENCH_KEYS (4096 prefilled),
 #     DHT_BENCH_CAPACITY (16384, the put tables), DHT_BENCH_NO_PLOT=1, BENCH_RUN, DHT_BENCH_OUT,
-#     DHT_BENCH_ENV (environment of the measured processes, e.g. "GSAS_SPINS=0").
+#     DHT_BENCH_ENV (environment of the measured processes, e.g. "GSAS_SPINS=0"),
+#     DHT_BENCH_CLUSTER (4: the cluster's nodes, which the tables spread over; with 2 on a
+#     2-core host every node has a core of its own).
 # About 25 minutes on 2 shared cores in full, 3 with --quick. Needs `make` first.
 # shellcheck source=scripts/lib/common.sh
 source "$(dirname "$0")/../lib/common.sh"
@@ -35,7 +37,8 @@ esac
 RUN=${BENCH_RUN:-$UNIMEM_BUILD/bench-dht}
 export UNIMEM_RUN=$RUN
 CLUSTER=$UNIMEM_ROOT/scripts/cluster
-NODES=4
+NODES=${DHT_BENCH_CLUSTER:-4}
+[[ "$NODES" =~ ^[1-9][0-9]*$ ]] && [ "$NODES" -le 16 ] || die "DHT_BENCH_CLUSTER: 1-16 nodes, not '$NODES'"
 if "$quick"; then
   read -ra NODE_COUNTS <<<"${DHT_BENCH_NODES:-1 2 4}"
   read -ra THREADS <<<"${DHT_BENCH_THREADS:-1 4}"
@@ -45,6 +48,9 @@ else
   read -ra THREADS <<<"${DHT_BENCH_THREADS:-1 2 3 4}"
   RUNS=${DHT_BENCH_RUNS:-3} SECONDS_PER_POINT=${DHT_BENCH_SECONDS:-3}
 fi
+for nn in "${NODE_COUNTS[@]}"; do
+  [[ "$nn" =~ ^[1-9][0-9]*$ ]] && [ "$nn" -le "$NODES" ] || die "DHT_BENCH_NODES: '$nn' is not 1-$NODES issuing nodes"
+done
 WINDOWS=${DHT_BENCH_WINDOWS:-3}
 KEYS=${DHT_BENCH_KEYS:-4096}
 CAPACITY=${DHT_BENCH_CAPACITY:-16384}
@@ -87,7 +93,8 @@ BENCH_BARRIERS=$(g 0 alloc --node 0)
 points=0
 READ_ARGS="--op read256 --vars 128"
 for n in $(seq 0 $((NODES - 1))); do READ_ARGS="$READ_ARGS --addr $(g 0 alloc --node "$n")"; done
-create() { sed -n 's/.*"root":"\(0x[0-9a-f]*\)".*/\1/p' <<<"$(d 0 create --nodes 0,1,2,3 --capacity "$1" --json)"; }
+ALL_NODES=$(seq -s, 0 $((NODES - 1)))
+create() { sed -n 's/.*"root":"\(0x[0-9a-f]*\)".*/\1/p' <<<"$(d 0 create --nodes "$ALL_NODES" --capacity "$1" --json)"; }
 
 log "prefilling a table with $KEYS keys (4 threads on node 0)"
 GT=$(create "$KEYS")
