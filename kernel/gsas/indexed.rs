@@ -10,7 +10,7 @@
 use crate::{
     claims::Claim,
     gsas::{
-        indexed::{guard_holds, Batch, ADD, GATHER, RESULT_LEN, SCATTER_IF},
+        indexed::{Batch, ADD, GATHER, RESULT_LEN, SCATTER_IF},
         offset_of, status, BULK_IN_PAGE, BULK_MAX, BULK_OUT_PAGE,
     },
     lease::PoolState,
@@ -69,9 +69,7 @@ impl Service {
             // aligned to its size (checked with every entry above), usable while the access
             // lives.
             let found = unsafe { load(p, batch.elem_size) };
-            value[8..16].copy_from_slice(&found.to_le_bytes());
-            if !guard_holds(batch.elem_size, found, expected) {
-                value[..8].copy_from_slice(&0u64.to_le_bytes());
+            if !batch.judge_guard(found, expected, value) {
                 return Ok(());
             }
             1

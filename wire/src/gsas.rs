@@ -904,6 +904,18 @@ pub mod indexed {
             }
         }
 
+        /// SCATTER_IF's verdict on its guard: `found` (the guard's element) against `expected`
+        /// (entry 0's value), written into the answer's `value` as the service answers (bytes
+        /// 8..16 the guard as found; bytes 0..8 the count, or 0 when it does not hold).
+        /// Whether the other entries are to be stored.
+        pub fn judge_guard(&self, found: u64, expected: u64, value: &mut [u8; 32]) -> bool {
+            let holds = guard_holds(self.elem_size, found, expected);
+            let applied = if holds { u64::from(self.count) } else { 0 };
+            value[..8].copy_from_slice(&applied.to_le_bytes());
+            value[8..16].copy_from_slice(&found.to_le_bytes());
+            holds
+        }
+
         /// What the issuer needs of a granted allocation (`grant::READ` / `grant::WRITE`):
         /// GATHER reads; ADD and SCATTER write (ADD returns nothing, so it needs no read);
         /// SCATTER_IF reads (its answer shows the guard) and writes.
@@ -1462,9 +1474,10 @@ mod tests {
         assert_eq!(c.results_len(), 0);
         // The answer's value: entries applied, then the guard as found.
         let mut v = [0u8; 32];
-        v[..8].copy_from_slice(&2u64.to_le_bytes());
-        v[8..16].copy_from_slice(&0xdead_beefu64.to_le_bytes());
+        assert!(c.judge_guard(0xdead_beef, 0xdead_beef, &mut v));
         assert_eq!(guard_found(&v), (2, 0xdead_beef));
+        assert!(!c.judge_guard(7, 0xdead_beef, &mut v));
+        assert_eq!(guard_found(&v), (0, 7));
         assert!(guard_holds(4, 0x1_0000_0005, 5));
         assert!(!guard_holds(8, 0x1_0000_0005, 5));
         assert!(guard_holds(8, 5, 5));

@@ -230,7 +230,7 @@ impl Cluster {
         p: &Payload,
         value: &mut [u8; 32],
     ) -> Result<(), u8> {
-        use unimem_wire::gsas::indexed::{guard_holds, Batch, ADD, GATHER, RESULT_LEN, SCATTER_IF};
+        use unimem_wire::gsas::indexed::{Batch, ADD, GATHER, RESULT_LEN, SCATTER_IF};
         let batch = Batch::from_arg1(p.arg1)?;
         let ops = h.bulk_out.borrow()[..batch.operands_len()].to_vec();
         let size = usize::from(batch.elem_size);
@@ -251,10 +251,7 @@ impl Cluster {
             let (o, expected) = at[0];
             let mut b = [0u8; 8];
             b[..size].copy_from_slice(&m[o..o + size]);
-            let found = u64::from_le_bytes(b);
-            value[8..16].copy_from_slice(&found.to_le_bytes());
-            if !guard_holds(batch.elem_size, found, expected) {
-                value[..8].copy_from_slice(&0u64.to_le_bytes());
+            if !batch.judge_guard(u64::from_le_bytes(b), expected, value) {
                 return Ok(());
             }
             skip = 1;

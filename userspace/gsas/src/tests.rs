@@ -338,7 +338,7 @@ impl Fake {
 
     /// INDEXED as `kernel/gsas/indexed.rs` serves it: every entry checked, then all applied.
     fn indexed(&self, home: u16, p: &Payload, value: &mut [u8; 32]) -> std::result::Result<(), u8> {
-        use unimem_wire::gsas::indexed::{guard_holds, Batch, ADD, GATHER, SCATTER_IF};
+        use unimem_wire::gsas::indexed::{Batch, ADD, GATHER, SCATTER_IF};
         if node_of(p.address) != home {
             return Err(status::FAULT);
         }
@@ -366,16 +366,13 @@ impl Fake {
             u64::from_le_bytes(w)
         };
         let skip = if b.kind == SCATTER_IF {
-            let found = load(m, entries[0].0);
-            value[8..16].copy_from_slice(&found.to_le_bytes());
-            if !guard_holds(b.elem_size, found, entries[0].1) {
+            if !b.judge_guard(load(m, entries[0].0), entries[0].1, value) {
                 return Ok(());
             }
             1
         } else {
             0
         };
-        value[..8].copy_from_slice(&u64::from(b.count).to_le_bytes());
         for (i, &(a, v)) in entries.iter().enumerate().skip(skip) {
             let o = offset_of(a) as usize;
             let old = load(m, a);
