@@ -20,6 +20,7 @@
 pub mod cli;
 mod error;
 pub mod fabric;
+mod fixed_map;
 pub mod ioctl;
 mod mailbox;
 pub mod stats;

@@ -299,33 +299,14 @@ impl Mailbox {
         fixed: Option<std::num::NonZeroUsize>,
         write: bool,
     ) -> Result<std::ptr::NonNull<std::ffi::c_void>> {
-        use nix::sys::mman::{mmap, MapFlags, ProtFlags};
         let err = |e| Error::sys(Op::Mmap, e);
         let len = std::num::NonZeroUsize::new(len).ok_or_else(|| err(Errno::EINVAL))?;
         let off = off
             .and_then(|o| nix::libc::off_t::try_from(o).ok())
             .ok_or_else(|| err(Errno::EINVAL))?;
-        let flags = match fixed {
-            Some(_) => MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
-            None => MapFlags::MAP_SHARED,
-        };
-        // SAFETY: a new shared mapping of the device; with `fixed` the caller replaces pages it
-        // owns and nothing refers to them meanwhile (its contract).
-        unsafe {
-            mmap(
-                fixed,
-                len,
-                if write {
-                    ProtFlags::PROT_READ | ProtFlags::PROT_WRITE
-                } else {
-                    ProtFlags::PROT_READ
-                },
-                flags,
-                self.fd.as_fd(),
-                off,
-            )
-        }
-        .map_err(err)
+        // At `fixed` only once the driver made the mapping (`fixed_map.rs`: a refused
+        // `MAP_FIXED` would leave a hole in the caller's reservation).
+        crate::fixed_map::map_shared(self.fd.as_fd(), off, len, fixed, write).map_err(err)
     }
 
     /// Receives the 64-bit messages of `service` on this node through this file

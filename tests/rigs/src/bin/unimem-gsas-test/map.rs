@@ -41,6 +41,33 @@ fn read_faults(p: *const u64) -> Result<bool> {
     }
 }
 
+/// Maps `a` (whose mapping `g` must be refused) over a reservation of [`LEN`] bytes: the
+/// answer, and whether every page of the reservation is still mapped (`mprotect` fails with
+/// `ENOMEM` over a hole).
+fn refused_over_reservation(
+    g: &Gsas,
+    a: u64,
+) -> Result<(gsas::Result<std::ptr::NonNull<std::ffi::c_void>>, bool)> {
+    use nix::sys::mman::{mmap_anonymous, mprotect, munmap, MapFlags, ProtFlags};
+    let len = std::num::NonZeroUsize::new(LEN).expect("LEN > 0");
+    // SAFETY: a new private anonymous mapping the kernel places: it replaces nothing.
+    let res = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_NONE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
+        )
+    }?;
+    let at = std::num::NonZeroUsize::new(res.as_ptr() as usize);
+    let r = g.map_local(a, LEN, at);
+    // SAFETY: the reservation made above (or what replaced it), used by nothing else.
+    let whole = unsafe { mprotect(res, LEN, ProtFlags::PROT_NONE) }.is_ok();
+    // SAFETY: as above.
+    let _ = unsafe { munmap(res, LEN) };
+    Ok((r, whole))
+}
+
 pub fn check(ctx: &Ctx, other_is_mine: bool, json: bool) -> Result<i32> {
     let g = ctx.open()?;
     let me = g.node();
@@ -92,6 +119,19 @@ pub fn check(ctx: &Ctx, other_is_mine: bool, json: bool) -> Result<i32> {
         "another tree's mapping of one page is refused with EACCES",
         refused(&r) == Some(Errno::EACCES),
         describe(&r),
+    );
+    // A refused mapping over a reservation must leave the reservation whole: a hole there
+    // would take another thread's next mmap, which the owner of the reservation then
+    // overwrites (the reads' arena did, docs/GSAS.md "Reads through mappings").
+    let (r, whole) = refused_over_reservation(&other, a)?;
+    c.expect(
+        "another tree's mapping at a fixed address is refused and leaves what was mapped there",
+        refused(&r) == Some(Errno::EACCES) && whole,
+        format!(
+            "{}; the reservation {}",
+            describe(&r),
+            if whole { "is whole" } else { "has a hole" }
+        ),
     );
     let r = g.map_local(a, LEN + PAGE_SIZE as usize, None);
     c.expect(
