@@ -12,7 +12,7 @@ use crate::{
         USER_INTERFACES,
     },
     kmsg_api,
-    mailbox::INTERFACES,
+    mailbox::{DOORBELL_VECTOR, INTERFACES},
     memory::{apply_word, cas128},
     packet::{Packet, MAX_24, PACKET_LEN},
     pool::Freed,
@@ -443,5 +443,30 @@ impl Service {
             };
         }
         seq_word.store(resp.seq.to_le(), Ordering::Release);
+        if from != self.node {
+            self.wake_issuer(claim);
+        }
+    }
+
+    /// Rings the issuer's node if the claimed interface's thread sleeps for this answer (its
+    /// wake word, `gsas::wake_word`, which only that node's driver writes; a wrong word costs a
+    /// doorbell, or the thread's timeout). After the answer's `seq`, which the sleeper looks at
+    /// after publishing the word (`kernel/mailbox/answer_wait.rs`).
+    fn wake_issuer(&self, claim: &Claim<'_>) {
+        core::sync::atomic::fence(Ordering::SeqCst);
+        let word = self.info.ctl_size
+            + u64::from(claim.from) * self.info.partition_size
+            + gsas::wake_word(claim.iface);
+        let Some(p) = claim.w.ptr(word, 4) else {
+            return;
+        };
+        // SAFETY: a 4-byte aligned word inside the window (`ptr`), usable while the claim's
+        // access lives; other nodes access it only with aligned loads and stores.
+        let asleep = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) }.load(Ordering::Relaxed);
+        if u32::from_le(asleep) == gsas::WAKE_ASLEEP
+            && self.gas.ring(claim.from, DOORBELL_VECTOR).is_ok()
+        {
+            self.stats.bump(Counter::AnswerDoorbells);
+        }
     }
 }

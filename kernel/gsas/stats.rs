@@ -110,9 +110,12 @@ pub(crate) enum Counter {
     PoolGrowFailed,
     /// Ranges given back to the daemon (unused at the pool's end).
     PoolShrunk,
+    /// Answers after which the issuer node was rung: its thread slept for the answer
+    /// (`mailbox::NR_WAIT_ANSWER`).
+    AnswerDoorbells,
 }
 
-const COUNTERS: [(Counter, &str); 31] = [
+const COUNTERS: [(Counter, &str); 32] = [
     (Counter::Ok, "ok"),
     (Counter::Denied, "denied"),
     (Counter::Faults, "faults"),
@@ -144,6 +147,7 @@ const COUNTERS: [(Counter, &str); 31] = [
     (Counter::PoolGrown, "pool_grown"),
     (Counter::PoolGrowFailed, "pool_grow_failed"),
     (Counter::PoolShrunk, "pool_shrunk"),
+    (Counter::AnswerDoorbells, "answer_doorbells"),
 ];
 
 pub(crate) struct Stats {
@@ -261,7 +265,7 @@ impl Service {
 }
 
 /// Every name shown, in order (sysfs files and debugfs lines).
-const NAMES: [&CStr; 68] = [
+const NAMES: [&CStr; 69] = [
     c"node",
     c"pool_pages",
     c"pool_max_pages",
@@ -330,6 +334,7 @@ const NAMES: [&CStr; 68] = [
     c"pool_grown",
     c"pool_grow_failed",
     c"pool_shrunk",
+    c"answer_doorbells",
 ];
 
 /// `/sys/kernel/unimem_gsas/` while alive.

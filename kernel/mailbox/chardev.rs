@@ -44,6 +44,7 @@ const SET_TREE: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_SET_TREE);
 const KICK: u32 = _IOW::<u32>(abi::IOCTL_TYPE, abi::NR_KICK);
 const SET_OWNER: u32 = _IOW::<abi::OwnerArgs>(abi::IOCTL_TYPE, abi::NR_SET_OWNER);
 const RECV_CREDS: u32 = _IOR::<abi::RecvCredsArgs>(abi::IOCTL_TYPE, abi::NR_RECV_CREDS);
+const WAIT_ANSWER: u32 = _IOW::<abi::WaitAnswerArgs>(abi::IOCTL_TYPE, abi::NR_WAIT_ANSWER);
 
 // The interface area is mapped page by page with the kernel's pages.
 const _: () = assert!(GSAS_PAGE as usize == bindings::PAGE_SIZE);
@@ -91,6 +92,8 @@ unsafe impl FromBytes for abi::KmsgArgs {}
 unsafe impl FromBytes for abi::OwnerArgs {}
 // SAFETY: four `u32`s: every bit pattern is a valid value.
 unsafe impl FromBytes for abi::AllocInfo {}
+// SAFETY: four `u32`s: every bit pattern is a valid value.
+unsafe impl FromBytes for abi::WaitAnswerArgs {}
 // SAFETY: four `u32`s and no padding (asserted in `unimem-wire`): every byte is initialized.
 unsafe impl AsBytes for abi::AllocInfo {}
 // SAFETY: one byte array: every byte is initialized.
@@ -432,6 +435,11 @@ impl MiscDevice for MboxFile {
             SET_TREE => this.set_tree(arg),
             KICK => this.kick(arg),
             SET_OWNER => this.set_owner(arg),
+            WAIT_ANSWER => {
+                let args: abi::WaitAnswerArgs = read_arg(arg)?;
+                this.state.wait_answer(this.iface()?, &args)?;
+                Ok(0)
+            }
             _ => Err(ENOTTY),
         }
     }

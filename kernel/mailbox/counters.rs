@@ -21,6 +21,8 @@ pub(crate) struct Counters {
     /// Requests taken from submission slots, and `KICK`s this node's threads asked for.
     pub(crate) submitted: AtomicU64,
     pub(crate) kicks: AtomicU64,
+    /// Sleeps of this node's threads for a GSAS answer (`WAIT_ANSWER`).
+    pub(crate) answer_sleeps: AtomicU64,
     /// `ALLOC`s refused because every free interface still had a previous owner's request
     /// applied somewhere, and because no fresh tree id was found (`owners.rs`).
     pub(crate) quarantined: AtomicU64,

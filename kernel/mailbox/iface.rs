@@ -26,6 +26,8 @@ pub(crate) struct Iface {
     pub(crate) wait: PollCondVar,
     /// Mirrors `owner.is_some()` for the doorbell handler's quick scan.
     pub(crate) in_use: AtomicBool,
+    /// Set while the holder sleeps in `WAIT_ANSWER` (`answer_wait.rs`): every doorbell wakes it.
+    pub(crate) answer_wait: AtomicBool,
     /// Counts the allocations of this pair (from a random start): with the interface number it
     /// names one owner, so a lock left by a dead thread is not taken for a later owner's
     /// (`unimem_mbox_iface_state`).
@@ -49,6 +51,7 @@ impl Iface {
             owner <- new_spinlock_irq!(None, "unimem_mailbox::iface"),
             wait <- new_poll_condvar!("unimem_mailbox::iface_wait"),
             in_use: AtomicBool::new(false),
+            answer_wait: AtomicBool::new(false),
             generation: AtomicU32::new(generation),
             sent: AtomicU64::new(0),
             received: AtomicU64::new(0),

@@ -20,6 +20,7 @@ use kernel::{
     workqueue::Work,
 };
 
+mod answer_wait;
 mod chardev;
 mod counters;
 mod dispatch;

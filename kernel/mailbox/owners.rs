@@ -292,7 +292,8 @@ impl Owners {
         }
     }
 
-    /// Wakes the receivers of held interfaces whose rings have packets (the doorbell).
+    /// Wakes the receivers of held interfaces whose rings have packets, and the threads asleep
+    /// for a GSAS answer (the doorbell: a home that answered one of them rang it).
     pub(crate) fn wake_queued(&self, win: &Window, w: &Access<'_>) {
         for (id, iface) in self.ifaces.iter().enumerate() {
             if !iface.in_use.load(Ordering::Acquire) {
@@ -300,7 +301,7 @@ impl Owners {
             }
             // Taking the receivers' lock orders this wake-up after any check they made.
             let _owner = iface.owner.lock();
-            if win.queued(w, id as u32) {
+            if iface.answer_wait.load(Ordering::Acquire) || win.queued(w, id as u32) {
                 iface.wait.notify_all();
             }
         }

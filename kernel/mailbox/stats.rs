@@ -34,6 +34,7 @@ impl State {
         writeln!(f, "resynced {}", load(&self.counters.resynced))?;
         writeln!(f, "submissions {}", load(&self.counters.submitted))?;
         writeln!(f, "kicks {}", load(&self.counters.kicks))?;
+        writeln!(f, "answer_sleeps {}", load(&self.counters.answer_sleeps))?;
         writeln!(f, "service sent received rejected dropped")?;
         let c = &self.services.counters;
         for s in 1..c.sent.len() {

@@ -7,7 +7,7 @@ use crate::{state::State, sysfs_group::kernel_dir_counters};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-const NAMES: [&CStr; 24] = [
+const NAMES: [&CStr; 25] = [
     c"node",
     c"nodes",
     c"interfaces_allocated",
@@ -30,6 +30,7 @@ const NAMES: [&CStr; 24] = [
     c"doorbell_rate",
     c"submissions",
     c"kicks",
+    c"answer_sleeps",
     c"allocs_quarantined",
     c"trees_exhausted",
 ];
@@ -71,6 +72,7 @@ impl State {
             b"doorbell_rate" => self.sender.doorbell_rate(),
             b"submissions" => load(&self.counters.submitted),
             b"kicks" => load(&self.counters.kicks),
+            b"answer_sleeps" => load(&self.counters.answer_sleeps),
             b"allocs_quarantined" => load(&self.counters.quarantined),
             b"trees_exhausted" => load(&self.counters.trees_exhausted),
             _ => return None,

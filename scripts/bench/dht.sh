@@ -108,18 +108,18 @@ echo "run,workload,nodes,threads_per_node,threads,ops_per_s,min_ops_per_s,max_op
 # Where the writers wait (issue 31): per point, summed over the issuing nodes' processes (their
 # JSON lines, still on the nodes after bench_point), lock retries and hold time per lock taken.
 counts_csv=$OUT/dht_counts.csv
-echo "run,workload,nodes,threads_per_node,ops,locks,lock_retries,lock_retries_per_lock,lock_hold_us,containers,retries,mapped_reads_per_op,unlocked_puts,unlocked_misses,yields_per_op,sleeps_per_op" >"$counts_csv"
+echo "run,workload,nodes,threads_per_node,ops,locks,lock_retries,lock_retries_per_lock,lock_hold_us,containers,retries,mapped_reads_per_op,unlocked_puts,unlocked_misses,yields_per_op,sleeps_per_op,answer_sleeps_per_op" >"$counts_csv"
 point_counts() {
-  local nn=$1 n out ops=0 locks=0 lr=0 held=0 cont=0 ret=0 mapped=0 unl=0 miss=0 yl=0 sl=0
+  local nn=$1 n out ops=0 locks=0 lr=0 held=0 cont=0 ret=0 mapped=0 unl=0 miss=0 yl=0 sl=0 as=0
   for n in $(seq 0 $((nn - 1))); do
     out=$(on "$n" "grep '^{' /tmp/$BG-pt.log")
     ops=$((ops + $(jv ops "$out"))) locks=$((locks + $(jv locks "$out"))) lr=$((lr + $(jv lock_retries "$out")))
     held=$(calc %.3f "$held + $(jv lock_hold_us "$out") * $(jv locks "$out")")
     cont=$((cont + $(jv containers "$out"))) ret=$((ret + $(jv retries "$out"))) mapped=$((mapped + $(jv mapped_reads "$out")))
     unl=$((unl + $(jv unlocked_puts "$out"))) miss=$((miss + $(jv unlocked_misses "$out")))
-    yl=$((yl + $(jv yields "$out"))) sl=$((sl + $(jv sleeps "$out")))
+    yl=$((yl + $(jv yields "$out"))) sl=$((sl + $(jv sleeps "$out"))) as=$((as + $(jv answer_sleeps "$out")))
   done
-  echo "$ops,$locks,$lr,$(calc %.3f "$lr / ($locks > 0 ? $locks : 1)"),$(calc %.1f "$held / ($locks > 0 ? $locks : 1)"),$cont,$ret,$(calc %.3f "$mapped / ($ops > 0 ? $ops : 1)"),$unl,$miss,$(calc %.3f "$yl / ($ops > 0 ? $ops : 1)"),$(calc %.3f "$sl / ($ops > 0 ? $ops : 1)")"
+  echo "$ops,$locks,$lr,$(calc %.3f "$lr / ($locks > 0 ? $locks : 1)"),$(calc %.1f "$held / ($locks > 0 ? $locks : 1)"),$cont,$ret,$(calc %.3f "$mapped / ($ops > 0 ? $ops : 1)"),$unl,$miss,$(calc %.3f "$yl / ($ops > 0 ? $ops : 1)"),$(calc %.3f "$sl / ($ops > 0 ? $ops : 1)"),$(calc %.3f "$as / ($ops > 0 ? $ops : 1)")"
 }
 # Where the host's cores go (issue 31): during each point the CPU time of each node's QEMU (all
 # its threads: the vCPU and the I/O thread that delivers doorbells) is sampled every 0.2 s; the
@@ -254,15 +254,16 @@ echo "fill: $(jv ops_per_s "$fill") puts/s (4 threads of node 0, $KEYS keys)"
 echo
 echo "Where writes wait (run 1; dht_counts.csv): per point, puts published without a lock (one SCATTER_IF;"
 echo "misses: the entry changed, the put took the lock), locks taken, lock retries per lock, mean lock hold (us),"
-echo "containers made, GSAS requests, reads through mappings, and sched_yield()s and sleeps while waiting per operation"
+echo "containers made, GSAS requests, reads through mappings, and sched_yield()s, sleeps and sleeps until a home rang"
+echo "(WAIT_ANSWER, GSAS_ANSWER_SLEEP_AFTER) while waiting per operation"
 for w in put mix80 mix50 get; do
   for nn in "${NODE_COUNTS[@]}"; do
     for t in "${THREADS[@]}"; do
       row=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$1 == 1 && $2 == w && $3 == n && $4 == t' "$counts_csv")
       req=$(awk -F, -v w="$w" -v n="$nn" -v t="$t" '$1 == 1 && $2 == w && $3 == n && $4 == t { print $10 }' "$runs_csv")
-      IFS=, read -r _ _ _ _ _ locks _ lrl hold cont _ mpo unl miss ypo spo <<<"$row"
-      printf '  %-6s %s node(s) x %s: %7s unlocked (%s missed), %6s locks, %6s retries/lock, %8s us held, %5s containers, %5s requests/op, %5s mapped reads/op, %s yields/op, %s sleeps/op\n' \
-        "$w" "$nn" "$t" "$unl" "$miss" "$locks" "$lrl" "$hold" "$cont" "$req" "$mpo" "$ypo" "$spo"
+      IFS=, read -r _ _ _ _ _ locks _ lrl hold cont _ mpo unl miss ypo spo apo <<<"$row"
+      printf '  %-6s %s node(s) x %s: %7s unlocked (%s missed), %6s locks, %6s retries/lock, %8s us held, %5s containers, %5s requests/op, %5s mapped reads/op, %s yields/op, %s sleeps/op, %s answer sleeps/op\n' \
+        "$w" "$nn" "$t" "$unl" "$miss" "$locks" "$lrl" "$hold" "$cont" "$req" "$mpo" "$ypo" "$spo" "$apo"
     done
   done
 done

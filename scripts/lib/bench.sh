@@ -44,6 +44,7 @@ bench_environment() {
     echo "key,value"
     echo "accelerator,$BENCH_ACCEL"
     echo "vcpus_per_node,${UNIMEM_SMP:-1}"
+    echo "guest_cmdline,$(on 0 "cat /proc/cmdline" | tr "," ";")"
     echo "nodes,$nodes"
     echo "host_cores,$(nproc)"
     echo "kernel,$BENCH_KERNEL"

@@ -246,6 +246,33 @@ tail -1 <<<"$out"
 [ "$(counter 2 denied)" -gt "$denied0" ] || fail "node 2 counted no denial for the slot requests"
 echo "node 0 kicked $(( $(counter_mbox 0 kicks) - kicks0 )) times"
 
+step "threads asleep for their answers (GSAS_ANSWER_SLEEP_AFTER=0): operations and a Fetch&Add sum right; the homes rang them"
+# Every wait for another node's answer sleeps in WAIT_ANSWER at once, and only the home's
+# doorbell (or the 2 ms slice) ends it: the homes must count the doorbells and the issuers the
+# sleeps, and nothing may be answered wrong or lost (a lost doorbell shows as slices run out).
+door0=$(( $(counter 2 answer_doorbells) + $(counter 1 answer_doorbells) ))
+sleeps0=$(counter_mbox 0 answer_sleeps)
+out=$(job 0 "GSAS_ANSWER_SLEEP_AFTER=0 GSAS_SUBMIT=0 unimem-gsas-test check ops --node 2") || { echo "$out"; fail "check ops asleep for the answers"; }
+tail -1 <<<"$out"
+F=$(alloc 0 1 1); ALLOCS+=("$F")
+for n in 0 3; do
+  bg_job "$n" afaa "GSAS_ANSWER_SLEEP_AFTER=0 unimem-gsas-test $(tree_opt) check faa-sum --addr $(hex $((F + 64))) --threads 2 --count 300 --barrier $(hex $((F + 8))) --parties 2 --json"
+done
+for n in 0 3; do
+  TIMEOUT=600 wait_log "$n" afaa '^exit=' 600
+  out=$(on "$n" "cat /tmp/$BG-afaa.log")
+  grep -q '^exit=0$' <<<"$out" || { echo "$out"; fail "node $n: faa-sum asleep for the answers failed"; }
+done
+expect_eq "$(g 1 read "$(hex $((F + 64)))")" "$(hex 1200)" "the word after 1200 Fetch&Adds from threads asleep for their answers"
+out=$(job 0 "GSAS_ANSWER_SLEEP_AFTER=0 GSAS_SUBMIT=0 unimem-gsas-test bench --node 2 --op faa --count 200 --reps 3 --warmup 20 --json")
+echo "node 0 -> node 2 faa asleep: $out"
+door=$(( $(counter 2 answer_doorbells) + $(counter 1 answer_doorbells) - door0 ))
+sleeps=$(( $(counter_mbox 0 answer_sleeps) - sleeps0 ))
+echo "node 0 slept $sleeps times for an answer; nodes 1 and 2 rang after $door answers"
+[ "$sleeps" -ge 85 ] || fail "node 0's threads slept only $sleeps times for answers"
+[ "$door" -ge 85 ] || fail "the homes rang only $door times for answers their issuers slept for"
+awk -v a="$(jnum answer_sleeps_per_op "$out")" 'BEGIN { exit !(a > 0.5) }' || fail "the bench's requests did not sleep for their answers"
+
 step "free everything; the services unload; no kernel warnings"
 for a in "${ALLOCS[@]}"; do g 0 free "$a"; done
 ALLOCS=()

@@ -416,6 +416,25 @@ pub const fn response_slot(iface: u32, home: u32) -> u64 {
     area_page(iface, RESPONSES_PAGE) + home as u64 * RESPONSE_LEN as u64
 }
 
+/// Byte offset, in an interface's response page, of its wake word (a little-endian `u32`):
+/// the issuer node's mailbox driver sets it to [`WAKE_ASLEEP`] while the interface's thread
+/// sleeps in `WAIT_ANSWER` (`mailbox::NR_WAIT_ANSWER`) and clears it when it wakes. A home's
+/// service that has written an answer for the interface rings the issuer node's doorbell if it
+/// reads [`WAKE_ASLEEP`] there. Only the issuer's driver writes it (the thread maps the page
+/// read-only); to the home it is a hint: a wrong one costs a doorbell or a later look.
+/// After the response slots and the MAP approval words (`remote_map::APPROVALS`).
+pub const WAKE_OFFSET: usize = remote_map::APPROVALS as usize + crate::gas::MAX_NODES as usize * 8;
+/// The wake word of a thread asleep for an answer.
+pub const WAKE_ASLEEP: u32 = 0x5741_4b45;
+
+const _: () = assert!(WAKE_OFFSET + 4 <= PAGE_SIZE as usize);
+const _: () = assert!(WAKE_OFFSET % 4 == 0);
+
+/// Partition offset of interface `iface`'s wake word ([`WAKE_OFFSET`]).
+pub const fn wake_word(iface: u32) -> u64 {
+    area_page(iface, RESPONSES_PAGE) + WAKE_OFFSET as u64
+}
+
 /// Bytes of one submission slot.
 pub const SUBMIT_LEN: usize = 64;
 /// Byte offset of a submission slot's `seq` (little-endian u32, written last, with release
@@ -1666,6 +1685,19 @@ mod tests {
             approval_slot(3, crate::gas::MAX_NODES - 1) + 8
                 <= area_page(3, RESPONSES_PAGE) + PAGE_SIZE
         );
+    }
+
+    #[test]
+    fn the_wake_word_shares_its_page_with_nothing() {
+        use remote_map::approval_slot;
+        let last = crate::gas::MAX_NODES - 1;
+        for iface in [0, 3, SERVICE_IFACE] {
+            let w = wake_word(iface);
+            assert!(w >= response_slot(iface, last) + RESPONSE_LEN as u64);
+            assert!(w >= approval_slot(iface, last) + 8);
+            assert!(w + 4 <= area_page(iface, RESPONSES_PAGE) + PAGE_SIZE);
+            assert_eq!(w % 4, 0);
+        }
     }
 
     #[test]

@@ -54,6 +54,12 @@ pub const NR_RECV_CREDS: u32 = 12;
 /// any other interface). A system service takes its well-known interface this way, so that
 /// clients on every node know where to send without asking anyone.
 pub const NR_ALLOC_AT: u32 = 13;
+/// `_IOW(WAIT_ANSWER, WaitAnswerArgs)`: sleeps until the response slot that node `home`'s
+/// service writes for this file's interface no longer holds `seq`, for at most `timeout_us`
+/// (`ETIMEDOUT`; `EINTR` on a signal). Meanwhile the interface's wake word
+/// (`gsas::wake_word`) says [`gsas::WAKE_ASLEEP`](crate::gsas::WAKE_ASLEEP), so the home rings
+/// this node when it answers: the thread's CPU is free for others while it waits.
+pub const NR_WAIT_ANSWER: u32 = 14;
 
 /// Interfaces that plain `ALLOC` never hands out: each belongs to one system service, which
 /// takes it with `ALLOC_AT`. A user cannot squat on them, so a client that sends to one reaches
@@ -176,6 +182,21 @@ pub struct OwnerArgs {
     pub flags: u32,
 }
 
+/// Argument of `WAIT_ANSWER`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitAnswerArgs {
+    /// The node whose answer is awaited.
+    pub home: u32,
+    /// The slot's `seq` before the request was sent.
+    pub seq: u32,
+    /// The longest sleep, in microseconds (at least one tick is slept through if no answer
+    /// comes; 0 only checks).
+    pub timeout_us: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
 /// Argument of `KSEND` (node = destination) and `KRECV` (node = sender).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -196,6 +217,7 @@ const _: () = {
     assert!(size_of::<SetProtArgs>() == 4 + 4);
     assert!(size_of::<OwnerArgs>() == 3 * 4);
     assert!(size_of::<KmsgArgs>() == 4 + 4 + 8);
+    assert!(size_of::<WaitAnswerArgs>() == 4 * 4);
 };
 
 /// Services of 64-bit kernel messages (the addressee on the destination node).

@@ -75,6 +75,11 @@ pub struct WaitPolicy {
     pub sleep_min: Duration,
     pub sleep_max: Duration,
     pub timeout: Duration,
+    /// After this many looks at the slot, a thread waiting for another node's answer sleeps
+    /// in the driver until the home rings it (`WAIT_ANSWER`), instead of spinning on: its CPU
+    /// is then free for others, at the cost of a doorbell and a wake-up per answer. `None`:
+    /// never (`GSAS_ANSWER_SLEEP_AFTER`, a number or `off`).
+    pub answer_sleep_after: Option<u32>,
 }
 
 impl Default for WaitPolicy {
@@ -85,6 +90,7 @@ impl Default for WaitPolicy {
             sleep_min: Duration::from_micros(20),
             sleep_max: Duration::from_millis(1),
             timeout: Duration::from_secs(5),
+            answer_sleep_after: None,
         }
     }
 }
@@ -117,6 +123,13 @@ impl WaitPolicy {
         if let Some(us) = num("GSAS_SLEEP_MAX_US") {
             p.sleep_max = Duration::from_micros(us.max(1));
         }
+        if let Ok(v) = std::env::var("GSAS_ANSWER_SLEEP_AFTER") {
+            p.answer_sleep_after = v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .map(|n| n.min(u64::from(u32::MAX)) as u32);
+        }
         p
     }
 }
@@ -140,6 +153,8 @@ pub struct Stats {
     pub yields: u64,
     /// Sleeps while waiting.
     pub sleeps: u64,
+    /// Sleeps in the driver until a home rang with the answer (`WAIT_ANSWER`).
+    pub answer_sleeps: u64,
     /// Answers whose echo did not match the request (late answers to timed-out requests).
     pub mismatches: u64,
     /// Requests that timed out.
@@ -158,7 +173,7 @@ impl Stats {
     /// which are vDSO calls where the clock source allows, are not counted; they happen only
     /// once the waiting has reached the yield phase).
     pub fn syscalls(&self) -> u64 {
-        self.sends + self.kicks + self.yields + self.sleeps
+        self.sends + self.kicks + self.yields + self.sleeps + self.answer_sleeps
     }
 
     /// Adds `other`'s counts (the threads of a run).
@@ -170,6 +185,7 @@ impl Stats {
         self.kicks += other.kicks;
         self.yields += other.yields;
         self.sleeps += other.sleeps;
+        self.answer_sleeps += other.answer_sleeps;
         self.mismatches += other.mismatches;
         self.timeouts += other.timeouts;
         self.mapped_reads += other.mapped_reads;
@@ -196,6 +212,7 @@ impl Stats {
             kicks: self.kicks - earlier.kicks,
             yields: self.yields - earlier.yields,
             sleeps: self.sleeps - earlier.sleeps,
+            answer_sleeps: self.answer_sleeps - earlier.answer_sleeps,
             mismatches: self.mismatches - earlier.mismatches,
             timeouts: self.timeouts - earlier.timeouts,
             stalls: self.stalls - earlier.stalls,
@@ -1011,7 +1028,15 @@ impl<T: Transport> Gsas<T> {
                 self.with_slots(|s| s.set_polling(home, false));
                 self.t.kick(home).map_err(kick_error)?;
             }
-            if !w.pause(self) {
+            let asleep = kick_at.is_none() && home != self.t.node();
+            let more = match asleep
+                .then(|| w.sleep_for_answer(self, home, last))
+                .flatten()
+            {
+                Some(more) => more,
+                None => w.pause(self),
+            };
+            if !more {
                 return Err(self.timed_out(home, req, &w));
             }
         }
@@ -1027,6 +1052,10 @@ impl<T: Transport> Gsas<T> {
         }
     }
 }
+
+/// The longest sleep of one `WAIT_ANSWER`: a doorbell lost between two nodes (their fences
+/// are not ordered against each other under TCG) costs at most this, or a tick.
+const ANSWER_SLICE: Duration = Duration::from_millis(2);
 
 /// The waiting of one request: spins, then yields, then growing sleeps, until the deadline.
 struct Waiter {
@@ -1046,6 +1075,38 @@ impl Waiter {
             yields: 0,
             sleep: policy.sleep_min,
             deadline: None,
+        }
+    }
+
+    /// Once the policy's looks are over, sleeps in the driver until `home` changes the slot
+    /// from `seq` (it rings this node), for a slice of the time left: `Some(false)` once the
+    /// deadline has passed; `None` if this wait does not sleep so (the caller pauses).
+    fn sleep_for_answer<T: Transport>(&mut self, g: &Gsas<T>, home: u16, seq: u32) -> Option<bool> {
+        let after = self.policy.answer_sleep_after?;
+        self.polls += 1;
+        if self.polls <= u64::from(after) {
+            std::hint::spin_loop();
+            return Some(true);
+        }
+        let now = Instant::now();
+        let deadline = *self.deadline.get_or_insert(now + self.policy.timeout);
+        if now >= deadline {
+            return Some(false);
+        }
+        match g
+            .t
+            .wait_answer(home, seq, (deadline - now).min(ANSWER_SLICE))
+        {
+            Ok(_) | Err(Errno::EINTR) => {
+                g.count(|s| s.answer_sleeps += 1);
+                Some(true)
+            }
+            Err(e) => {
+                // A driver without WAIT_ANSWER (or a fake): wait as before, from now on.
+                log::debug!("gsas: WAIT_ANSWER for node {home}: {e}; waiting without it");
+                self.policy.answer_sleep_after = None;
+                None
+            }
         }
     }
 

@@ -51,6 +51,8 @@ struct Fake {
     /// Slot requests a sleeping service has not seen yet (until a KICK).
     parked: RefCell<Vec<(u16, Payload)>>,
     kicks: Cell<u32>,
+    /// `WAIT_ANSWER`s: (home, seq); `None`: the fake has none (`ENOSYS`), as a driver without it.
+    answer_waits: RefCell<Option<Vec<(u16, u32)>>>,
 }
 
 impl Fake {
@@ -73,6 +75,7 @@ impl Fake {
             sent: RefCell::new(Vec::new()),
             pauses: RefCell::new(Vec::new()),
             waits: Cell::new(0),
+            answer_waits: RefCell::new(None),
             polling: Cell::new(false),
             submitted: RefCell::new(Vec::new()),
             parked: RefCell::new(Vec::new()),
@@ -483,6 +486,24 @@ impl Transport for &Fake {
     fn write_bulk_out(&self, src: &[u8]) {
         self.bulk_out.borrow_mut()[..src.len()].copy_from_slice(src);
     }
+    fn wait_answer(
+        &self,
+        home: u16,
+        seq: u32,
+        _timeout: Duration,
+    ) -> std::result::Result<bool, Errno> {
+        self.answer_waits
+            .borrow_mut()
+            .as_mut()
+            .ok_or(Errno::ENOSYS)?
+            .push((home, seq));
+        // The home answers while the thread sleeps, and rings.
+        for r in self.pending.borrow_mut().iter_mut() {
+            r.2 = 0;
+        }
+        self.run_pending();
+        Ok(self.response(home).seq != seq)
+    }
     fn pause(&self, how: Pause) {
         self.pauses.borrow_mut().push(how);
         if let Pause::Sleep(d) = how {
@@ -502,6 +523,7 @@ fn handle(f: &Fake) -> Gsas<&Fake> {
         // Far above what the fakes' delays take even on a loaded host; the tests of timeouts
         // set their own.
         timeout: Duration::from_secs(10),
+        answer_sleep_after: None,
     });
     g
 }
@@ -661,6 +683,55 @@ fn answers_after_a_wait_and_counts_the_system_calls() {
     f.pauses.borrow_mut().clear();
     g.write(mine, 1).unwrap();
     assert_eq!(f.pauses.borrow()[0], Pause::Yield);
+}
+
+#[test]
+fn a_wait_for_another_node_sleeps_until_rung_after_its_looks() {
+    let f = Fake::new();
+    *f.answer_waits.borrow_mut() = Some(Vec::new());
+    let g = handle(&f);
+    g.set_policy(WaitPolicy {
+        answer_sleep_after: Some(3),
+        ..g.policy()
+    });
+    let a = g.alloc_shared_page(2, 1).unwrap();
+    f.delay.set(1_000);
+    let seq = Transport::response(&&f, 2).seq;
+    let before = g.stats();
+    g.write(a, 7).unwrap();
+    let d = g.stats().since(&before);
+    // Three looks, then one sleep that the home's answer ended: no yield, no timed sleep.
+    assert_eq!(f.answer_waits.borrow().as_deref(), Some(&[(2, seq)][..]));
+    assert_eq!((d.answer_sleeps, d.yields, d.sleeps), (1, 0, 0), "{d:?}");
+    assert_eq!(d.syscalls(), 2);
+    // An answer within the looks needs no sleep.
+    f.delay.set(1);
+    let before = g.stats();
+    assert_eq!(g.read(a).unwrap(), 7);
+    assert_eq!(g.stats().since(&before).answer_sleeps, 0);
+    // This node's own service answers in the caller's SEND: never a sleep for it.
+    let mine = g.alloc_shared_page(1, 1).unwrap();
+    f.delay.set(20);
+    g.write(mine, 1).unwrap();
+    assert_eq!(f.answer_waits.borrow().as_ref().map(Vec::len), Some(1));
+}
+
+#[test]
+fn without_wait_answer_the_wait_goes_on_as_before() {
+    let f = Fake::new();
+    let g = handle(&f);
+    g.set_policy(WaitPolicy {
+        answer_sleep_after: Some(0),
+        ..g.policy()
+    });
+    let a = g.alloc_shared_page(2, 1).unwrap();
+    f.delay.set(60);
+    let before = g.stats();
+    g.write(a, 9).unwrap();
+    let d = g.stats().since(&before);
+    assert_eq!(d.answer_sleeps, 0, "{d:?}");
+    assert!(d.yields > 0, "{d:?}");
+    assert_eq!(g.read(a).unwrap(), 9);
 }
 
 #[test]

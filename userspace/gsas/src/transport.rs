@@ -47,6 +47,17 @@ pub trait Transport {
     fn write_bulk_out(&self, src: &[u8]);
     /// Gives the CPU away.
     fn pause(&self, how: Pause);
+    /// Sleeps until `home`'s slot for this interface no longer holds `seq`, at most `timeout`
+    /// (one `WAIT_ANSWER` ioctl; `home` rings this node when it answers): `true` if answered.
+    /// The unit tests' fake cannot (`ENOSYS`).
+    fn wait_answer(
+        &self,
+        _home: u16,
+        _seq: u32,
+        _timeout: std::time::Duration,
+    ) -> std::result::Result<bool, Errno> {
+        Err(Errno::ENOSYS)
+    }
     /// Whether [`map_read_only_at`](Self::map_read_only_at) can work (reads through mappings,
     /// `mapped_read.rs`); the unit tests' fake service cannot.
     fn maps(&self) -> bool {
@@ -132,6 +143,18 @@ impl Transport for Device {
 
     fn seq(&self, home: u16) -> u32 {
         self.iface.seq(home)
+    }
+
+    fn wait_answer(
+        &self,
+        home: u16,
+        seq: u32,
+        timeout: std::time::Duration,
+    ) -> std::result::Result<bool, Errno> {
+        self.iface
+            .mailbox
+            .wait_answer(u32::from(home), seq, timeout)
+            .map_err(|e| e.errno().unwrap_or(Errno::EIO))
     }
 
     fn response(&self, home: u16) -> Response {

@@ -28,6 +28,7 @@ pub enum Op {
     /// `mmap(2)` of the interface's GSAS area.
     Mmap,
     Kick,
+    WaitAnswer,
 }
 
 impl fmt::Display for Op {
@@ -49,6 +50,7 @@ impl fmt::Display for Op {
             Op::SetOwner => "SET_OWNER",
             Op::Mmap => "mmap",
             Op::Kick => "KICK",
+            Op::WaitAnswer => "WAIT_ANSWER",
         })
     }
 }

@@ -7,9 +7,9 @@
 //! with `ENOTTY` at run time, far from the cause.
 
 use unimem_wire::mailbox::{
-    AllocInfo, KmsgArgs, OwnerArgs, RecvArgs, RecvCredsArgs, SendArgs, SetProtArgs, IOCTL_TYPE,
-    NR_ALLOC, NR_ALLOC_AT, NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV,
-    NR_RECV_CREDS, NR_SEND, NR_SET_OWNER, NR_SET_PROT, NR_SET_TREE,
+    AllocInfo, KmsgArgs, OwnerArgs, RecvArgs, RecvCredsArgs, SendArgs, SetProtArgs, WaitAnswerArgs,
+    IOCTL_TYPE, NR_ALLOC, NR_ALLOC_AT, NR_INHERIT, NR_KBIND, NR_KICK, NR_KRECV, NR_KSEND, NR_RECV,
+    NR_RECV_CREDS, NR_SEND, NR_SET_OWNER, NR_SET_PROT, NR_SET_TREE, NR_WAIT_ANSWER,
 };
 
 const TY: u8 = IOCTL_TYPE as u8;
@@ -27,6 +27,7 @@ nix::ioctl_write_ptr!(inherit, TY, NR_INHERIT as u8, u32);
 nix::ioctl_write_ptr!(set_tree, TY, NR_SET_TREE as u8, u32);
 nix::ioctl_write_ptr!(kick, TY, NR_KICK as u8, u32);
 nix::ioctl_write_ptr!(set_owner, TY, NR_SET_OWNER as u8, OwnerArgs);
+nix::ioctl_write_ptr!(wait_answer, TY, NR_WAIT_ANSWER as u8, WaitAnswerArgs);
 
 /// `_IOC_WRITE` of asm-generic (x86, arm64, riscv): user space writes, the kernel reads.
 pub const IOC_WRITE: u32 = 1;
@@ -66,6 +67,12 @@ pub mod code {
     pub const SET_TREE: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SET_TREE, size_of::<u32>());
     pub const KICK: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_KICK, size_of::<u32>());
     pub const SET_OWNER: u32 = ioc(IOC_WRITE, IOCTL_TYPE, NR_SET_OWNER, size_of::<OwnerArgs>());
+    pub const WAIT_ANSWER: u32 = ioc(
+        IOC_WRITE,
+        IOCTL_TYPE,
+        NR_WAIT_ANSWER,
+        size_of::<WaitAnswerArgs>(),
+    );
 }
 
 #[cfg(test)]
@@ -76,7 +83,11 @@ mod tests {
     #[test]
     fn kernel_formula_matches_nix() {
         let ty = IOCTL_TYPE as u8;
-        let pairs: [(u32, u64); 13] = [
+        let pairs: [(u32, u64); 14] = [
+            (
+                code::WAIT_ANSWER,
+                nix::request_code_write!(ty, NR_WAIT_ANSWER, size_of::<WaitAnswerArgs>()) as u64,
+            ),
             (
                 code::SET_OWNER,
                 nix::request_code_write!(ty, NR_SET_OWNER, size_of::<OwnerArgs>()) as u64,

@@ -152,6 +152,24 @@ impl Mailbox {
         Ok(())
     }
 
+    /// Sleeps until node `home`'s response slot for this interface no longer holds `seq`, for at
+    /// most `timeout` (`WAIT_ANSWER`; the home rings this node when it answers): `true` if it
+    /// answered, `false` at the timeout. Errors: `EINVAL` (bad node, no `ALLOC`), `EINTR`.
+    pub fn wait_answer(&self, home: u32, seq: u32, timeout: Duration) -> Result<bool> {
+        let args = unimem_wire::mailbox::WaitAnswerArgs {
+            home,
+            seq,
+            timeout_us: u32::try_from(timeout.as_micros()).unwrap_or(u32::MAX),
+            reserved: 0,
+        };
+        // SAFETY: the driver reads one `WaitAnswerArgs` from the pointer, valid for the call.
+        match unsafe { ioctl::wait_answer(self.raw(), &args) } {
+            Ok(_) => Ok(true),
+            Err(Errno::ETIMEDOUT) => Ok(false),
+            Err(e) => Err(Error::sys(Op::WaitAnswer, e)),
+        }
+    }
+
     /// Waits for a packet and returns it decoded (header as written by the sender's driver).
     pub fn recv(&self) -> Result<Packet> {
         decode(&self.recv_raw()?)

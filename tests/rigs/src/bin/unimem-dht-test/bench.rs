@@ -153,6 +153,7 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
                 .num("stalls", gs_all.stalls)
                 .num("yields", gs_all.yields)
                 .num("sleeps", gs_all.sleeps)
+                .num("answer_sleeps", gs_all.answer_sleeps)
                 .num("kicks", gs_all.kicks)
         );
     } else {

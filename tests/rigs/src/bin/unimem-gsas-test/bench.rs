@@ -149,7 +149,11 @@ pub fn run(ctx: &Ctx, b: Bench) -> Result<i32> {
             )
             .float("kicks_per_op", s.kicks as f64 / s.requests.max(1) as f64)
             .float("yields_per_op", s.yields as f64 / s.requests.max(1) as f64)
-            .float("sleeps_per_op", s.sleeps as f64 / s.requests.max(1) as f64);
+            .float("sleeps_per_op", s.sleeps as f64 / s.requests.max(1) as f64)
+            .float(
+                "answer_sleeps_per_op",
+                s.answer_sleeps as f64 / s.requests.max(1) as f64,
+            );
         if let Some(m) = mbps {
             o = o.float("mb_per_s", m).num("len", b.len as u64);
         }

@@ -100,6 +100,7 @@ impl Gas {
             sleep_min: Duration::from_micros(1),
             sleep_max: Duration::from_micros(10),
             timeout: Duration::from_secs(5),
+            answer_sleep_after: None,
         });
         g
     }
