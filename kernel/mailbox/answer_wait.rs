@@ -14,16 +14,16 @@
 //! timeout, a tick later, and the thread looks again.
 
 use crate::state::State;
+use crate::{
+    gas::MAX_NODES,
+    gsas::{response_slot, wake_word, WAKE_ASLEEP},
+    mailbox::WaitAnswerArgs,
+};
 use core::sync::atomic::{fence, Ordering};
 use kernel::{
     prelude::*,
     sync::CondVarTimeoutResult,
     time::{msecs_to_jiffies, Jiffies},
-};
-use crate::{
-    gas::MAX_NODES,
-    gsas::{response_slot, wake_word, WAKE_ASLEEP},
-    mailbox::WaitAnswerArgs,
 };
 
 impl State {
@@ -58,9 +58,7 @@ impl State {
         }
         iface.answer_wait.store(true, Ordering::Release);
         wake(true)?;
-        self.counters
-            .answer_sleeps
-            .fetch_add(1, Ordering::Relaxed);
+        self.counters.answer_sleeps.fetch_add(1, Ordering::Relaxed);
         let r = loop {
             let mut owner = iface.owner.lock();
             match answered() {
@@ -72,7 +70,9 @@ impl State {
             if now >= deadline {
                 break Err(ETIMEDOUT);
             }
-            let left_ms = (deadline - now).div_ceil(1_000_000).min(u64::from(u32::MAX));
+            let left_ms = (deadline - now)
+                .div_ceil(1_000_000)
+                .min(u64::from(u32::MAX));
             let ticks: Jiffies = msecs_to_jiffies(left_ms as u32).max(1);
             // The doorbell handler (`Owners::wake_queued`) takes `owner` before it wakes this
             // queue, so its wake-up cannot fall between the look above and the sleep.
