@@ -47,6 +47,20 @@ hex() { printf '%#x' "$1"; }
 counter() { on "$1" "cat $SYS/$2"; }
 counter_mbox() { on "$1" "cat /sys/kernel/unimem_mailbox/$2"; }
 
+# Nodes 0 and 3, two threads each, 300 Fetch&Adds a thread on ADDR at once (a barrier word at
+# BARRIER), with ENV: faa_sum_0_3 TAG ENV ADDR BARRIER WHAT.
+faa_sum_0_3() {
+  local tag=$1 env=$2 addr=$3 barrier=$4 what=$5 n out
+  for n in 0 3; do
+    bg_job "$n" "$tag" "$env unimem-gsas-test $(tree_opt) check faa-sum --addr $addr --threads 2 --count 300 --barrier $barrier --parties 2 --json"
+  done
+  for n in 0 3; do
+    TIMEOUT=600 wait_log "$n" "$tag" '^exit=' 600
+    out=$(on "$n" "cat /tmp/$BG-$tag.log")
+    grep -q '^exit=0$' <<<"$out" || { echo "$out"; fail "node $n: faa-sum $what failed"; }
+  done
+}
+
 step "every node: base modules, kram-daemon, unimem_gsas (pool from its own daemon); jobs run as $(who_runs)"
 job_nodes_up "$MODS/unimem_gsas.ko"
 for n in $(seq 0 $((NODES - 1))); do on "$n" "test -r $SYS/pool_pages"; done
@@ -231,14 +245,7 @@ kicks0=$(counter_mbox 0 kicks)
 out=$(job 0 "GSAS_SUBMIT=2 unimem-gsas-test check ops --node 2") || { echo "$out"; fail "check ops through the slots"; }
 tail -2 <<<"$out"
 E=$(alloc 0 1 1); ALLOCS+=("$E")
-for n in 0 3; do
-  bg_job "$n" sfaa "GSAS_SUBMIT=2 unimem-gsas-test $(tree_opt) check faa-sum --addr $E --threads 2 --count 300 --barrier $(hex $((E + 8))) --parties 2 --json"
-done
-for n in 0 3; do
-  TIMEOUT=600 wait_log "$n" sfaa '^exit=' 600
-  out=$(on "$n" "cat /tmp/$BG-sfaa.log")
-  grep -q '^exit=0$' <<<"$out" || { echo "$out"; fail "node $n: faa-sum through the slots failed"; }
-done
+faa_sum_0_3 sfaa GSAS_SUBMIT=2 "$E" "$(hex $((E + 8)))" "through the slots"
 expect_eq "$(g 2 read "$E")" "$(hex 1200)" "the word after 1200 Fetch&Adds through the slots"
 denied0=$(counter 2 denied)
 out=$(job 3 "GSAS_SUBMIT=2 unimem-gsas-test check denied --addr $A") || { echo "$out"; fail "another tree was not denied through the slots"; }
@@ -255,14 +262,7 @@ sleeps0=$(counter_mbox 0 answer_sleeps)
 out=$(job 0 "GSAS_ANSWER_SLEEP_AFTER=0 GSAS_SUBMIT=0 unimem-gsas-test check ops --node 2") || { echo "$out"; fail "check ops asleep for the answers"; }
 tail -1 <<<"$out"
 F=$(alloc 0 1 1); ALLOCS+=("$F")
-for n in 0 3; do
-  bg_job "$n" afaa "GSAS_ANSWER_SLEEP_AFTER=0 unimem-gsas-test $(tree_opt) check faa-sum --addr $(hex $((F + 64))) --threads 2 --count 300 --barrier $(hex $((F + 8))) --parties 2 --json"
-done
-for n in 0 3; do
-  TIMEOUT=600 wait_log "$n" afaa '^exit=' 600
-  out=$(on "$n" "cat /tmp/$BG-afaa.log")
-  grep -q '^exit=0$' <<<"$out" || { echo "$out"; fail "node $n: faa-sum asleep for the answers failed"; }
-done
+faa_sum_0_3 afaa GSAS_ANSWER_SLEEP_AFTER=0 "$(hex $((F + 64)))" "$(hex $((F + 8)))" "asleep for the answers"
 expect_eq "$(g 1 read "$(hex $((F + 64)))")" "$(hex 1200)" "the word after 1200 Fetch&Adds from threads asleep for their answers"
 out=$(job 0 "GSAS_ANSWER_SLEEP_AFTER=0 GSAS_SUBMIT=0 unimem-gsas-test bench --node 2 --op faa --count 200 --reps 3 --warmup 20 --json")
 echo "node 0 -> node 2 faa asleep: $out"
