@@ -85,7 +85,7 @@ for n in $(seq 0 $((NODES - 1))); do
   gsas_up "$n"
 done
 bench_environment "$OUT/environment.csv" "$NODES" runs="$RUNS" seconds_per_point="$SECONDS_PER_POINT" \
-  windows="$WINDOWS" prefilled_keys="$KEYS" put_capacity="$CAPACITY"
+  windows="$WINDOWS" prefilled_keys="$KEYS" put_capacity="$CAPACITY" measured_env="${DHT_BENCH_ENV:-}"
 
 # Barrier words (one per point, bench_point) on a page of node 0; pages for raw READ256 on
 # every node.
