@@ -454,9 +454,7 @@ impl Service {
     /// after publishing the word (`kernel/mailbox/answer_wait.rs`).
     fn wake_issuer(&self, claim: &Claim<'_>) {
         core::sync::atomic::fence(Ordering::SeqCst);
-        let word = self.info.ctl_size
-            + u64::from(claim.from) * self.info.partition_size
-            + gsas::wake_word(claim.iface);
+        let word = self.part_offset(claim.from) + gsas::wake_word(claim.iface);
         let Some(p) = claim.w.ptr(word, 4) else {
             return;
         };
